@@ -1,0 +1,185 @@
+package middleware
+
+// This file fixes the public API of the middleware. Other areas of hilrig
+// (agent, bench, suites) code against these names; the implementation files
+// beside it fill them in. Changing a signature here is a cross-team change.
+
+import (
+	"context"
+	"log/slog"
+	"time"
+)
+
+// Reliability is a topic's delivery guarantee.
+type Reliability uint8
+
+const (
+	// BestEffort never blocks the publisher: on shared memory it overwrites
+	// the oldest slot, on UDP it never retransmits. Subscribers count what
+	// they missed as loss by sequence gap.
+	BestEffort Reliability = iota
+	// Reliable makes the publisher wait, up to PublisherOptions.SendTimeout,
+	// for the slowest live subscriber (shm) or retransmit on NACK (UDP).
+	// Dead subscribers are detected and dropped; they never block forever.
+	Reliable
+)
+
+// Transport selects how a topic's messages move.
+type Transport uint8
+
+const (
+	// TransportAuto picks intra-process when both ends are in one process,
+	// shared memory on one host, and UDP when the contract names remote peers.
+	TransportAuto Transport = iota
+	// TransportIntra passes messages inside one process.
+	TransportIntra
+	// TransportShm uses a ring of slots in a /dev/shm segment.
+	TransportShm
+	// TransportUDP uses UDP datagrams (see UDPConfig).
+	TransportUDP
+)
+
+// WaitStrategy is how a subscriber waits for the next message.
+type WaitStrategy uint8
+
+const (
+	// WaitFutex sleeps on a futex; the publisher wakes it only when the
+	// waiter count is non-zero (no syscall when nobody sleeps).
+	WaitFutex WaitStrategy = iota
+	// WaitSpin busy-polls: lowest latency, burns one CPU.
+	WaitSpin
+	// WaitHybrid spins for SubscriberOptions.SpinFor, then sleeps on the futex.
+	WaitHybrid
+)
+
+// ClockID names the clock a timestamp was read from. Values are the Linux
+// clockid_t numbers so they can be passed to clock_gettime unchanged.
+type ClockID int32
+
+const (
+	ClockRealtime  ClockID = 0  // CLOCK_REALTIME
+	ClockMonotonic ClockID = 1  // CLOCK_MONOTONIC
+	ClockTAI       ClockID = 11 // CLOCK_TAI
+)
+
+// Contract is a static topic contract: both ends must declare the same one.
+// It is plain data (yaml/json tags) so rack fixtures can carry it.
+type Contract struct {
+	// Topic is the topic name: 1..64 bytes of [A-Za-z0-9._/-].
+	Topic string `yaml:"topic" json:"topic"`
+	// MaxPayload is the largest payload in bytes (up to 16 MiB on UDP).
+	MaxPayload int `yaml:"max_payload" json:"max_payload"`
+	// Slots is the number of shared-memory ring slots; 0 means Depth+2.
+	Slots int `yaml:"slots,omitempty" json:"slots,omitempty"`
+	// Reliability is BestEffort (default) or Reliable.
+	Reliability Reliability `yaml:"reliability,omitempty" json:"reliability,omitempty"`
+	// Depth is the keep-last history depth; 0 means 1 (shm) or the UDP
+	// retransmit history size.
+	Depth int `yaml:"depth,omitempty" json:"depth,omitempty"`
+	// Transport forces a transport; TransportAuto (zero) chooses.
+	Transport Transport `yaml:"transport,omitempty" json:"transport,omitempty"`
+	// UDP configures the UDP transport; ignored by the others.
+	UDP UDPConfig `yaml:"udp,omitempty" json:"udp,omitempty"`
+}
+
+// NodeOptions configures a node. A nil *NodeOptions means defaults.
+type NodeOptions struct {
+	// Domain separates independent systems on one host; it is part of every
+	// segment name. Default "0".
+	Domain string
+	// ShmDir is where segments live. Default /dev/shm.
+	ShmDir string
+	// Group, when set, creates segments 0660 with this group (multi-user
+	// labs); default is 0600 owned by the caller.
+	Group string
+	// AllowForeignOwner accepts segments owned by another uid.
+	AllowForeignOwner bool
+	// StampClock is the second clock stamped into every header next to
+	// CLOCK_MONOTONIC: ClockRealtime (default) or ClockTAI for cross-host use.
+	StampClock ClockID
+	// Mlock calls mlockall(MCL_CURRENT|MCL_FUTURE) when the node opens.
+	Mlock bool
+	// HugePages maps slot arrays with MAP_HUGETLB, falling back to normal
+	// pages (and saying so through Logger) when none are available.
+	HugePages bool
+	// Logger receives warnings (fallbacks, dropped subscribers). Default: discard.
+	Logger *slog.Logger
+}
+
+// PublisherOptions configures a publisher. nil means defaults.
+type PublisherOptions struct {
+	// SendTimeout bounds how long a Reliable Send/Publish waits for the
+	// slowest subscriber before returning ErrTimeout. Default 1 s.
+	SendTimeout time.Duration
+}
+
+// SubscriberOptions configures a subscriber. nil means defaults.
+type SubscriberOptions struct {
+	// Wait is the wait strategy. Default WaitFutex.
+	Wait WaitStrategy
+	// SpinFor is how long WaitHybrid spins before sleeping. Default 50 µs.
+	SpinFor time.Duration
+	// CPU pins the receive loop's OS thread to this CPU; -1 or nil options
+	// means no pinning. Only effective while Receive/Next runs on a thread
+	// the subscriber locked.
+	CPU int
+	// Priority is a SCHED_FIFO priority (1..99) for the receive thread; 0
+	// leaves the scheduler alone. Needs CAP_SYS_NICE.
+	Priority int
+}
+
+// Header is the frame header carried with every message. Layout on the wire
+// and in shared memory is documented in header.go.
+type Header struct {
+	Version   uint8   // frame layout version
+	Flags     uint8   // FlagXxx bits
+	TopicID   uint32  // hash of the topic name
+	Epoch     uint32  // publisher epoch; a restarted publisher bumps it
+	Seq       uint64  // per-epoch sequence number, first message is 1
+	SendMono  int64   // publisher send time, ns, CLOCK_MONOTONIC
+	SendClock int64   // publisher send time, ns, on Clock
+	Clock     ClockID // which clock SendClock was read from
+	Len       uint32  // payload length in bytes
+}
+
+// Message is a received message. Payload is a read-only view into transport
+// memory, valid only until the callback that received it returns; use
+// CopyPayload to keep it.
+type Message struct {
+	Header Header
+	// RecvMono is when the subscriber took the message, ns, CLOCK_MONOTONIC.
+	RecvMono int64
+	// Lost is how many messages were missed just before this one (sequence
+	// gap), 0 normally.
+	Lost    uint64
+	Payload []byte
+}
+
+// PublisherStats are cumulative counters. Safe to read concurrently.
+type PublisherStats struct {
+	Published   uint64        // messages published
+	Blocked     time.Duration // total time spent waiting (Reliable)
+	Timeouts    uint64        // sends that returned ErrTimeout
+	DroppedSubs uint64        // subscribers dropped as dead
+}
+
+// SubscriberStats are cumulative counters. Safe to read concurrently.
+type SubscriberStats struct {
+	Delivered   uint64 // messages handed to the caller
+	Lost        uint64 // messages missed by sequence gap
+	Overruns    uint64 // times the publisher lapped this subscriber (best effort)
+	TornRetries uint64 // seqlock retries while reading
+	Epochs      uint64 // publisher epoch changes seen
+}
+
+// compile-time reminder of the blocking calls' shapes; see implementation files.
+var (
+	_ func(string, *NodeOptions) (*Node, error)                      = OpenNode
+	_ func(*Node, Contract, *PublisherOptions) (*Publisher, error)   = (*Node).NewPublisher
+	_ func(*Node, Contract, *SubscriberOptions) (*Subscriber, error) = (*Node).NewSubscriber
+	_ func(*Publisher, []byte) error                                 = (*Publisher).Send
+	_ func(*Publisher) (*Loan, error)                                = (*Publisher).Loan
+	_ func(*Loan, int) error                                         = (*Loan).Publish
+	_ func(*Subscriber, context.Context, func(*Message) error) error = (*Subscriber).Receive
+	_ func(*Subscriber, context.Context, func(*Message)) error       = (*Subscriber).Next
+)

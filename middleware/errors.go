@@ -1,0 +1,27 @@
+package middleware
+
+import "errors"
+
+// Sentinel errors; compare with errors.Is. Returned errors wrap them with
+// context (topic, segment file, peer).
+var (
+	// ErrClosed is returned by calls on a closed node, publisher or subscriber.
+	ErrClosed = errors.New("middleware: closed")
+	// ErrTimeout is returned when a Reliable send waited SendTimeout for a
+	// slow subscriber.
+	ErrTimeout = errors.New("middleware: timeout")
+	// ErrTooLarge is returned when a payload exceeds the contract's MaxPayload.
+	ErrTooLarge = errors.New("middleware: payload larger than contract MaxPayload")
+	// ErrContract is returned when a contract is invalid or does not match the
+	// one an existing segment or peer was created with.
+	ErrContract = errors.New("middleware: contract mismatch")
+	// ErrBadSegment is returned for a segment file that is truncated, corrupt
+	// or of another layout version.
+	ErrBadSegment = errors.New("middleware: bad shared-memory segment")
+	// ErrPermission is returned for a segment owned by another uid, or an
+	// RT option the process lacks the capability for.
+	ErrPermission = errors.New("middleware: permission denied")
+	// ErrLoanOutstanding is returned by Loan while a previous loan of the
+	// same publisher is neither published nor discarded.
+	ErrLoanOutstanding = errors.New("middleware: loan outstanding")
+)

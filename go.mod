@@ -20,6 +20,7 @@ require (
 	github.com/onsi/ginkgo/v2 v2.34.0 // indirect
 	github.com/onsi/gomega v1.44.0 // indirect
 	github.com/pkg/errors v0.9.1 // indirect
+	github.com/sirupsen/logrus v1.9.1 // indirect
 	github.com/warthog618/go-gpiocdev v0.9.1 // indirect
 	github.com/warthog618/go-gpiosim v0.1.1 // indirect
 	go.yaml.in/yaml/v3 v3.0.6 // indirect

@@ -1,0 +1,42 @@
+package main
+
+import (
+	"bytes"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/hilrig/hilrig/report"
+)
+
+// TestReportCompareExitCode checks the exit-code path: a planted regression
+// exits 3, identical results 0, a usage mistake 2.
+func TestReportCompareExitCode(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, scale int64) string {
+		r := report.NewResult(report.RunInfo{Start: time.Unix(0, 0).UTC()})
+		h := report.NewHistogram()
+		for k := int64(1); k <= 100; k++ {
+			h.Record(k * 1000 * scale)
+		}
+		c := report.Case{Name: "c", Suite: "s", Sent: 100, Delivered: 100, Histogram: h}
+		c.Finalize()
+		r.Cases = []report.Case{c}
+		p := filepath.Join(dir, name)
+		if err := r.WriteFile(p); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	base, worse := write("base.json", 1), write("worse.json", 2)
+	var out, errb bytes.Buffer
+	if code := run([]string{"report", "compare", base, worse}, &out, &errb); code != 3 {
+		t.Errorf("regression exit %d, want 3; stderr %s", code, errb.String())
+	}
+	if code := run([]string{"report", "compare", base, base}, &out, &errb); code != 0 {
+		t.Errorf("same exit %d, want 0; stderr %s", code, errb.String())
+	}
+	if code := run([]string{"report", "compare", base}, &out, &errb); code != 2 {
+		t.Errorf("usage exit %d, want 2", code)
+	}
+}

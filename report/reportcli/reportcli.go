@@ -1,0 +1,198 @@
+// Package reportcli is the logic of "hilrig report": html (regenerate the
+// HTML report from a result JSON or a soak checkpoint JSONL) and compare
+// (per-case deltas between two results, with a regression verdict). The
+// command file in cmd/hilrig only maps its errors to exit codes.
+package reportcli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/hilrig/hilrig/report"
+	"github.com/hilrig/hilrig/report/reporthtml"
+	"github.com/hilrig/hilrig/report/soak"
+)
+
+// ErrUsage marks command-line mistakes (the command maps it to exit 2).
+// Regressions are reported wrapping report.ErrRegression (exit 3).
+var ErrUsage = errors.New("usage")
+
+const usage = `usage:
+  hilrig report html RESULT.json|SOAK.jsonl [-o out.html] [--soak SOAK.jsonl] [--title T]
+  hilrig report compare BASE.json NEW.json [--threshold 10%] [--min-delta 0ns]`
+
+// Run runs "hilrig report <sub> ...". It blocks only on file I/O.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, usage)
+		return fmt.Errorf("%w: missing sub-command (html, compare)", ErrUsage)
+	}
+	switch args[0] {
+	case "html":
+		return runHTML(ctx, args[1:], stdout, stderr)
+	case "compare":
+		return runCompare(ctx, args[1:], stdout, stderr)
+	case "-h", "--help", "help":
+		fmt.Fprintln(stdout, usage)
+		return nil
+	default:
+		fmt.Fprintln(stderr, usage)
+		return fmt.Errorf("%w: unknown sub-command %q", ErrUsage, args[0])
+	}
+}
+
+// parse parses flags that may come before or after the positional args.
+func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrUsage, err)
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+func runHTML(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("report html", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	out := fs.String("o", "", "output file (default: input with .html)")
+	soakPath := fs.String("soak", "", "soak checkpoint JSONL to add (default: the result's soak_checkpoint)")
+	title := fs.String("title", "", "page title")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return fmt.Errorf("%w: report html wants one input file, got %d", ErrUsage, len(pos))
+	}
+	in := pos[0]
+	data, err := os.ReadFile(in)
+	if err != nil {
+		return fmt.Errorf("report html: %w", err)
+	}
+	var input reporthtml.Input
+	input.Title = *title
+	if soak.IsCheckpoint(data) {
+		lg, err := soak.Read(in)
+		if err != nil {
+			return fmt.Errorf("report html: %w", err)
+		}
+		input.Soak = lg
+	} else {
+		r, err := report.Decode(data, in)
+		if err != nil {
+			return fmt.Errorf("report html: %w", err)
+		}
+		input.Result = r
+		if *soakPath == "" && r.SoakCheckpoint != "" {
+			p := r.SoakCheckpoint
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(filepath.Dir(in), p)
+			}
+			*soakPath = p
+		}
+	}
+	if *soakPath != "" {
+		lg, err := soak.Read(*soakPath)
+		if err != nil {
+			return fmt.Errorf("report html: %w", err)
+		}
+		input.Soak = lg
+	}
+	for _, n := range noteLines(input.Soak) {
+		fmt.Fprintln(stderr, "note:", n)
+	}
+	dst := *out
+	if dst == "" {
+		dst = strings.TrimSuffix(strings.TrimSuffix(in, ".json"), ".jsonl") + ".html"
+	}
+	if err := writeAtomic(dst, func(w io.Writer) error { return reporthtml.Render(w, input) }); err != nil {
+		return fmt.Errorf("report html: %w", err)
+	}
+	fmt.Fprintln(stdout, dst)
+	return nil
+}
+
+func noteLines(lg *soak.Log) []string {
+	if lg == nil {
+		return nil
+	}
+	return lg.Notes
+}
+
+func writeAtomic(path string, f func(io.Writer) error) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := f(tmp); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// ParseThreshold reads "10%", "10" (percent) or "0.1" (fraction < 1).
+func ParseThreshold(s string) (float64, error) {
+	t := strings.TrimSpace(s)
+	pct := strings.HasSuffix(t, "%")
+	t = strings.TrimSuffix(t, "%")
+	v, err := strconv.ParseFloat(t, 64)
+	if err != nil || v < 0 {
+		return 0, fmt.Errorf("threshold %q: want e.g. 10%%", s)
+	}
+	if pct || v >= 1 {
+		v /= 100
+	}
+	return v, nil
+}
+
+func runCompare(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("report compare", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	thr := fs.String("threshold", "10%", "relative change that counts as a regression")
+	minDelta := fs.Duration("min-delta", 0, "ignore latency changes smaller than this")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 2 {
+		return fmt.Errorf("%w: report compare wants BASE and NEW, got %d file(s)", ErrUsage, len(pos))
+	}
+	t, err := ParseThreshold(*thr)
+	if err != nil {
+		return fmt.Errorf("%w: --%v", ErrUsage, err)
+	}
+	base, err := report.ReadFile(pos[0])
+	if err != nil {
+		return fmt.Errorf("report compare: %w", err)
+	}
+	cur, err := report.ReadFile(pos[1])
+	if err != nil {
+		return fmt.Errorf("report compare: %w", err)
+	}
+	c := report.Compare(base, cur, report.CompareOptions{Threshold: t, MinDeltaNs: int64(*minDelta)})
+	if err := c.WriteTable(stdout); err != nil {
+		return err
+	}
+	return c.Err()
+}

@@ -1,0 +1,24 @@
+package labels_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/hilrig/hilrig/suites/labels"
+)
+
+func TestValidate(t *testing.T) {
+	if err := labels.Validate(labels.All()...); err != nil {
+		t.Fatal(err)
+	}
+	err := labels.Validate(labels.Latency, "latancy", "needs:gpu")
+	if err == nil || !strings.Contains(err.Error(), "latancy, needs:gpu") {
+		t.Fatalf("got %v, want both unknown labels named", err)
+	}
+	if c, ok := labels.Capability(labels.NeedsScope); !ok || c != "scope" {
+		t.Fatalf("Capability(needs:scope) = %q, %v", c, ok)
+	}
+	if _, ok := labels.Capability(labels.Soak); ok {
+		t.Fatal("soak is not a capability")
+	}
+}

@@ -25,3 +25,18 @@ var (
 	// same publisher is neither published nor discarded.
 	ErrLoanOutstanding = errors.New("middleware: loan outstanding")
 )
+
+// ErrBusy is returned when a topic already has a live publisher (the
+// shared-memory ring has exactly one writer) or its subscriber table is
+// full of live subscribers.
+var ErrBusy = errors.New("middleware: busy")
+
+// mappedErr carries an internal error under the exported sentinel, with
+// the internal sentinel's text replaced by the exported one's.
+type mappedErr struct {
+	msg          string
+	outer, inner error
+}
+
+func (e *mappedErr) Error() string   { return e.msg }
+func (e *mappedErr) Unwrap() []error { return []error{e.outer, e.inner} }

@@ -1,85 +1,163 @@
 package middleware
 
 import (
-	"context"
 	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/user"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/hilrig/hilrig/middleware/internal/rt"
+	"github.com/hilrig/hilrig/middleware/internal/shm"
 )
 
-// placeholder implementation: replaced by the shared-memory core (issue 2).
+// Node is a participant in a domain. It owns its publishers and
+// subscribers. Safe for concurrent use.
+type Node struct {
+	name string
+	// opts has every default filled in (the UDP transport reads Logger,
+	// StampClock and Domain from here).
+	opts  NodeOptions
+	gid   int
+	pid   int
+	start uint64
 
-var errNotImplemented = errors.New("middleware: not implemented yet")
+	mu     sync.Mutex
+	closed bool
+	pubs   map[*Publisher]struct{}
+	subs   map[*Subscriber]struct{}
+}
 
-// Node is a participant in a domain. It owns its publishers and subscribers.
-// Safe for concurrent use.
-type Node struct{}
+// OpenNode opens a node named name (recorded in segment subscriber tables
+// and shown by `hilrig shm ls`). It does not block. With Mlock it calls
+// mlockall and fails with ErrPermission naming the capability if refused.
+func OpenNode(name string, opts *NodeOptions) (*Node, error) {
+	var o NodeOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Domain == "" {
+		o.Domain = "0"
+	}
+	if err := validDomain(o.Domain); err != nil {
+		return nil, err
+	}
+	if o.ShmDir == "" {
+		o.ShmDir = "/dev/shm"
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	switch o.StampClock {
+	case ClockRealtime, ClockTAI, ClockMonotonic:
+	default:
+		return nil, fmt.Errorf("%w: node %q: StampClock %d: want ClockRealtime, ClockTAI or ClockMonotonic", ErrContract, name, o.StampClock)
+	}
+	n := &Node{name: name, opts: o, gid: -1, pid: os.Getpid(),
+		pubs: map[*Publisher]struct{}{}, subs: map[*Subscriber]struct{}{}}
+	if o.Group != "" {
+		gid, err := lookupGroup(o.Group)
+		if err != nil {
+			return nil, fmt.Errorf("node %q: NodeOptions.Group %q: %w", name, o.Group, err)
+		}
+		n.gid = gid
+	}
+	st, err := rt.StartTime(n.pid)
+	if err != nil {
+		o.Logger.Warn("middleware: no process start time; PID reuse detection off", "err", err)
+	}
+	n.start = st
+	if o.Mlock {
+		if err := rt.Mlockall(); err != nil {
+			return nil, mapErr(fmt.Errorf("node %q: %w", name, err))
+		}
+	}
+	return n, nil
+}
 
-// OpenNode opens a node named name (used in segment subscriber tables and
-// tools). It does not block.
-func OpenNode(name string, opts *NodeOptions) (*Node, error) { return nil, errNotImplemented }
+func lookupGroup(g string) (int, error) {
+	if id, err := strconv.Atoi(g); err == nil {
+		return id, nil
+	}
+	gr, err := user.LookupGroup(g)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(gr.Gid)
+}
+
+// Name is the node's name.
+func (n *Node) Name() string { return n.name }
+
+// Domain is the node's domain (after defaults).
+func (n *Node) Domain() string { return n.opts.Domain }
 
 // Close closes all publishers and subscribers of the node. Idempotent.
-func (n *Node) Close() error { return errNotImplemented }
-
-// NewPublisher creates a publisher for contract c.
-func (n *Node) NewPublisher(c Contract, opts *PublisherOptions) (*Publisher, error) {
-	return nil, errNotImplemented
+// Subscribers blocked in Receive/Next return ErrClosed.
+func (n *Node) Close() error {
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		return nil
+	}
+	n.closed = true
+	pubs, subs := n.pubs, n.subs
+	n.pubs, n.subs = nil, nil
+	n.mu.Unlock()
+	var errs []error
+	for p := range pubs {
+		errs = append(errs, p.close(false))
+	}
+	for s := range subs {
+		errs = append(errs, s.close(false))
+	}
+	return errors.Join(errs...)
 }
 
-// NewSubscriber creates a subscriber for contract c.
-func (n *Node) NewSubscriber(c Contract, opts *SubscriberOptions) (*Subscriber, error) {
-	return nil, errNotImplemented
+func (n *Node) add(p *Publisher, s *Subscriber) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return fmt.Errorf("node %q: %w", n.name, ErrClosed)
+	}
+	if p != nil {
+		n.pubs[p] = struct{}{}
+	}
+	if s != nil {
+		n.subs[s] = struct{}{}
+	}
+	return nil
 }
 
-// Publisher publishes on one topic. Send/Loan/Publish are not safe for
-// concurrent use by several goroutines; Stats is.
-type Publisher struct{}
-
-// Send copies payload into the next slot and publishes it. 0 allocs. Blocks
-// up to SendTimeout on a Reliable topic with a slow subscriber.
-func (p *Publisher) Send(payload []byte) error { return errNotImplemented }
-
-// Loan hands out the next slot for zero-copy filling. 0 allocs.
-func (p *Publisher) Loan() (*Loan, error) { return nil, errNotImplemented }
-
-// Stats returns the publisher's counters.
-func (p *Publisher) Stats() PublisherStats { return PublisherStats{} }
-
-// Close closes the publisher. Idempotent.
-func (p *Publisher) Close() error { return errNotImplemented }
-
-// Loan is a slot lent by Publisher.Loan. Exactly one of Publish or Discard
-// must be called; the Loan must not be used afterwards.
-type Loan struct{}
-
-// Bytes is the slot's payload area, len == contract MaxPayload.
-func (l *Loan) Bytes() []byte { return nil }
-
-// Publish publishes the first n bytes of Bytes(). 0 allocs.
-func (l *Loan) Publish(n int) error { return errNotImplemented }
-
-// Discard returns the slot unpublished.
-func (l *Loan) Discard() {}
-
-// Subscriber receives one topic. Receive/Next must be called from one
-// goroutine at a time; Stats is safe concurrently.
-type Subscriber struct{}
-
-// Receive calls fn for every message until ctx is done (returns ctx.Err())
-// or fn returns an error (returned as is). Blocks.
-func (s *Subscriber) Receive(ctx context.Context, fn func(*Message) error) error {
-	return errNotImplemented
+func (n *Node) remove(p *Publisher, s *Subscriber) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	delete(n.pubs, p)
+	delete(n.subs, s)
 }
 
-// Next waits for one message and calls fn with it. Blocks until a message
-// or ctx is done.
-func (s *Subscriber) Next(ctx context.Context, fn func(*Message)) error { return errNotImplemented }
-
-// Stats returns the subscriber's counters.
-func (s *Subscriber) Stats() SubscriberStats { return SubscriberStats{} }
-
-// Close closes the subscriber and removes it from the segment's table. Idempotent.
-func (s *Subscriber) Close() error { return errNotImplemented }
-
-// CopyPayload appends the payload to dst[:0] and returns it, for callers that
-// keep data beyond the callback.
-func (m *Message) CopyPayload(dst []byte) []byte { return append(dst[:0], m.Payload...) }
+// mapErr puts internal sentinels under the exported ones (errors.Is works
+// for both) and rewrites the text accordingly.
+func mapErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	for _, m := range [...]struct{ inner, outer error }{
+		{shm.ErrBadSegment, ErrBadSegment},
+		{shm.ErrContract, ErrContract},
+		{shm.ErrPermission, ErrPermission},
+		{rt.ErrPermission, ErrPermission},
+		{shm.ErrBusy, ErrBusy},
+		{shm.ErrTimeout, ErrTimeout},
+		{shm.ErrLoanOutstanding, ErrLoanOutstanding},
+	} {
+		if errors.Is(err, m.inner) {
+			return &mappedErr{msg: strings.Replace(err.Error(), m.inner.Error(), m.outer.Error(), 1), outer: m.outer, inner: err}
+		}
+	}
+	return err
+}

@@ -1,0 +1,51 @@
+package middleware_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/hilrig/hilrig/middleware"
+)
+
+// testDomain returns a fresh domain for t and registers a check, run
+// after every other cleanup, that no segment of it is left in /dev/shm.
+func testDomain(t testing.TB) string {
+	t.Helper()
+	var b [4]byte
+	rand.Read(b[:])
+	d := "t" + hex.EncodeToString(b[:])
+	t.Cleanup(func() {
+		left, _ := filepath.Glob("/dev/shm/hilrig." + d + ".*")
+		if len(left) > 0 {
+			t.Errorf("segments left behind: %v", left)
+			for _, f := range left {
+				middleware.RemoveSegment(f)
+			}
+		}
+	})
+	return d
+}
+
+func openNode(t testing.TB, name, domain string) *middleware.Node {
+	t.Helper()
+	n, err := middleware.OpenNode(name, &middleware.NodeOptions{Domain: domain})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := n.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return n
+}
+
+func ctxT(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}

@@ -1,0 +1,9 @@
+package shm
+
+// Test hooks into the layout.
+
+func (r *Region) SlotVer(k int) *uint64 { return r.slotVer(k) }
+func (r *Region) Entry(i int) *uint64   { return r.entry(i) }
+func (r *Region) Head() *uint64         { return r.u64(offHead) }
+
+const PosShift = posShift

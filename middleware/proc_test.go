@@ -1,0 +1,282 @@
+package middleware_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/hilrig/hilrig/middleware"
+)
+
+// The helper process pattern: tests re-execute the test binary with
+// -test.run=TestHelperProcess and HILRIG_HELPER set to a role.
+
+const helperEnv = "HILRIG_HELPER"
+
+// fillPattern writes a self-checking payload: 8-byte tag, then bytes
+// derived from the tag. A torn message mixes two tags and fails check.
+func fillPattern(b []byte, tag uint64) {
+	binary.LittleEndian.PutUint64(b, tag)
+	x := byte(tag*131 + 7)
+	for i := 8; i < len(b); i++ {
+		b[i] = x + byte(i)
+	}
+}
+
+func checkPattern(b []byte) (uint64, bool) {
+	if len(b) < 8 {
+		return 0, false
+	}
+	tag := binary.LittleEndian.Uint64(b)
+	x := byte(tag*131 + 7)
+	for i := 8; i < len(b); i++ {
+		if b[i] != x+byte(i) {
+			return tag, false
+		}
+	}
+	return tag, true
+}
+
+// helperCmd starts the test binary in role with extra env.
+func helperCmd(t *testing.T, role string, env ...string) (*exec.Cmd, *bufio.Reader) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
+	cmd.Env = append(os.Environ(), append([]string{helperEnv + "=" + role}, env...)...)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	return cmd, bufio.NewReader(out)
+}
+
+// expectLine reads one line from a helper and fails unless it is want.
+func expectLine(t *testing.T, r *bufio.Reader, want string) {
+	t.Helper()
+	type res struct {
+		s   string
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() { s, err := r.ReadString('\n'); ch <- res{s, err} }()
+	select {
+	case got := <-ch:
+		if got.err != nil || got.s != want+"\n" {
+			t.Fatalf("helper said %q (%v), want %q", got.s, got.err, want)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("helper did not say %q", want)
+	}
+}
+
+func TestHelperProcess(t *testing.T) {
+	role := os.Getenv(helperEnv)
+	if role == "" {
+		t.Skip("helper process for the multi-process tests")
+	}
+	err := runHelper(role)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "helper:", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+func helperContract() middleware.Contract {
+	c := middleware.Contract{Topic: os.Getenv("HILRIG_TOPIC"), Transport: middleware.TransportShm}
+	c.MaxPayload, _ = strconv.Atoi(os.Getenv("HILRIG_MAX"))
+	c.Slots, _ = strconv.Atoi(os.Getenv("HILRIG_SLOTS"))
+	if os.Getenv("HILRIG_RELIABLE") == "1" {
+		c.Reliability = middleware.Reliable
+	}
+	return c
+}
+
+func runHelper(role string) error {
+	if role == "mlock" {
+		n, err := middleware.OpenNode("mlock", &middleware.NodeOptions{Domain: os.Getenv("HILRIG_DOMAIN"), Mlock: true})
+		if err != nil {
+			fmt.Println("err:", err)
+			return nil
+		}
+		fmt.Println("ok")
+		return n.Close()
+	}
+	n, err := middleware.OpenNode("helper-"+role, &middleware.NodeOptions{Domain: os.Getenv("HILRIG_DOMAIN")})
+	if err != nil {
+		return err
+	}
+	defer n.Close()
+	c := helperContract()
+	switch role {
+	case "pub": // publish HILRIG_COUNT pattern messages of varying size
+		count, _ := strconv.Atoi(os.Getenv("HILRIG_COUNT"))
+		p, err := n.NewPublisher(c, &middleware.PublisherOptions{SendTimeout: 10 * time.Second})
+		if err != nil {
+			return err
+		}
+		buf := make([]byte, c.MaxPayload)
+		for i := 1; i <= count; i++ {
+			sz := 8 + i*37%(c.MaxPayload-8)
+			fillPattern(buf[:sz], uint64(i))
+			if err := p.Send(buf[:sz]); err != nil {
+				return fmt.Errorf("send %d: %w", i, err)
+			}
+		}
+		return nil
+	case "pubforever": // loan path, written in chunks: SIGKILL lands mid-write
+		p, err := n.NewPublisher(c, &middleware.PublisherOptions{SendTimeout: time.Hour})
+		if err != nil {
+			return err
+		}
+		fmt.Println("ready")
+		pat := make([]byte, c.MaxPayload)
+		for tag := uint64(1); ; tag++ {
+			l, err := p.Loan()
+			if err != nil {
+				return err
+			}
+			fillPattern(pat, tag)
+			b := l.Bytes()
+			for off := 0; off < len(b); off += 1024 {
+				copy(b[off:], pat[off:min(off+1024, len(b))])
+			}
+			if err := l.Publish(len(b)); err != nil {
+				return err
+			}
+		}
+	case "pubhold": // publisher that stays alive until killed
+		if _, err := n.NewPublisher(c, nil); err != nil {
+			return err
+		}
+		fmt.Println("ready")
+		time.Sleep(time.Hour) // until killed
+		return nil
+	case "open": // try to subscribe, report the outcome on stdout
+		if _, err := n.NewSubscriber(c, nil); err != nil {
+			fmt.Println("err:", err)
+		} else {
+			fmt.Println("ok")
+		}
+		return nil
+	case "subidle": // subscriber that registers and never reads
+		if _, err := n.NewSubscriber(c, nil); err != nil {
+			return err
+		}
+		fmt.Println("ready")
+		time.Sleep(time.Hour) // until killed
+		return nil
+	case "sub": // read HILRIG_COUNT messages and check them
+		count, _ := strconv.Atoi(os.Getenv("HILRIG_COUNT"))
+		s, err := n.NewSubscriber(c, nil)
+		if err != nil {
+			return err
+		}
+		fmt.Println("ready")
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		for i := 1; i <= count; i++ {
+			var bad error
+			if err := s.Next(ctx, func(m *middleware.Message) {
+				if tag, ok := checkPattern(m.Payload); !ok || tag != uint64(i) || m.Header.Seq != uint64(i) {
+					bad = fmt.Errorf("message %d: tag %d ok %v seq %d", i, tag, ok, m.Header.Seq)
+				}
+			}); err != nil {
+				return err
+			}
+			if bad != nil {
+				return bad
+			}
+		}
+		fmt.Println("done")
+		return nil
+	}
+	return fmt.Errorf("unknown role %q", role)
+}
+
+func helperEnvFor(d string, c middleware.Contract, count int) []string {
+	rel := "0"
+	if c.Reliability == middleware.Reliable {
+		rel = "1"
+	}
+	return []string{"HILRIG_DOMAIN=" + d, "HILRIG_TOPIC=" + c.Topic, "HILRIG_MAX=" + strconv.Itoa(c.MaxPayload),
+		"HILRIG_SLOTS=" + strconv.Itoa(c.Slots), "HILRIG_RELIABLE=" + rel, "HILRIG_COUNT=" + strconv.Itoa(count)}
+}
+
+// A child process publishes; this process receives every message intact
+// and in order (Reliable), then the roles swap.
+func TestMultiProcess(t *testing.T) {
+	d := testDomain(t)
+	n := openNode(t, "parent", d)
+	c := middleware.Contract{Topic: "mp/frames", MaxPayload: 4096, Slots: 4, Reliability: middleware.Reliable, Transport: middleware.TransportShm}
+	const count = 2000
+
+	t.Run("child publishes", func(t *testing.T) {
+		sub, err := n.NewSubscriber(c, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sub.Close()
+		cmd, _ := helperCmd(t, "pub", helperEnvFor(d, c, count)...)
+		ctx := ctxT(t, 30*time.Second)
+		for i := 1; i <= count; i++ {
+			var bad string
+			err := sub.Next(ctx, func(m *middleware.Message) {
+				tag, ok := checkPattern(m.Payload)
+				if !ok || tag != uint64(i) || m.Header.Seq != uint64(i) || m.Lost != 0 || int(m.Header.Len) != len(m.Payload) {
+					bad = fmt.Sprintf("message %d: tag %d intact %v header %+v lost %d", i, tag, ok, m.Header, m.Lost)
+				}
+				if d := middleware.MonoNow() - m.Header.SendMono; d < 0 || d > int64(30*time.Second) {
+					bad = fmt.Sprintf("message %d: SendMono %d not comparable with this process's CLOCK_MONOTONIC (diff %d)", i, m.Header.SendMono, d)
+				}
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if bad != "" {
+				t.Fatal(bad)
+			}
+		}
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("publisher child: %v", err)
+		}
+		if st := sub.Stats(); st.Delivered != count || st.Lost != 0 {
+			t.Fatalf("stats %+v", st)
+		}
+	})
+
+	t.Run("child subscribes", func(t *testing.T) {
+		pub, err := n.NewPublisher(c, &middleware.PublisherOptions{SendTimeout: 10 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pub.Close()
+		cmd, out := helperCmd(t, "sub", helperEnvFor(d, c, count)...)
+		expectLine(t, out, "ready")
+		buf := make([]byte, c.MaxPayload)
+		for i := 1; i <= count; i++ {
+			sz := 8 + i*37%(c.MaxPayload-8)
+			fillPattern(buf[:sz], uint64(i))
+			if err := pub.Send(buf[:sz]); err != nil {
+				t.Fatalf("send %d: %v", i, err)
+			}
+		}
+		expectLine(t, out, "done")
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("subscriber child: %v", err)
+		}
+	})
+}

@@ -1,0 +1,116 @@
+package middleware
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/hilrig/hilrig/middleware/internal/shm"
+)
+
+// rings maps each ring this process uses to one mapping, shared by all
+// its publishers and subscribers: two ends in one process meet in the same
+// memory (the intra-process path: zero copies, no syscalls but futex).
+var rings = struct {
+	sync.Mutex
+	m map[string]*sharedRing
+}{m: map[string]*sharedRing{}}
+
+type sharedRing struct {
+	key  string
+	r    *shm.Region
+	seg  *shm.Segment // nil for anonymous (TransportIntra) rings
+	refs int
+}
+
+// acquireRing opens (or reuses) the ring for p: a /dev/shm segment, or an
+// anonymous mapping when intra is true.
+func (n *Node) acquireRing(p shm.Params, intra bool) (*sharedRing, error) {
+	key := "shm:" + filepath.Join(n.opts.ShmDir, shm.FileName(n.opts.Domain, p.Topic))
+	if intra {
+		key = "intra:" + n.opts.Domain + "/" + p.Topic
+	}
+	rings.Lock()
+	defer rings.Unlock()
+	if sr := rings.m[key]; sr != nil {
+		name := key
+		if sr.seg != nil {
+			name = sr.seg.Path
+		}
+		if err := shm.Compare(name, sr.r.P, p); err != nil {
+			return nil, mapErr(err)
+		}
+		sr.refs++
+		return sr, nil
+	}
+	sr := &sharedRing{key: key, refs: 1}
+	now := time.Now().UnixNano()
+	if intra {
+		r, huge, err := shm.NewAnon(p, n.pid, now, n.opts.HugePages)
+		if err != nil {
+			return nil, fmt.Errorf("topic %q: %w", p.Topic, err)
+		}
+		if n.opts.HugePages && !huge {
+			n.opts.Logger.Warn("middleware: no huge pages for intra-process ring (MAP_HUGETLB failed; reserve some in /proc/sys/vm/nr_hugepages); using normal pages", "topic", p.Topic)
+		}
+		sr.r = r
+	} else {
+		mode := os.FileMode(0o600)
+		if n.gid >= 0 {
+			mode = 0o660
+		}
+		seg, err := shm.Open(key[len("shm:"):], p, shm.OpenOptions{
+			Mode: mode, Gid: n.gid, AllowForeign: n.opts.AllowForeignOwner,
+			HugePages: n.opts.HugePages, PID: n.pid, NowNs: now,
+		})
+		if err != nil {
+			return nil, mapErr(err)
+		}
+		if n.opts.HugePages && !seg.HugeAdvised {
+			n.opts.Logger.Warn("middleware: madvise(MADV_HUGEPAGE) refused for segment; using normal pages", "segment", seg.Path)
+		} else if n.opts.HugePages {
+			if b, _ := os.ReadFile("/sys/kernel/mm/transparent_hugepage/shmem_enabled"); len(b) > 0 && !containsSel(string(b), "advise", "always", "within_size") {
+				n.opts.Logger.Warn("middleware: /sys/kernel/mm/transparent_hugepage/shmem_enabled does not allow huge pages for /dev/shm; segment uses normal pages", "segment", seg.Path, "shmem_enabled", string(b))
+			}
+		}
+		sr.seg, sr.r = seg, seg.Region
+	}
+	rings.m[key] = sr
+	return sr, nil
+}
+
+// containsSel reports whether the bracketed selection in a sysfs choice
+// list ("always [never] advise") is one of want.
+func containsSel(s string, want ...string) bool {
+	for _, w := range want {
+		if len(s) > 0 && (contains(s, "["+w+"]")) {
+			return true
+		}
+	}
+	return false
+}
+
+func contains(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			return true
+		}
+	}
+	return false
+}
+
+func releaseRing(sr *sharedRing) error {
+	rings.Lock()
+	defer rings.Unlock()
+	sr.refs--
+	if sr.refs > 0 {
+		return nil
+	}
+	delete(rings.m, sr.key)
+	if sr.seg != nil {
+		return sr.seg.Close()
+	}
+	return shm.FreeAnon(sr.r)
+}

@@ -1,0 +1,188 @@
+package middleware
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync/atomic"
+
+	"github.com/hilrig/hilrig/middleware/internal/rt"
+)
+
+// Subscriber receives one topic. Receive/Next must be called from one
+// goroutine at a time; Stats and Close are safe concurrently (Close may
+// even be called from inside the callback).
+type Subscriber struct {
+	n     *Node
+	c     Contract
+	o     SubscriberOptions
+	t     subTransport
+	lc    lifecycle
+	final SubscriberStats
+	done  chan struct{}
+
+	inCB    atomic.Int32 // a callback is running (Close from inside it must not wait)
+	errFn   error        // error returned by Receive's fn, carried out of next
+	rtTid   int          // thread Next applied RT options to (0: not yet)
+	rtState rt.ThreadState
+}
+
+// NewSubscriber creates a subscriber for contract c. It sees messages
+// published after it was created (no replay of history). Does not block.
+func (n *Node) NewSubscriber(c Contract, opts *SubscriberOptions) (*Subscriber, error) {
+	so := SubscriberOptions{CPU: -1}
+	if opts != nil {
+		so = *opts
+	}
+	if so.Priority < 0 || so.Priority > 99 {
+		return nil, fmt.Errorf("node %q: subscriber %q: %w: SCHED_FIFO priority %d, want 0 (off) or 1..99", n.name, c.Topic, ErrContract, so.Priority)
+	}
+	s := &Subscriber{n: n, c: c, o: so, done: make(chan struct{})}
+	var (
+		t   subTransport
+		err error
+	)
+	switch {
+	case usesUDP(c):
+		t, err = newUDPSubscriber(n, c, opts)
+	case c.Transport == TransportIntra:
+		t, err = n.newRingSub(c, &so, true, s.lc.closing, &s.inCB)
+	case c.Transport == TransportAuto || c.Transport == TransportShm:
+		t, err = n.newRingSub(c, &so, false, s.lc.closing, &s.inCB)
+	default:
+		err = fmt.Errorf("%w: topic %q: transport %d unknown", ErrContract, c.Topic, c.Transport)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("node %q: subscriber: %w", n.name, err)
+	}
+	s.t = t
+	s.lc.init()
+	if err := n.add(nil, s); err != nil {
+		t.close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Contract is the subscriber's contract.
+func (s *Subscriber) Contract() Contract { return s.c }
+
+func (s *Subscriber) wantRT() bool { return s.o.CPU >= 0 || s.o.Priority > 0 }
+
+// Receive calls fn for every message until ctx is done (returns
+// ctx.Err()), the subscriber is closed (ErrClosed) or fn returns an error
+// (returned as is). Blocks. The *Message and its Payload are valid only
+// until fn returns. With CPU/Priority options the calling goroutine is
+// locked to its OS thread, which is pinned / made SCHED_FIFO for the
+// duration and restored afterwards; an option the process may not use
+// fails with ErrPermission ("needs CAP_SYS_NICE or root").
+func (s *Subscriber) Receive(ctx context.Context, fn func(*Message) error) error {
+	if !s.lc.enter() {
+		return ErrClosed
+	}
+	defer s.exit()
+	if s.wantRT() && s.rtTid == 0 {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		st, err := rt.SetThread(s.o.CPU, s.o.Priority)
+		if err != nil {
+			return fmt.Errorf("subscriber %q: %w", s.c.Topic, mapErr(err))
+		}
+		defer st.Restore()
+	}
+	cb := func(m *Message) { s.errFn = fn(m) }
+	for {
+		if err := s.t.next(ctx, cb); err != nil {
+			return err
+		}
+		if err := s.errFn; err != nil {
+			s.errFn = nil
+			return err
+		}
+	}
+}
+
+// Next waits for one message and calls fn with it. Blocks until a message,
+// ctx is done (ctx.Err()) or Close (ErrClosed). 0 allocs per message (with
+// a fn that does not allocate). With CPU/Priority options, the first call
+// locks the calling goroutine to its thread for good and applies them;
+// later calls from another thread fail rather than run unpinned.
+func (s *Subscriber) Next(ctx context.Context, fn func(*Message)) error {
+	if !s.lc.enter() {
+		return ErrClosed
+	}
+	defer s.exit()
+	if s.wantRT() {
+		if s.rtTid == 0 {
+			runtime.LockOSThread() // kept: the thread dies with its goroutine
+			st, err := rt.SetThread(s.o.CPU, s.o.Priority)
+			if err != nil {
+				runtime.UnlockOSThread()
+				return fmt.Errorf("subscriber %q: %w", s.c.Topic, mapErr(err))
+			}
+			s.rtState, s.rtTid = st, rt.Gettid()
+		} else if tid := rt.Gettid(); tid != s.rtTid {
+			return fmt.Errorf("subscriber %q: %w: Next called on thread %d, RT options were applied to thread %d (call Next from one goroutine, or use Receive)", s.c.Topic, ErrContract, tid, s.rtTid)
+		}
+	}
+	return s.t.next(ctx, fn)
+}
+
+func (s *Subscriber) exit() {
+	if s.lc.leave() {
+		s.teardown()
+	}
+}
+
+// Stats returns the subscriber's counters. Safe concurrently.
+func (s *Subscriber) Stats() SubscriberStats {
+	if !s.lc.enter() {
+		<-s.done
+		return s.final
+	}
+	var st SubscriberStats
+	s.t.stats(&st)
+	s.exit()
+	return st
+}
+
+// Close closes the subscriber and removes it from the segment's table.
+// A Receive/Next blocked in another goroutine returns ErrClosed (it is
+// woken at once; a spinning one notices within a few µs). Close waits for
+// that and for a running callback to return, except when called from
+// inside a callback, where it returns at once and the teardown happens
+// when the callback returns. Idempotent.
+func (s *Subscriber) Close() error { return s.close(true) }
+
+func (s *Subscriber) close(fromUser bool) error {
+	first, last := s.lc.close()
+	if !first {
+		return nil
+	}
+	if fromUser {
+		s.n.remove(nil, s)
+	}
+	if last {
+		return s.teardown()
+	}
+	if i, ok := s.t.(interface{ interrupt() }); ok {
+		i.interrupt()
+	}
+	if s.inCB.Load() == 0 {
+		// Wait for the running Receive/Next to notice (one sleep slice at
+		// most) so the segment is released when Close returns.
+		<-s.done
+	}
+	return nil
+}
+
+func (s *Subscriber) teardown() error {
+	s.t.stats(&s.final)
+	err := s.t.close()
+	close(s.done)
+	return err
+}
+
+// CopyPayload appends the payload to dst[:0] and returns it, for callers
+// that keep data beyond the callback.
+func (m *Message) CopyPayload(dst []byte) []byte { return append(dst[:0], m.Payload...) }

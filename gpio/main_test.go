@@ -1,0 +1,24 @@
+package gpio_test
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/hilrig/hilrig/gpio/gpiotest"
+)
+
+// TestMain re-executes itself as the marking process of the cross-process
+// test (see crossproc_test.go) and fails the run if a test left a
+// simulated chip file behind.
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) != "" {
+		os.Exit(childMain())
+	}
+	code := m.Run()
+	if left := gpiotest.LeakedChips(); len(left) > 0 {
+		fmt.Fprintf(os.Stderr, "FAIL: tests left simulated chip files behind: %v\n", left)
+		code = 1
+	}
+	os.Exit(code)
+}

@@ -1,0 +1,406 @@
+// Package pmc talks to a local ptp4l over its management Unix socket (the
+// "pmc -u" protocol), using github.com/facebook/time's protocol.MgmtClient
+// for encoding. It is the only importer of facebook/time/ptp in hilrig.
+//
+// It exists because the upstream client has sharp edges (see
+// docs/timesync.md and shared/docs/ptp/README.md):
+//   - ptp4l answers to the client's source address, so the client socket
+//     must be bound to a path of its own; an unbound socket gets no reply
+//     and simply times out;
+//   - MgmtClient.Communicate has no timeout and does not match replies to
+//     requests, so a reply that arrives after a timeout would be taken as
+//     the answer to the next request. Here every request has a read
+//     deadline and replies are matched by sequence id and management id;
+//     anything else is drained and counted;
+//   - after ptp4l restarts, the connected socket points at a dead inode
+//     (ECONNREFUSED); the client redials on the next request.
+package pmc
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/facebook/time/ptp/protocol"
+)
+
+// Errors callers branch on. The timesync package re-exports them.
+var (
+	// ErrPermission: the ptp4l socket refused us (it is 0660 root).
+	ErrPermission = errors.New("permission denied on ptp4l socket")
+	// ErrNoSocket: nothing exists at the socket path.
+	ErrNoSocket = errors.New("no such ptp4l socket")
+	// ErrNotListening: the path exists but no ptp4l is bound to it
+	// (ptp4l was killed and left its socket file behind).
+	ErrNotListening = errors.New("ptp4l socket not listening")
+	// ErrTimeout: no matching reply within the per-request deadline.
+	ErrTimeout = errors.New("no reply from ptp4l")
+	// ErrManagementError: ptp4l answered with MANAGEMENT_ERROR_STATUS.
+	ErrManagementError = errors.New("ptp4l management error")
+	// ErrClosed: the client was closed.
+	ErrClosed = errors.New("pmc client closed")
+)
+
+// IDSynchronizationUncertainNP is linuxptp's MID_SYNCHRONIZATION_UNCERTAIN_NP
+// (tlv.h); facebook/time does not define it.
+const IDSynchronizationUncertainNP protocol.ManagementID = 0xC006
+
+// SyncUncertainTLV is the SYNCHRONIZATION_UNCERTAIN_NP data field
+// (linuxptp struct management_tlv_datum: one value octet, one reserved).
+type SyncUncertainTLV struct {
+	protocol.ManagementTLVHead
+	Val      uint8
+	Reserved uint8
+}
+
+var registerOnce sync.Once
+
+func registerDecoders() {
+	// RegisterMgmtTLVDecoder writes a package-level map in facebook/time;
+	// doing it once, before any client exists, keeps the map read-only
+	// while requests are decoded concurrently.
+	registerOnce.Do(func() {
+		protocol.RegisterMgmtTLVDecoder(IDSynchronizationUncertainNP, func(data []byte) (protocol.ManagementTLV, error) {
+			tlv := &SyncUncertainTLV{}
+			if err := binary.Read(bytes.NewReader(data), binary.BigEndian, tlv); err != nil {
+				return nil, err
+			}
+			return tlv, nil
+		})
+	})
+}
+
+// Client is one management connection to one ptp4l. Safe for concurrent
+// use (requests are serialised: the protocol is one request in flight).
+type Client struct {
+	remote  string
+	timeout time.Duration
+
+	mu      sync.Mutex
+	dir     string // our own temp dir holding the bound client socket
+	conn    *net.UnixConn
+	mc      protocol.MgmtClient
+	closed  bool
+	drained uint64
+}
+
+// Dial creates a client for the ptp4l socket at remote. timeout is the
+// per-request deadline (0 → 1 s). It connects immediately so a wrong path
+// or missing permission is reported here; later failures redial.
+func Dial(ctx context.Context, remote string, timeout time.Duration) (*Client, error) {
+	registerDecoders()
+	if timeout <= 0 {
+		timeout = time.Second
+	}
+	c := &Client{remote: remote, timeout: timeout}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.connectLocked(); err != nil {
+		c.cleanupLocked()
+		return nil, err
+	}
+	return c, nil
+}
+
+// Remote returns the ptp4l socket path.
+func (c *Client) Remote() string { return c.remote }
+
+// Drained returns how many stale or unmatched replies were discarded.
+func (c *Client) Drained() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.drained
+}
+
+// Close releases the socket and removes the client's socket file.
+// Idempotent; later requests return ErrClosed.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil
+	}
+	c.closed = true
+	c.cleanupLocked()
+	return nil
+}
+
+func (c *Client) cleanupLocked() {
+	if c.conn != nil {
+		_ = c.conn.Close()
+		c.conn = nil
+	}
+	if c.dir != "" {
+		_ = os.RemoveAll(c.dir)
+		c.dir = ""
+	}
+}
+
+func (c *Client) connectLocked() error {
+	if c.conn != nil {
+		_ = c.conn.Close()
+		c.conn = nil
+	}
+	if c.dir == "" {
+		// A private directory: the client socket path must be ours alone
+		// and short (sun_path is 108 bytes).
+		dir, err := os.MkdirTemp("", "hilrig-pmc-")
+		if err != nil {
+			return fmt.Errorf("make client socket dir: %w", err)
+		}
+		c.dir = dir
+	}
+	local := filepath.Join(c.dir, "c.sock")
+	_ = os.Remove(local) // a previous connection's file
+	conn, err := net.DialUnix("unixgram",
+		&net.UnixAddr{Name: local, Net: "unixgram"},
+		&net.UnixAddr{Name: c.remote, Net: "unixgram"})
+	if err != nil {
+		return c.classify(err)
+	}
+	c.conn = conn
+	// Keep the sequence counter across reconnects: a late reply to the
+	// old connection's last request may still reach the re-bound path,
+	// and a restarted counter would match it.
+	c.mc = protocol.MgmtClient{Connection: conn, Sequence: c.mc.Sequence}
+	return nil
+}
+
+// classify maps socket errors to the sentinels, keeping the cause.
+func (c *Client) classify(err error) error {
+	switch {
+	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM):
+		return fmt.Errorf("%w: %s: %w", ErrPermission, c.remote, err)
+	case errors.Is(err, syscall.ENOENT):
+		return fmt.Errorf("%w: %s: %w", ErrNoSocket, c.remote, err)
+	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ENOTCONN):
+		return fmt.Errorf("%w: %s: %w", ErrNotListening, c.remote, err)
+	}
+	return fmt.Errorf("ptp4l socket %s: %w", c.remote, err)
+}
+
+// Do sends req and waits for the matching RESPONSE (or ACKNOWLEDGE) TLV
+// with the same management id, within the per-request deadline or ctx,
+// whichever is sooner. Blocks.
+func (c *Client) Do(ctx context.Context, req *protocol.Management) (*protocol.Management, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if c.conn == nil {
+		if err := c.connectLocked(); err != nil {
+			return nil, err
+		}
+	}
+	resp, err := c.doLocked(ctx, req)
+	if err != nil && !errors.Is(err, ErrManagementError) && !errors.Is(err, ErrTimeout) && ctx.Err() == nil {
+		// A socket error means ptp4l went away or restarted (its new
+		// socket is a new inode): the next request dials afresh. A
+		// timeout keeps the socket, so the late reply is drained and
+		// never mistaken for the next answer.
+		_ = c.conn.Close()
+		c.conn = nil
+	}
+	return resp, err
+}
+
+func (c *Client) doLocked(ctx context.Context, req *protocol.Management) (*protocol.Management, error) {
+	c.drainLocked()
+	id := req.TLV.(protocol.ManagementTLV).MgmtID()
+	if err := c.mc.SendPacket(req); err != nil {
+		return nil, c.classify(err)
+	}
+	seq := c.mc.Sequence
+	deadline := time.Now().Add(c.timeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	// Wake the read if ctx is cancelled early.
+	stop := context.AfterFunc(ctx, func() { _ = c.conn.SetReadDeadline(time.Now()) })
+	defer stop()
+	if err := c.conn.SetReadDeadline(deadline); err != nil {
+		return nil, c.classify(err)
+	}
+	buf := make([]byte, 1500)
+	for {
+		n, err := c.conn.Read(buf)
+		if err != nil {
+			if cerr := ctx.Err(); cerr != nil {
+				return nil, fmt.Errorf("ptp4l socket %s: %w", c.remote, cerr)
+			}
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				return nil, fmt.Errorf("%w on %s to %s within %v", ErrTimeout, c.remote, idName(id), c.timeout)
+			}
+			return nil, c.classify(err)
+		}
+		resp, match, err := decode(buf[:n], seq, id)
+		if !match {
+			c.drained++
+			continue
+		}
+		return resp, err
+	}
+}
+
+// drainLocked discards replies that arrived after an earlier request timed
+// out, without blocking (MSG_DONTWAIT on the raw socket).
+func (c *Client) drainLocked() {
+	rc, err := c.conn.SyscallConn()
+	if err != nil {
+		return
+	}
+	var b [1500]byte
+	for {
+		got := false
+		_ = rc.Read(func(fd uintptr) bool {
+			n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_DONTWAIT)
+			got = err == nil && n >= 0
+			return true // never wait
+		})
+		if !got {
+			return
+		}
+		c.drained++
+	}
+}
+
+// decode parses one datagram. match reports whether it answers request
+// seq/id; a non-matching datagram is a late reply to someone else.
+func decode(b []byte, seq uint16, id protocol.ManagementID) (*protocol.Management, bool, error) {
+	m := &protocol.Management{}
+	err := m.UnmarshalBinary(b)
+	if errors.Is(err, protocol.ErrManagementMsgErrorStatus) {
+		e := &protocol.ManagementMsgErrorStatus{}
+		if derr := e.UnmarshalBinary(b); derr != nil {
+			return nil, false, nil
+		}
+		if e.SequenceID != seq || e.ManagementID != id {
+			return nil, false, nil
+		}
+		return nil, true, fmt.Errorf("%w: %s answered %s", ErrManagementError, idName(id), e.ManagementErrorID)
+	}
+	if err != nil {
+		// Undecodable: if the header says it is ours, report it.
+		if len(b) >= 32 && binary.BigEndian.Uint16(b[30:32]) == seq {
+			return nil, true, fmt.Errorf("decode %s reply: %w", idName(id), err)
+		}
+		return nil, false, nil
+	}
+	if m.SequenceID != seq || m.TLV == nil || m.TLV.MgmtID() != id {
+		return nil, false, nil
+	}
+	if a := m.Action(); a != protocol.RESPONSE && a != protocol.ACKNOWLEDGE {
+		return nil, false, nil
+	}
+	return m, true, nil
+}
+
+// Decode is decode exported for the fuzz test: it must never panic.
+func Decode(b []byte, seq uint16, id protocol.ManagementID) (*protocol.Management, bool, error) {
+	return decode(b, seq, id)
+}
+
+func idName(id protocol.ManagementID) string {
+	switch id {
+	case protocol.IDCurrentDataSet:
+		return "GET CURRENT_DATA_SET"
+	case protocol.IDParentDataSet:
+		return "GET PARENT_DATA_SET"
+	case protocol.IDDefaultDataSet:
+		return "GET DEFAULT_DATA_SET"
+	case protocol.IDTimeStatusNP:
+		return "GET TIME_STATUS_NP"
+	case protocol.IDPortPropertiesNP:
+		return "GET PORT_PROPERTIES_NP"
+	case IDSynchronizationUncertainNP:
+		return "SET SYNCHRONIZATION_UNCERTAIN_NP"
+	}
+	return fmt.Sprintf("management id 0x%04x", uint16(id))
+}
+
+// CurrentDataSet queries CURRENT_DATA_SET. Blocks.
+func (c *Client) CurrentDataSet(ctx context.Context) (*protocol.CurrentDataSetTLV, error) {
+	return get[*protocol.CurrentDataSetTLV](ctx, c, protocol.CurrentDataSetRequest())
+}
+
+// ParentDataSet queries PARENT_DATA_SET. Blocks.
+func (c *Client) ParentDataSet(ctx context.Context) (*protocol.ParentDataSetTLV, error) {
+	return get[*protocol.ParentDataSetTLV](ctx, c, protocol.ParentDataSetRequest())
+}
+
+// DefaultDataSet queries DEFAULT_DATA_SET. Blocks.
+func (c *Client) DefaultDataSet(ctx context.Context) (*protocol.DefaultDataSetTLV, error) {
+	return get[*protocol.DefaultDataSetTLV](ctx, c, protocol.DefaultDataSetRequest())
+}
+
+// TimeStatusNP queries ptp4l's TIME_STATUS_NP. Blocks.
+func (c *Client) TimeStatusNP(ctx context.Context) (*protocol.TimeStatusNPTLV, error) {
+	return get[*protocol.TimeStatusNPTLV](ctx, c, protocol.TimeStatusNPRequest())
+}
+
+// PortPropertiesNP queries ptp4l's PORT_PROPERTIES_NP (first port). Blocks.
+func (c *Client) PortPropertiesNP(ctx context.Context) (*protocol.PortPropertiesNPTLV, error) {
+	return get[*protocol.PortPropertiesNPTLV](ctx, c, protocol.PortPropertiesNPRequest())
+}
+
+// SetSynchronizationUncertain sends SET SYNCHRONIZATION_UNCERTAIN_NP val
+// (0 false, 1 true, 0xff don't care) and returns the value ptp4l reports
+// back. With free_running 1, ptp4l keeps the slave port UNCALIBRATED until
+// this is set to 0. Blocks.
+func (c *Client) SetSynchronizationUncertain(ctx context.Context, val uint8) (uint8, error) {
+	const (
+		headSize = 48 // ManagementMsgHead: header 34 + target 10 + 4
+		tlvSize  = 8  // TLVHead 4 + managementId 2 + datum 2
+	)
+	req := &protocol.Management{
+		ManagementMsgHead: protocol.ManagementMsgHead{
+			Header: protocol.Header{
+				SdoIDAndMsgType:    protocol.NewSdoIDAndMsgType(protocol.MessageManagement, 0),
+				Version:            protocol.Version,
+				MessageLength:      headSize + tlvSize,
+				SourcePortIdentity: protocol.PortIdentity{PortNumber: uint16(os.Getpid())},
+				LogMessageInterval: protocol.MgmtLogMessageInterval,
+			},
+			TargetPortIdentity: protocol.DefaultTargetPortIdentity,
+			ActionField:        protocol.SET,
+		},
+		TLV: &SyncUncertainTLV{
+			ManagementTLVHead: protocol.ManagementTLVHead{
+				TLVHead:      protocol.TLVHead{TLVType: protocol.TLVManagement, LengthField: tlvSize - 4},
+				ManagementID: IDSynchronizationUncertainNP,
+			},
+			Val: val,
+		},
+	}
+	tlv, err := get[*SyncUncertainTLV](ctx, c, req)
+	if err != nil {
+		return 0, err
+	}
+	return tlv.Val, nil
+}
+
+func get[T protocol.ManagementTLV](ctx context.Context, c *Client, req *protocol.Management) (T, error) {
+	var zero T
+	resp, err := c.Do(ctx, req)
+	if err != nil {
+		return zero, err
+	}
+	tlv, ok := resp.TLV.(T)
+	if !ok {
+		return zero, fmt.Errorf("ptp4l socket %s: %s: unexpected TLV %T", c.remote, idName(req.TLV.(protocol.ManagementTLV).MgmtID()), resp.TLV)
+	}
+	return tlv, nil
+}

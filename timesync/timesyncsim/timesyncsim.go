@@ -1,0 +1,158 @@
+// Package timesyncsim is a fake [timesync.Source] for the sim rack on
+// machines without linuxptp: a board whose "PTP" status is scripted, with
+// the Sync ingress time taken from the system clock. By default it is
+// always locked (SLAVE, a fixed grandmaster, offset 0, path delay 2 µs,
+// ingress advancing on every read). Tests change its State to script
+// loss of lock, a frozen ingress time, a grandmaster change or read errors.
+// It passes the same conformance test (timesync/timesynctest) as the real
+// ptp4l reader.
+package timesyncsim
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/hilrig/hilrig/timesync"
+)
+
+// DefaultGM is the grandmaster identity a new Source follows.
+const DefaultGM timesync.ClockIdentity = 0x02000afffee90001
+
+// State is what the fake ptp4l reports.
+type State struct {
+	PortState     timesync.PortState
+	GM            timesync.ClockIdentity
+	GMPresent     bool
+	Offset        time.Duration
+	MeanPathDelay time.Duration
+	StepsRemoved  uint16
+	// FreezeIngress stops the Sync ingress time (Syncs stopped arriving),
+	// as ptp4l does for seconds after its GM dies.
+	FreezeIngress bool
+	// Err, if set, is returned by Status (a read failure).
+	Err error
+}
+
+// Locked is the default, healthy state.
+func Locked() State {
+	return State{PortState: timesync.PortStateSlave, GM: DefaultGM, GMPresent: true,
+		MeanPathDelay: 2 * time.Microsecond, StepsRemoved: 1}
+}
+
+// Options tunes New. nil means defaults.
+type Options struct {
+	// Identity is the board's own clock identity (0 → 02000a.fffe.e90002).
+	Identity timesync.ClockIdentity
+	// Initial state (zero value → Locked()).
+	Initial *State
+	// Jitter, if set, is added to Offset on each read (e.g. to simulate
+	// software-timestamping noise); called under the Source's lock.
+	Jitter func() time.Duration
+}
+
+// Source is a scripted PTP status. Safe for concurrent use; Status never
+// blocks (beyond honouring a cancelled ctx).
+type Source struct {
+	mu      sync.Mutex
+	id      timesync.ClockIdentity
+	st      State
+	jitter  func() time.Duration
+	ingress int64
+	reads   uint64
+	closed  bool
+}
+
+var _ timesync.Source = (*Source)(nil)
+
+// New returns a Source in opts.Initial (default: locked).
+func New(opts *Options) *Source {
+	if opts == nil {
+		opts = &Options{}
+	}
+	s := &Source{id: opts.Identity, st: Locked(), jitter: opts.Jitter}
+	if s.id == 0 {
+		s.id = 0x02000afffee90002
+	}
+	if opts.Initial != nil {
+		s.st = *opts.Initial
+	}
+	return s
+}
+
+// Set replaces the state; the next Status reports it.
+func (s *Source) Set(st State) {
+	s.mu.Lock()
+	s.st = st
+	s.mu.Unlock()
+}
+
+// Update changes the state in place under the lock.
+func (s *Source) Update(f func(*State)) {
+	s.mu.Lock()
+	f(&s.st)
+	s.mu.Unlock()
+}
+
+// Reads counts Status calls (tests use it to wait for a poll).
+func (s *Source) Reads() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reads
+}
+
+// Status reports the current state. The Sync ingress time is the system
+// clock (CLOCK_REALTIME) at the read, strictly increasing, unless
+// FreezeIngress is set.
+func (s *Source) Status(ctx context.Context) (timesync.Status, error) {
+	now := time.Now()
+	if err := ctx.Err(); err != nil {
+		return timesync.Status{ReadAt: now}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reads++
+	if s.closed {
+		return timesync.Status{ReadAt: now}, timesync.ErrClosed
+	}
+	if s.st.Err != nil {
+		return timesync.Status{ReadAt: now}, s.st.Err
+	}
+	if !s.st.FreezeIngress && (s.st.PortState == timesync.PortStateSlave || s.st.PortState == timesync.PortStateUncalibrated) {
+		n := now.UnixNano()
+		if n <= s.ingress {
+			n = s.ingress + 1
+		}
+		s.ingress = n
+	}
+	off := s.st.Offset
+	if s.jitter != nil {
+		off += s.jitter()
+	}
+	return timesync.Status{
+		ReadAt:          now,
+		ClockIdentity:   s.id,
+		Interface:       "sim0",
+		PortState:       s.st.PortState,
+		Offset:          off,
+		MeanPathDelay:   s.st.MeanPathDelay,
+		StepsRemoved:    s.st.StepsRemoved,
+		GMIdentity:      s.st.GM,
+		GMPresent:       s.st.GMPresent,
+		ParentPort:      s.st.GM.String() + "-1",
+		LastSyncIngress: timesync.Stamp{Ns: s.ingress, Clock: timesync.Realtime},
+		PHCNote:         "simulated board: no PHC",
+	}, nil
+}
+
+// Close makes later reads fail with timesync.ErrClosed. Idempotent;
+// ErrClosed the second time.
+func (s *Source) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return timesync.ErrClosed
+	}
+	s.closed = true
+	return nil
+}

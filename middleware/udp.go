@@ -1,11 +1,475 @@
 package middleware
 
-// placeholder until the UDP transport lands (issue 3 owns this file).
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/hilrig/hilrig/middleware/internal/udp"
+)
+
+// UDP transport (issue 3): maps Publisher/Subscriber onto
+// internal/udp's Sender and Receiver. Sockets are created in the calling
+// thread's network namespace, so a test that calls NewPublisher inside
+// (*netns.NS).Do gets a publisher living in that namespace.
+
+// UDPSubscriberStats are a UDP subscriber's transport counters (malformed,
+// unknown-source, forged and duplicate datagrams, reassembly, NACKs, kernel
+// receive timestamps). Safe to read concurrently.
+type UDPSubscriberStats = udp.ReceiverStats
+
+// UDPPublisherStats are a UDP publisher's transport counters plus the
+// injected faults (zero without UDPConfig.Fault).
+type UDPPublisherStats struct {
+	udp.SenderStats
+	Fault udp.FaultStats
+	// Local is the socket address ACKNACKs arrive at.
+	Local netip.AddrPort
+	// Epoch is this publisher's epoch on the wire.
+	Epoch uint32
+}
+
+// UDPStats returns the UDP transport counters; false when the publisher
+// is closed or does not use UDP. Safe concurrently.
+func (p *Publisher) UDPStats() (UDPPublisherStats, bool) {
+	if !p.lc.enter() {
+		return UDPPublisherStats{}, false
+	}
+	defer p.exit()
+	u, ok := p.t.(*udpPub)
+	if !ok {
+		return UDPPublisherStats{}, false
+	}
+	s := UDPPublisherStats{SenderStats: u.s.Stats(), Local: u.s.LocalAddr(), Epoch: u.s.Epoch()}
+	if u.fault != nil {
+		s.Fault = u.fault.Stats()
+	}
+	return s, true
+}
+
+// LiveSubscribers is how many UDP subscribers the publisher has heard from
+// (ACKNACKs) and not timed out; 0 for other transports. Safe concurrently.
+func (p *Publisher) LiveSubscribers() int {
+	if !p.lc.enter() {
+		return 0
+	}
+	defer p.exit()
+	if u, ok := p.t.(*udpPub); ok {
+		return u.s.LiveSubscribers()
+	}
+	return 0
+}
+
+// FlushBatch sends the UDP publisher's open batch now (UDPConfig.BatchBytes);
+// a no-op for other transports. Not safe concurrently with Send.
+func (p *Publisher) FlushBatch() error {
+	if !p.lc.enter() {
+		return ErrClosed
+	}
+	defer p.exit()
+	if u, ok := p.t.(*udpPub); ok {
+		return mapUDPErr(u.s.Flush())
+	}
+	return nil
+}
+
+// UDPStats returns the UDP transport counters; false when the subscriber
+// is closed or does not use UDP. Safe concurrently.
+func (s *Subscriber) UDPStats() (UDPSubscriberStats, bool) {
+	if !s.lc.enter() {
+		return UDPSubscriberStats{}, false
+	}
+	defer s.exit()
+	u, ok := s.t.(*udpSub)
+	if !ok {
+		return UDPSubscriberStats{}, false
+	}
+	return u.r.Stats(), true
+}
+
+// LocalUDPAddr is the subscriber's bound UDP address (useful with an
+// ephemeral Listen port); invalid for other transports.
+func (s *Subscriber) LocalUDPAddr() netip.AddrPort {
+	if !s.lc.enter() {
+		return netip.AddrPort{}
+	}
+	defer s.exit()
+	if u, ok := s.t.(*udpSub); ok {
+		return u.r.LocalAddr()
+	}
+	return netip.AddrPort{}
+}
+
+// mapUDPErr maps internal/udp sentinels onto the package's. Hot-path
+// errors come back as the bare sentinel (no allocation).
+func mapUDPErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, udp.ErrTimeout):
+		return ErrTimeout
+	case errors.Is(err, udp.ErrTooLarge):
+		return ErrTooLarge
+	case errors.Is(err, udp.ErrClosed):
+		return ErrClosed
+	case errors.Is(err, udp.ErrLoanOutstanding):
+		return ErrLoanOutstanding
+	case errors.Is(err, udp.ErrConfig):
+		return fmt.Errorf("%w: %w", ErrContract, err)
+	}
+	return err
+}
+
+// udpParams is a validated UDP contract.
+type udpParams struct {
+	topicID  uint32
+	peers    []netip.AddrPort
+	group    netip.AddrPort
+	listen   netip.AddrPort
+	source   netip.AddrPort
+	allow    []netip.Prefix
+	fragSize int
+	reliable bool
+	depth    int
+	loopback bool
+	announce netip.AddrPort
+}
+
+func udpContractErr(c Contract, field string, v any, why string) error {
+	return fmt.Errorf("%w: topic %q: udp.%s %v: %s", ErrContract, c.Topic, field, v, why)
+}
+
+func parseUDP(c Contract) (udpParams, error) {
+	var p udpParams
+	if err := validTopic(c.Topic); err != nil {
+		return p, err
+	}
+	if c.MaxPayload <= 0 || c.MaxPayload > udp.MaxPayload {
+		return p, fmt.Errorf("%w: topic %q: max payload %d bytes, want 1..%d on UDP", ErrContract, c.Topic, c.MaxPayload, udp.MaxPayload)
+	}
+	if c.Reliability > Reliable {
+		return p, fmt.Errorf("%w: topic %q: reliability %d unknown", ErrContract, c.Topic, c.Reliability)
+	}
+	if c.Depth < 0 {
+		return p, fmt.Errorf("%w: topic %q: depth %d negative", ErrContract, c.Topic, c.Depth)
+	}
+	u := c.UDP
+	p.topicID, p.reliable, p.depth = TopicID(c.Topic), c.Reliability == Reliable, c.Depth
+	p.loopback = true
+	for i, s := range u.Peers {
+		ap, err := netip.ParseAddrPort(s)
+		if err != nil || !ap.Addr().Is4() || ap.Port() == 0 {
+			return p, udpContractErr(c, fmt.Sprintf("peers[%d]", i), fmt.Sprintf("%q", s), "want numeric IPv4 \"ip:port\"")
+		}
+		p.peers = append(p.peers, ap)
+		p.loopback = p.loopback && ap.Addr().IsLoopback()
+	}
+	if u.Group != "" {
+		ap, err := netip.ParseAddrPort(u.Group)
+		if err != nil || !ap.Addr().Is4() || !ap.Addr().IsMulticast() || ap.Port() == 0 {
+			return p, udpContractErr(c, "group", fmt.Sprintf("%q", u.Group), "want an IPv4 multicast \"addr:port\"")
+		}
+		if u.Interface == "" {
+			return p, udpContractErr(c, "interface", `""`, "required with a group (lo or a namespace veth; never the default interface)")
+		}
+		p.group = ap
+		p.loopback = p.loopback && u.Interface == "lo"
+	}
+	if u.Announce != "" {
+		ap, err := netip.ParseAddrPort(u.Announce)
+		if err != nil || !ap.Addr().Is4() || !ap.Addr().IsMulticast() || ap.Port() == 0 {
+			return p, udpContractErr(c, "announce", fmt.Sprintf("%q", u.Announce), "want an IPv4 multicast \"addr:port\"")
+		}
+		if u.Interface == "" {
+			return p, udpContractErr(c, "interface", `""`, "required with announce (lo or a namespace veth; never the default interface)")
+		}
+		p.announce = ap
+	}
+	if u.Listen != "" {
+		ap, err := netip.ParseAddrPort(u.Listen)
+		if err != nil || !ap.Addr().Is4() {
+			return p, udpContractErr(c, "listen", fmt.Sprintf("%q", u.Listen), "want numeric IPv4 \"ip:port\"")
+		}
+		p.listen = ap
+	}
+	if u.Source != "" {
+		ap, err := netip.ParseAddrPort(u.Source)
+		if err != nil || !ap.Addr().Is4() {
+			return p, udpContractErr(c, "source", fmt.Sprintf("%q", u.Source), "want numeric IPv4 \"ip:port\"")
+		}
+		p.source = ap
+	}
+	for i, s := range u.AllowFrom {
+		var pf netip.Prefix
+		var err error
+		if strings.Contains(s, "/") {
+			pf, err = netip.ParsePrefix(s)
+		} else {
+			var a netip.Addr
+			if a, err = netip.ParseAddr(s); err == nil {
+				pf = netip.PrefixFrom(a, a.BitLen())
+			}
+		}
+		if err != nil {
+			return p, udpContractErr(c, fmt.Sprintf("allow_from[%d]", i), fmt.Sprintf("%q", s), "want an IP address or CIDR prefix")
+		}
+		p.allow = append(p.allow, pf.Masked())
+	}
+	switch {
+	case u.FragmentSize != 0:
+		p.fragSize = u.FragmentSize
+	case u.MTU != 0:
+		p.fragSize = u.MTU - 28 - udp.DataHeaderLen
+	case p.loopback && (len(p.peers) > 0 || p.group.IsValid()):
+		p.fragSize = udp.MaxDatagram - udp.DataHeaderLen
+	default:
+		p.fragSize = 1500 - 28 - udp.DataHeaderLen
+	}
+	if p.fragSize < udp.MinFragSize || p.fragSize > udp.MaxDatagram-udp.DataHeaderLen {
+		return p, udpContractErr(c, "fragment_size/mtu", p.fragSize, fmt.Sprintf("fragment payload must be %d..%d bytes", udp.MinFragSize, udp.MaxDatagram-udp.DataHeaderLen))
+	}
+	return p, nil
+}
+
+type udpPub struct {
+	s     *udp.Sender
+	fault *udp.FaultConn
+}
 
 func newUDPPublisher(n *Node, c Contract, o *PublisherOptions) (pubTransport, error) {
-	return nil, errNotImplemented
+	p, err := parseUDP(c)
+	if err != nil {
+		return nil, err
+	}
+	if len(p.peers) == 0 && !p.group.IsValid() && !p.announce.IsValid() {
+		return nil, udpContractErr(c, "peers/group", "none", "a UDP publisher needs at least one peer, a group or an announce group")
+	}
+	dests := p.peers
+	if p.group.IsValid() {
+		dests = append(dests[:len(dests):len(dests)], p.group)
+	}
+	sock, err := udp.Open(udp.SocketConfig{
+		Listen: p.source, Interface: c.UDP.Interface,
+		RcvBuf: c.UDP.RcvBuf, SndBuf: cmpOr(c.UDP.SndBuf, 4<<20), Logger: n.opts.Logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("topic %q: %w", c.Topic, mapUDPErr(err))
+	}
+	var conn udp.Conn = sock
+	t := &udpPub{}
+	if f := c.UDP.Fault; f != nil {
+		fc := udp.FaultConfig{Seed: f.Seed, Drop: f.Drop, Duplicate: f.Duplicate, Reorder: f.Reorder, DelayRate: f.DelayRate, Delay: f.Delay}
+		if f.DataOnly {
+			fc.Kinds = udp.KindMask(udp.KindData, udp.KindBatch)
+		}
+		t.fault = udp.NewFaultConn(sock, fc)
+		conn = t.fault
+	}
+	var ann udp.AnnounceConfig
+	var annConn udp.Conn
+	if p.announce.IsValid() {
+		ann = udp.AnnounceConfig{To: p.announce, Period: c.UDP.AnnouncePeriod, Topic: c.Topic, Node: n.name}
+		as, err := udp.Open(udp.SocketConfig{Group: p.announce, Interface: c.UDP.Interface, Logger: n.opts.Logger})
+		if err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("topic %q: announce socket: %w", c.Topic, mapUDPErr(err))
+		}
+		annConn = as
+	}
+	timeout := c.UDP.SubscriberTimeout
+	sendTimeout := timeoutOr(o)
+	clock := n.opts.StampClock
+	t.s, err = udp.NewSender(conn, udp.SenderConfig{
+		TopicID: p.topicID, MaxPayload: c.MaxPayload, FragSize: p.fragSize, Reliable: p.reliable, Depth: p.depth,
+		Peers: dests, AllowFrom: p.allow, HeartbeatPeriod: c.UDP.HeartbeatPeriod, SubscriberTimeout: timeout,
+		SendTimeout: sendTimeout, BatchBytes: c.UDP.BatchBytes, BatchDelay: c.UDP.BatchDelay,
+		Clock: int32(clock), Stamp: func() (int64, int64) { return stampNow(clock) },
+		HeaderVersion: 1, Announce: ann, AnnounceConn: annConn, Logger: n.opts.Logger,
+	})
+	if err != nil {
+		conn.Close()
+		if annConn != nil {
+			annConn.Close()
+		}
+		return nil, fmt.Errorf("topic %q: %w", c.Topic, mapUDPErr(err))
+	}
+	return t, nil
+}
+
+func cmpOr(v, def int) int {
+	if v != 0 {
+		return v
+	}
+	return def
+}
+
+func timeoutOr(o *PublisherOptions) time.Duration {
+	if o != nil && o.SendTimeout > 0 {
+		return o.SendTimeout
+	}
+	return 0 // udp default: 1 s
+}
+
+func (t *udpPub) loan() ([]byte, error) {
+	b, err := t.s.Loan()
+	return b, mapUDPErr(err)
+}
+func (t *udpPub) publish(n int) error       { return mapUDPErr(t.s.Publish(n)) }
+func (t *udpPub) discard()                  { t.s.Discard() }
+func (t *udpPub) send(payload []byte) error { return mapUDPErr(t.s.Send(payload)) }
+func (t *udpPub) close() error {
+	err := t.s.Close()
+	if errors.Is(err, net.ErrClosed) {
+		err = nil
+	}
+	return err
+}
+
+func (t *udpPub) stats(s *PublisherStats) {
+	st := t.s.Stats()
+	s.Published += st.Published
+	s.Blocked += st.Blocked
+	s.Timeouts += st.Timeouts
+	s.DroppedSubs += st.DroppedSubs
+}
+
+type udpSub struct {
+	r    *udp.Receiver
+	wait WaitStrategy
+	msg  Message
+	fn   func(*Message)
+	cb   func(*udp.Delivery)
 }
 
 func newUDPSubscriber(n *Node, c Contract, o *SubscriberOptions) (subTransport, error) {
-	return nil, errNotImplemented
+	p, err := parseUDP(c)
+	if err != nil {
+		return nil, err
+	}
+	if !p.listen.IsValid() && !p.group.IsValid() {
+		return nil, udpContractErr(c, "listen", `""`, "a UDP subscriber needs a listen address or a group")
+	}
+	var wait WaitStrategy
+	if o != nil {
+		wait = o.Wait
+	}
+	rcvbuf := c.UDP.RcvBuf
+	if rcvbuf == 0 {
+		rcvbuf = min(max(4<<20, 2*c.MaxPayload), 64<<20)
+	}
+	if !p.listen.IsValid() && p.group.IsValid() && p.announce.IsValid() && p.group.Port() == p.announce.Port() {
+		return nil, udpContractErr(c, "announce", c.UDP.Announce, "must use another port than the data group")
+	}
+	sock, err := udp.Open(udp.SocketConfig{
+		Listen: p.listen, Group: p.group, Interface: c.UDP.Interface,
+		RcvBuf: rcvbuf, SndBuf: c.UDP.SndBuf, BusyPoll: c.UDP.BusyPoll, Timestamps: true, Logger: n.opts.Logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("topic %q: %w", c.Topic, mapUDPErr(err))
+	}
+	r, err := udp.NewReceiver(sock, udp.ReceiverConfig{
+		TopicID: p.topicID, MaxPayload: c.MaxPayload, Reliable: p.reliable, Depth: p.depth,
+		ReassemblyBytes: c.UDP.ReassemblyBytes, ReassemblyTimeout: c.UDP.ReassemblyTimeout,
+		NackInterval: c.UDP.NackInterval, AllowFrom: p.allow, Logger: n.opts.Logger,
+		Announce: udp.AnnounceConfig{To: p.announce, Period: c.UDP.AnnouncePeriod, Topic: c.Topic, Node: n.name},
+	})
+	if err != nil {
+		sock.Close()
+		return nil, fmt.Errorf("topic %q: %w", c.Topic, mapUDPErr(err))
+	}
+	t := &udpSub{r: r, wait: wait}
+	t.cb = t.deliver // bound once: no per-call closure allocation
+	return t, nil
+}
+
+func (t *udpSub) deliver(d *udp.Delivery) {
+	m := &t.msg
+	m.RecvMono = nanotime()
+	m.Header = Header{Version: d.Version, Flags: d.Flags, TopicID: d.TopicID, Epoch: d.Epoch, Seq: d.Seq,
+		SendMono: d.SendMono, SendClock: d.SendClock, Clock: ClockID(d.Clock), Len: uint32(len(d.Payload))}
+	m.Lost = d.Lost
+	m.Payload = d.Payload
+	t.fn(m)
+	m.Payload = nil
+}
+
+func (t *udpSub) next(ctx context.Context, fn func(*Message)) error {
+	t.fn = fn
+	defer func() { t.fn = nil }()
+	if t.wait == WaitSpin || t.wait == WaitHybrid {
+		for i := 0; ; i++ {
+			if t.r.TryNext(t.cb) {
+				return nil
+			}
+			if i&1023 == 1023 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				if t.r.Interrupted() {
+					return ErrClosed
+				}
+				if t.wait == WaitHybrid {
+					break
+				}
+			}
+		}
+	}
+	return mapUDPErr(t.r.Next(ctx, t.cb))
+}
+
+// interrupt makes a blocked next return ErrClosed (Subscriber.Close from
+// another goroutine); the receiver itself is closed at teardown.
+func (t *udpSub) interrupt() { t.r.Interrupt() }
+
+func (t *udpSub) stats(s *SubscriberStats) {
+	st := t.r.Stats()
+	s.Delivered += st.Delivered
+	s.Lost += st.Lost
+	s.Epochs += st.Epochs
+}
+
+func (t *udpSub) close() error {
+	err := t.r.Close()
+	if errors.Is(err, net.ErrClosed) {
+		err = nil
+	}
+	return err
+}
+
+// UDPAnnounce is one endpoint's announce as seen by ListenUDPAnnounces.
+type UDPAnnounce struct {
+	From  netip.AddrPort // source of the datagram
+	Role  string         // "publisher" or "subscriber"
+	Topic string
+	Node  string
+	Port  uint16 // the endpoint's data port
+	Epoch uint32 // publisher epoch (0 for subscribers)
+}
+
+// ListenUDPAnnounces joins the announce group ("addr:port") on iface (lo or
+// a namespace veth) and calls fn for every valid announce until ctx is done
+// (returns ctx.Err()). For tools listing live endpoints. Blocks; fn runs on
+// the calling goroutine.
+func ListenUDPAnnounces(ctx context.Context, group, iface string, fn func(UDPAnnounce)) error {
+	g, err := netip.ParseAddrPort(group)
+	if err != nil || !g.Addr().IsMulticast() || iface == "" {
+		return fmt.Errorf("%w: announce group %q on interface %q: want a multicast addr:port and an interface", ErrContract, group, iface)
+	}
+	sock, err := udp.Open(udp.SocketConfig{Group: g, Interface: iface})
+	if err != nil {
+		return fmt.Errorf("announce listen %s on %s: %w", group, iface, err)
+	}
+	defer sock.Close()
+	err = udp.ListenAnnounces(ctx, sock, func(from netip.AddrPort, a *udp.Announce) {
+		role := "publisher"
+		if a.Role == udp.RoleSubscriber {
+			role = "subscriber"
+		}
+		fn(UDPAnnounce{From: from, Role: role, Topic: a.TopicName(), Node: a.NodeName(), Port: a.Port, Epoch: a.Epoch})
+	})
+	return err
 }

@@ -2,20 +2,99 @@ package middleware
 
 import "time"
 
-// UDPConfig configures the UDP transport of a topic (issue 3 owns this file).
+// UDPConfig configures the UDP transport of a topic (issue 3; wire format
+// and protocol in docs/udp.md). It is plain data carried in the Contract;
+// both ends declare the same one, each reading the fields of its role.
+// Zero values take the defaults stated per field.
 type UDPConfig struct {
-	// Listen is the subscriber's local address, "host:port".
+	// Listen is the subscriber's local address, "ip:port" (numeric).
+	// Required for a subscriber unless Group is set.
 	Listen string `yaml:"listen,omitempty" json:"listen,omitempty"`
-	// Peers are the remote subscribers' unicast addresses a publisher sends to.
+	// Source is the publisher's local bind address, "ip:port"; default
+	// "0.0.0.0:0" (the kernel picks the address by route, port ephemeral).
+	Source string `yaml:"source,omitempty" json:"source,omitempty"`
+	// Peers are the remote subscribers' unicast addresses ("ip:port") a
+	// publisher sends to. In reliable mode they are expected from the
+	// start: the send window waits for them until SubscriberTimeout.
 	Peers []string `yaml:"peers,omitempty" json:"peers,omitempty"`
-	// Group is a multicast group "addr:port" used instead of Peers.
+	// Group is a multicast group "addr:port" used with or instead of Peers.
 	Group string `yaml:"group,omitempty" json:"group,omitempty"`
 	// Interface is the interface multicast is bound to ("lo" or a veth);
 	// required with Group: never the default interface.
 	Interface string `yaml:"interface,omitempty" json:"interface,omitempty"`
-	// FragmentSize is the payload bytes per datagram. Default 1472-header.
+	// AllowFrom lists the source addresses or CIDR prefixes a subscriber
+	// accepts data from and a publisher accepts ACKNACKs from (besides its
+	// Peers). Datagrams from elsewhere are dropped and counted
+	// (UDPSubscriberStats.UnknownSource). Empty accepts any source: every
+	// datagram is still fully validated.
+	AllowFrom []string `yaml:"allow_from,omitempty" json:"allow_from,omitempty"`
+
+	// Announce is a multicast group "addr:port" (on Interface) for the
+	// light periodic announce: each UDP endpoint sends one small ANNOUNCE
+	// datagram per AnnouncePeriod there. A publisher listening on it adds
+	// announcing subscribers of its topic (from allowed sources) as
+	// destinations, so Peers may be empty; tools list endpoints with
+	// ListenUDPAnnounces. Empty: no announces.
+	Announce string `yaml:"announce,omitempty" json:"announce,omitempty"`
+	// AnnouncePeriod is the announce interval. Default 1 s.
+	AnnouncePeriod time.Duration `yaml:"announce_period,omitempty" json:"announce_period,omitempty"`
+
+	// MTU is the path MTU in bytes; the fragment payload is MTU − 28 (IP
+	// and UDP headers) − 68 (DATA header). Default 1500 on Ethernet, 65535
+	// when every destination is loopback.
+	MTU int `yaml:"mtu,omitempty" json:"mtu,omitempty"`
+	// FragmentSize overrides the payload bytes per DATA datagram (256..65439).
 	FragmentSize int `yaml:"fragment_size,omitempty" json:"fragment_size,omitempty"`
-	// BatchBytes/BatchDelay enable batching of small messages.
-	BatchBytes int           `yaml:"batch_bytes,omitempty" json:"batch_bytes,omitempty"`
+
+	// BatchBytes > 0 coalesces small messages into one datagram of at most
+	// BatchBytes bytes (≤ MTU − 28); a batch goes out when the next message
+	// would not fit, BatchDelay after its first message, or on
+	// Publisher.FlushBatch. The subscriber unbatches transparently.
+	BatchBytes int `yaml:"batch_bytes,omitempty" json:"batch_bytes,omitempty"`
+	// BatchDelay is the longest a batched message waits. Default 200 µs.
 	BatchDelay time.Duration `yaml:"batch_delay,omitempty" json:"batch_delay,omitempty"`
+
+	// HeartbeatPeriod is the publisher's heartbeat interval (reveals tail
+	// loss, prompts ACKNACKs). Default 50 ms reliable, 1 s best effort.
+	HeartbeatPeriod time.Duration `yaml:"heartbeat_period,omitempty" json:"heartbeat_period,omitempty"`
+	// SubscriberTimeout is the silence after which a reliable publisher
+	// drops a subscriber from its send window. Default 2 s.
+	SubscriberTimeout time.Duration `yaml:"subscriber_timeout,omitempty" json:"subscriber_timeout,omitempty"`
+	// NackInterval is the minimum spacing of a subscriber's NACKs, about a
+	// retransmission's round trip. Default 10 ms.
+	NackInterval time.Duration `yaml:"nack_interval,omitempty" json:"nack_interval,omitempty"`
+	// ReassemblyBytes bounds the subscriber's reassembly pool (slots of
+	// MaxPayload bytes, 2..4096 of them): the memory the network can make a
+	// subscriber hold. Default max(4×MaxPayload, 1 MiB), at most 256 MiB.
+	ReassemblyBytes int `yaml:"reassembly_bytes,omitempty" json:"reassembly_bytes,omitempty"`
+	// ReassemblyTimeout is how long a best-effort incomplete message (or a
+	// heartbeat-announced one that never came) waits before it counts as
+	// lost. Default 200 ms.
+	ReassemblyTimeout time.Duration `yaml:"reassembly_timeout,omitempty" json:"reassembly_timeout,omitempty"`
+
+	// RcvBuf/SndBuf size SO_RCVBUF/SO_SNDBUF in bytes. Default: receive
+	// max(4 MiB, 2×MaxPayload) capped at 64 MiB; send 4 MiB. A kernel cap
+	// (net.core.rmem_max / wmem_max) is logged as a warning naming the
+	// sysctl, after trying SO_RCVBUFFORCE (CAP_NET_ADMIN).
+	RcvBuf int `yaml:"rcvbuf,omitempty" json:"rcvbuf,omitempty"`
+	SndBuf int `yaml:"sndbuf,omitempty" json:"sndbuf,omitempty"`
+	// BusyPoll sets SO_BUSY_POLL on the subscriber's socket; 0 is off.
+	BusyPoll time.Duration `yaml:"busy_poll,omitempty" json:"busy_poll,omitempty"`
+
+	// Fault injects seeded, deterministic faults under the publisher's
+	// socket (tests only; never set by fixtures).
+	Fault *UDPFault `yaml:"-" json:"-"`
+}
+
+// UDPFault is a seeded fault-injection layer under a publisher's socket:
+// per datagram, in send order, a PCG seeded with Seed decides drop,
+// duplicate, reorder (hold and send after the next datagram) and delay.
+// The same seed and single-threaded send sequence give the same faults.
+type UDPFault struct {
+	Seed                                uint64
+	Drop, Duplicate, Reorder, DelayRate float64 // probabilities 0..1
+	Delay                               time.Duration
+	// DataOnly limits faults to DATA/BATCH datagrams, so heartbeats and
+	// retransmission control are untouched (exact loss accounting).
+	DataOnly bool
 }

@@ -1,0 +1,25 @@
+package udp
+
+import (
+	"net/netip"
+	"time"
+)
+
+// Conn is the datagram socket the Sender and Receiver run on: a *Socket in
+// production, a *FaultConn around one in tests. ReadFrom is called by one
+// goroutine at a time; WriteTo may be called concurrently.
+type Conn interface {
+	// WriteTo sends one datagram. 0 allocs.
+	WriteTo(b []byte, to netip.AddrPort) error
+	// ReadFrom blocks until a datagram arrives, the read deadline passes
+	// (an error satisfying os.ErrDeadlineExceeded) or the Conn is closed
+	// (net.ErrClosed). rxRealtime is the kernel receive time (SO_TIMESTAMPNS,
+	// ns since the epoch, CLOCK_REALTIME) or 0 if none. 0 allocs.
+	ReadFrom(b []byte) (n int, from netip.AddrPort, rxRealtime int64, err error)
+	// SetReadDeadline bounds the current and future ReadFrom calls.
+	SetReadDeadline(t time.Time) error
+	// LocalAddr is the bound address.
+	LocalAddr() netip.AddrPort
+	// Close closes the socket and unblocks ReadFrom. Idempotent.
+	Close() error
+}

@@ -1,0 +1,958 @@
+package udp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/bits"
+	"net"
+	"net/netip"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// ReceiverConfig configures a Receiver. Zero durations and sizes take the
+// documented defaults (see withDefaults).
+type ReceiverConfig struct {
+	TopicID    uint32
+	MaxPayload int  // largest message accepted, bytes (≤ MaxPayload)
+	Reliable   bool // NACK gaps and deliver in order
+	// Depth is the contract's history depth: a stream first seen at a
+	// sequence ≤ Depth starts at 1 (the publisher still holds the start, and
+	// in best effort the first messages count as lost if they never come).
+	// Default 16, the Sender's default reliable depth.
+	Depth int
+	// ReassemblyBytes bounds the reassembly pool: it holds
+	// ReassemblyBytes/MaxPayload slots (2..4096), each MaxPayload bytes plus
+	// a fragment bitmap, allocated on first use and never more. Default
+	// max(4×MaxPayload, 1 MiB) capped at 256 MiB.
+	ReassemblyBytes int
+	// ReassemblyTimeout is how long an incomplete message (best effort) or
+	// an unfilled gap announced by a heartbeat may wait before it is counted
+	// lost. Default 200 ms.
+	ReassemblyTimeout time.Duration
+	// NackDelay is how long a gap must persist before the first NACK
+	// (tolerates reordering). Default 1 ms.
+	NackDelay time.Duration
+	// NackInterval is the minimum spacing of NACKs for one stream: about
+	// the time a retransmission takes to arrive. Default 10 ms.
+	NackInterval time.Duration
+	// NackRetry is how long a NACKed fragment waits before it is NACKed
+	// again (its retransmission may queue behind a burst). Default
+	// 4×NackInterval.
+	NackRetry time.Duration
+	// Tick is the housekeeping period while work is pending. Default 1 ms.
+	Tick time.Duration
+	// AllowFrom, when non-empty, is the set of source prefixes accepted;
+	// datagrams from elsewhere are dropped and counted as UnknownSource.
+	AllowFrom []netip.Prefix
+	// MaxWriters bounds the publisher streams (epochs) tracked at once.
+	// Default 4.
+	MaxWriters int
+	// WriterTimeout is the silence after which a stream is forgotten and its
+	// slots freed. Default 3 s.
+	WriterTimeout time.Duration
+	// Announce, when To is valid, sends this subscriber's ANNOUNCE (role
+	// subscriber, its local port) every Period from its data socket, so
+	// publishers listening on To learn it.
+	Announce AnnounceConfig
+	Logger   *slog.Logger
+}
+
+func (c *ReceiverConfig) withDefaults() (ReceiverConfig, error) {
+	o := *c
+	if o.MaxPayload < 0 || o.MaxPayload > MaxPayload {
+		return o, fmt.Errorf("%w: MaxPayload %d outside 0..%d", ErrConfig, o.MaxPayload, MaxPayload)
+	}
+	if o.Depth <= 0 {
+		o.Depth = 16
+	}
+	if o.ReassemblyBytes == 0 {
+		o.ReassemblyBytes = min(max(4*o.MaxPayload, 1<<20), 256<<20)
+	}
+	if o.ReassemblyTimeout == 0 {
+		o.ReassemblyTimeout = 200 * time.Millisecond
+	}
+	if o.NackDelay == 0 {
+		o.NackDelay = time.Millisecond
+	}
+	if o.NackInterval == 0 {
+		o.NackInterval = 10 * time.Millisecond
+	}
+	if o.NackRetry == 0 {
+		o.NackRetry = 4 * o.NackInterval
+	}
+	if o.Tick == 0 {
+		o.Tick = time.Millisecond
+	}
+	if o.MaxWriters == 0 {
+		o.MaxWriters = 4
+	}
+	if o.WriterTimeout == 0 {
+		o.WriterTimeout = 3 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o, nil
+}
+
+// ReceiverStats are cumulative counters, safe to read concurrently.
+type ReceiverStats struct {
+	Datagrams, Bytes   uint64 // datagrams read from the socket and their bytes
+	Malformed          uint64 // failed validation (magic, version, length, CRC, fields)
+	UnknownTopic       uint64 // valid datagram of another topic
+	UnknownSource      uint64 // from an address outside AllowFrom
+	Forged             uint64 // known epoch from another source address
+	Duplicates         uint64 // fragments or messages already received
+	Overruns           uint64 // reliable: beyond the reassembly window, dropped (NACKed later)
+	PoolExhausted      uint64 // no reassembly slot free, dropped
+	Evicted            uint64 // best effort: incomplete message evicted for a newer one
+	ReassemblyTimeouts uint64 // incomplete messages given up
+	NacksSent          uint64 // ACKNACK datagrams with at least one entry
+	AcksSent           uint64 // ACKNACK datagrams sent in total
+	Delivered          uint64 // messages handed to the caller
+	Lost               uint64 // messages missed by sequence gap
+	Epochs             uint64 // publisher streams seen after the first (restarts)
+	UnknownWriter      uint64 // new epoch dropped: writer table full of live streams
+	RxStamped          uint64 // datagrams carrying a kernel receive timestamp
+	StackDelaySum      uint64 // Σ(read time − kernel rx time), ns, CLOCK_REALTIME
+	StackDelayMax      uint64 // max of the above, ns
+	PoolBytes          uint64 // reassembly bytes allocated so far
+	PoolLimit          uint64 // the configured bound on PoolBytes
+}
+
+// Delivery is one received message as handed to Next's callback. Payload
+// is valid only during the callback.
+type Delivery struct {
+	TopicID, Epoch uint32
+	MsgHeader
+	Payload []byte
+	Lost    uint64 // messages missed just before this one
+	// KernelRx is the SO_TIMESTAMPNS time (ns, CLOCK_REALTIME) of the
+	// datagram that completed the message, 0 if none; ReadRx is when the
+	// receive goroutine read it (ns, CLOCK_REALTIME). ReadRx−KernelRx is the
+	// network-stack time.
+	KernelRx, ReadRx int64
+}
+
+const (
+	slotFree uint8 = iota
+	slotFilling
+	slotComplete
+	slotReady
+)
+
+type slot struct {
+	buf       []byte
+	bits      []uint64
+	nbits     []uint64 // fragments NACKed since nackedAt
+	nackedAt  int64
+	state     uint8
+	stream    int
+	seq       uint64
+	hdr       MsgHeader
+	epoch     uint32
+	msgLen    uint32
+	fragSize  uint32
+	fragCount uint32
+	got       uint32
+	maxFrag   uint32 // highest fragment index received + 1
+	started   int64  // ns since Receiver.base
+	kernelRx  int64
+	readRx    int64
+	lost      uint64
+}
+
+type stream struct {
+	used       bool
+	epoch      uint32
+	src        netip.AddrPort
+	next       uint64 // next seq to deliver
+	high       uint64 // highest seq seen
+	win        []int32
+	lastActive int64
+	hbFirst    uint64
+	hbLast     uint64
+	hbLastAt   int64 // when hbLast last grew
+	gapSince   int64 // reliable: when the current gap was first seen, -1 none
+	lastNack   int64
+	pendLost   uint64 // lost seqs to report on the next delivery
+	unacked    int    // reliable: deliveries since the last ACKNACK
+	created    int64
+	delivered  uint64
+}
+
+// Receiver is the receiving side of one topic. A goroutine it owns reads
+// the socket, validates, reassembles and answers heartbeats; Next hands
+// completed messages to the caller. Next must be called from one goroutine
+// at a time; Stats is safe concurrently.
+type Receiver struct {
+	cfg   ReceiverConfig
+	conn  Conn
+	base  time.Time
+	slots []slot
+	ready chan int32
+	free  chan int32
+	done  chan struct{}
+	intr  chan struct{}
+	wg    sync.WaitGroup
+	once  sync.Once
+	ionce sync.Once
+
+	// receive-goroutine state
+	streams   []stream
+	mask      uint64
+	seenAny   bool
+	rbuf      []byte
+	wbuf      []byte
+	data      Data
+	batch     BatchReader
+	rec       Record
+	hb        Heartbeat
+	an        AckNack
+	maxFrags  int
+	poolBytes int
+	srtt      int64 // smoothed NACK→retransmission delay, ns
+	nextAnn   int64
+	abuf      []byte
+
+	st struct {
+		datagrams, bytes, malformed, unknownTopic, unknownSource, forged, duplicates,
+		overruns, exhausted, evicted, timeouts, nacks, acks, delivered, lost, epochs,
+		unknownWriter, stamped, stackSum, stackMax, poolBytes atomic.Uint64
+	}
+	msg Delivery // Next's view, reused
+}
+
+// NewReceiver starts a receiver on conn (which it owns and closes).
+func NewReceiver(conn Conn, cfg ReceiverConfig) (*Receiver, error) {
+	return newReceiver(conn, cfg, true)
+}
+
+// newReceiver builds a receiver; without start no goroutine reads conn
+// (state-machine fuzzing drives handle and tick directly).
+func newReceiver(conn Conn, cfg ReceiverConfig, start bool) (*Receiver, error) {
+	c, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	slotBytes := max(c.MaxPayload, 1)
+	n := min(max(c.ReassemblyBytes/slotBytes, 2), 4096)
+	r := &Receiver{cfg: c, conn: conn, base: time.Now(), done: make(chan struct{}), intr: make(chan struct{})}
+	r.slots = make([]slot, n)
+	r.ready = make(chan int32, n)
+	r.free = make(chan int32, n)
+	for i := range n {
+		r.free <- int32(i)
+	}
+	w := 1 << bits.Len(uint(n-1))
+	r.mask = uint64(w - 1)
+	r.streams = make([]stream, c.MaxWriters)
+	for i := range r.streams {
+		r.streams[i].win = make([]int32, w)
+	}
+	r.maxFrags = FragCountFor(c.MaxPayload, MinFragSize)
+	r.rbuf = make([]byte, MaxDatagram+1)
+	r.wbuf = make([]byte, AckNackHeaderLen+MaxNackEntries*NackEntryLen)
+	if r.PoolLimit() <= 16<<20 {
+		// Small pools are allocated up front so the receive path never
+		// allocates, even on first use of a slot.
+		for i := range r.slots {
+			r.allocSlot(&r.slots[i])
+		}
+	}
+	if start {
+		r.wg.Add(1)
+		go r.loop()
+	}
+	return r, nil
+}
+
+// PoolLimit is the reassembly memory bound in bytes (slots × (MaxPayload +
+// bitmap)).
+func (r *Receiver) PoolLimit() int {
+	return len(r.slots) * (max(r.cfg.MaxPayload, 1) + 16*((r.maxFrags+63)/64))
+}
+
+// Slots is the number of reassembly slots.
+func (r *Receiver) Slots() int { return len(r.slots) }
+
+// LocalAddr is the socket's bound address.
+func (r *Receiver) LocalAddr() netip.AddrPort { return r.conn.LocalAddr() }
+
+// Stats returns the counters.
+func (r *Receiver) Stats() ReceiverStats {
+	s := &r.st
+	return ReceiverStats{
+		Datagrams: s.datagrams.Load(), Bytes: s.bytes.Load(), Malformed: s.malformed.Load(),
+		UnknownTopic: s.unknownTopic.Load(), UnknownSource: s.unknownSource.Load(), Forged: s.forged.Load(),
+		Duplicates: s.duplicates.Load(), Overruns: s.overruns.Load(), PoolExhausted: s.exhausted.Load(),
+		Evicted: s.evicted.Load(), ReassemblyTimeouts: s.timeouts.Load(), NacksSent: s.nacks.Load(),
+		AcksSent: s.acks.Load(), Delivered: s.delivered.Load(), Lost: s.lost.Load(), Epochs: s.epochs.Load(),
+		UnknownWriter: s.unknownWriter.Load(), RxStamped: s.stamped.Load(), StackDelaySum: s.stackSum.Load(),
+		StackDelayMax: s.stackMax.Load(), PoolBytes: s.poolBytes.Load(), PoolLimit: uint64(r.PoolLimit()),
+	}
+}
+
+// Next blocks until a message is complete (or ctx is done, or the receiver
+// is closed: ErrClosed) and calls fn with it. The Delivery and its Payload
+// are valid only during fn. 0 allocs.
+func (r *Receiver) Next(ctx context.Context, fn func(*Delivery)) error {
+	var idx int32
+	select {
+	case idx = <-r.ready:
+	default:
+		select {
+		case idx = <-r.ready:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-r.done:
+			return ErrClosed
+		case <-r.intr:
+			return ErrClosed
+		}
+	}
+	r.deliver(idx, fn)
+	return nil
+}
+
+// TryNext is Next without blocking: false when no message is complete.
+func (r *Receiver) TryNext(fn func(*Delivery)) bool {
+	select {
+	case idx := <-r.ready:
+		r.deliver(idx, fn)
+		return true
+	default:
+		return false
+	}
+}
+
+// Interrupt makes blocked and future Next calls return ErrClosed without
+// closing the socket. Idempotent.
+func (r *Receiver) Interrupt() { r.ionce.Do(func() { close(r.intr) }) }
+
+// Interrupted reports whether Interrupt was called.
+func (r *Receiver) Interrupted() bool {
+	select {
+	case <-r.intr:
+		return true
+	default:
+		return false
+	}
+}
+
+func (r *Receiver) deliver(idx int32, fn func(*Delivery)) {
+	s := &r.slots[idx]
+	m := &r.msg
+	m.TopicID, m.Epoch, m.MsgHeader = r.cfg.TopicID, s.epoch, s.hdr
+	m.Payload = s.buf[:s.msgLen]
+	m.Lost = s.lost
+	m.KernelRx, m.ReadRx = s.kernelRx, s.readRx
+	r.st.delivered.Add(1)
+	fn(m)
+	m.Payload = nil
+	r.free <- idx
+}
+
+// Close stops the receive goroutine and closes the socket. Idempotent.
+func (r *Receiver) Close() error {
+	var err error
+	r.once.Do(func() {
+		close(r.done)
+		err = r.conn.Close()
+		r.wg.Wait()
+	})
+	return err
+}
+
+func (r *Receiver) announce() {
+	if r.abuf == nil {
+		r.abuf = make([]byte, AnnounceLen)
+	}
+	a := Announce{TopicID: r.cfg.TopicID, Role: RoleSubscriber, Port: r.conn.LocalAddr().Port()}
+	a.SetNames(r.cfg.Announce.Topic, r.cfg.Announce.Node)
+	if n, err := a.MarshalBinaryTo(r.abuf); err == nil {
+		_ = r.conn.WriteTo(r.abuf[:n], r.cfg.Announce.To)
+	}
+}
+
+func (r *Receiver) now() int64 { return int64(time.Since(r.base)) }
+
+func (r *Receiver) loop() {
+	defer r.wg.Done()
+	nextTick := r.now() + int64(r.cfg.Tick)
+	deadline := int64(0)
+	for {
+		now := r.now()
+		want := now + int64(50*time.Millisecond)
+		if r.pending() {
+			want = nextTick
+		}
+		if r.cfg.Announce.enabled() {
+			want = min(want, r.nextAnn)
+		}
+		if want < deadline || deadline <= now {
+			deadline = want
+			_ = r.conn.SetReadDeadline(r.base.Add(time.Duration(deadline)))
+		}
+		n, from, rx, err := r.conn.ReadFrom(r.rbuf)
+		now = r.now()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			select {
+			case <-r.done:
+				return
+			default:
+			}
+			if !errors.Is(err, os.ErrDeadlineExceeded) {
+				r.cfg.Logger.Warn("udp: receive error", "local", r.conn.LocalAddr(), "err", err)
+			}
+		} else {
+			r.handle(r.rbuf[:n], from, rx, now)
+		}
+		if now >= nextTick {
+			r.tick(now)
+			nextTick = now + int64(r.cfg.Tick)
+		}
+		if r.cfg.Announce.enabled() && now >= r.nextAnn {
+			r.announce()
+			r.nextAnn = now + int64(r.cfg.Announce.period())
+			deadline = 0 // recompute
+		}
+	}
+}
+
+// pending reports whether timers matter now (gaps, incomplete messages,
+// heartbeat tails).
+func (r *Receiver) pending() bool {
+	for i := range r.streams {
+		st := &r.streams[i]
+		if st.used && (st.high >= st.next || st.hbLast >= st.next) {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *Receiver) allowed(a netip.Addr) bool {
+	if len(r.cfg.AllowFrom) == 0 {
+		return true
+	}
+	for _, p := range r.cfg.AllowFrom {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// handle processes one datagram. Nothing touches state before the datagram
+// is fully validated.
+func (r *Receiver) handle(b []byte, from netip.AddrPort, rx int64, now int64) {
+	r.st.datagrams.Add(1)
+	r.st.bytes.Add(uint64(len(b)))
+	if !r.allowed(from.Addr()) {
+		r.st.unknownSource.Add(1)
+		return
+	}
+	if len(b) > MaxDatagram {
+		r.st.malformed.Add(1)
+		return
+	}
+	c, err := Parse(b)
+	if err != nil {
+		r.st.malformed.Add(1)
+		return
+	}
+	if c.TopicID != r.cfg.TopicID {
+		r.st.unknownTopic.Add(1)
+		return
+	}
+	var readRx int64
+	if rx != 0 {
+		readRx = time.Now().UnixNano()
+		d := uint64(max(readRx-rx, 0))
+		r.st.stamped.Add(1)
+		r.st.stackSum.Add(d)
+		if d > r.st.stackMax.Load() {
+			r.st.stackMax.Store(d)
+		}
+	}
+	switch c.Kind {
+	case KindData:
+		if err := r.data.decode(c, b); err != nil || int(r.data.MsgLen) > r.cfg.MaxPayload {
+			r.st.malformed.Add(1)
+			return
+		}
+		si := r.stream(c.Epoch, from, r.data.Seq, now)
+		if si < 0 {
+			return
+		}
+		r.fragment(si, &r.data, rx, readRx, now)
+	case KindBatch:
+		if err := r.batch.decode(b); err != nil {
+			r.st.malformed.Add(1)
+			return
+		}
+		// Validate every record's length before touching state.
+		for r.batch.Next(&r.rec) {
+			if len(r.rec.Payload) > r.cfg.MaxPayload {
+				r.st.malformed.Add(1)
+				return
+			}
+		}
+		_ = r.batch.decode(b)
+		first := true
+		si := -1
+		for r.batch.Next(&r.rec) {
+			if first {
+				if si = r.stream(c.Epoch, from, r.rec.Seq, now); si < 0 {
+					return
+				}
+				first = false
+			}
+			d := &r.data
+			d.TopicID, d.Epoch, d.MsgHeader = c.TopicID, c.Epoch, r.rec.MsgHeader
+			d.MsgLen, d.FragSize, d.FragIndex, d.FragCount = uint32(len(r.rec.Payload)), uint32(max(len(r.rec.Payload), 1)), 0, 1
+			d.Payload = r.rec.Payload
+			r.fragment(si, d, rx, readRx, now)
+		}
+	case KindHeartbeat:
+		if err := r.hb.decode(c, b); err != nil {
+			r.st.malformed.Add(1)
+			return
+		}
+		start := r.hb.FirstSeq
+		if !r.cfg.Reliable {
+			start = r.hb.LastSeq + 1 // nothing to recover in best effort
+		}
+		si := r.stream(c.Epoch, from, start, now)
+		if si < 0 {
+			return
+		}
+		r.heartbeat(si, &r.hb, now)
+	case KindAckNack, KindAnnounce:
+		// Not for a receiver: another subscriber's traffic on a shared
+		// group. Validated above; ignored.
+	}
+}
+
+// stream finds or creates the stream of epoch; -1 when the datagram must be
+// dropped (forged source, table full).
+func (r *Receiver) stream(epoch uint32, from netip.AddrPort, seq uint64, now int64) int {
+	freeIdx := -1
+	for i := range r.streams {
+		st := &r.streams[i]
+		if !st.used {
+			if freeIdx < 0 {
+				freeIdx = i
+			}
+			continue
+		}
+		if st.epoch == epoch {
+			if st.src != from {
+				r.st.forged.Add(1)
+				return -1
+			}
+			st.lastActive = now
+			return i
+		}
+	}
+	if freeIdx < 0 {
+		// Reclaim the stalest stream that has been silent long enough, or
+		// one that never completed a message within ReassemblyTimeout (a
+		// flood of made-up epochs must not lock a real publisher out).
+		old := -1
+		for i := range r.streams {
+			o := &r.streams[i]
+			silent := now-o.lastActive > int64(r.cfg.WriterTimeout)
+			barren := o.delivered == 0 && now-o.created > int64(r.cfg.ReassemblyTimeout)
+			if (silent || barren) && (old < 0 || o.lastActive < r.streams[old].lastActive) {
+				old = i
+			}
+		}
+		if old < 0 {
+			r.st.unknownWriter.Add(1)
+			return -1
+		}
+		r.dropStream(old)
+		freeIdx = old
+	}
+	st := &r.streams[freeIdx]
+	st.used, st.epoch, st.src, st.lastActive = true, epoch, from, now
+	st.next = seq
+	if seq <= uint64(r.cfg.Depth) {
+		// The publisher still holds its start: take everything from 1.
+		st.next = 1
+	}
+	st.high, st.hbFirst, st.hbLast, st.hbLastAt, st.gapSince, st.lastNack, st.pendLost, st.unacked = 0, 0, 0, now, -1, 0, 0, 0
+	st.created, st.delivered = now, 0
+	for i := range st.win {
+		st.win[i] = -1
+	}
+	if r.seenAny {
+		r.st.epochs.Add(1)
+	}
+	r.seenAny = true
+	return freeIdx
+}
+
+func (r *Receiver) dropStream(si int) {
+	st := &r.streams[si]
+	for _, idx := range st.win {
+		if idx >= 0 {
+			r.freeSlot(idx)
+		}
+	}
+	st.used = false
+}
+
+func (r *Receiver) freeSlot(idx int32) {
+	s := &r.slots[idx]
+	if s.state == slotFree || s.state == slotReady {
+		return
+	}
+	if st := &r.streams[s.stream]; st.win[s.seq&r.mask] == idx {
+		st.win[s.seq&r.mask] = -1
+	}
+	s.state = slotFree
+	r.free <- idx
+}
+
+// fragment stores one validated fragment.
+func (r *Receiver) fragment(si int, d *Data, rx, readRx, now int64) {
+	st := &r.streams[si]
+	seq := d.Seq
+	if seq < st.next {
+		r.st.duplicates.Add(1)
+		return
+	}
+	if r.cfg.Reliable && seq-st.next > r.mask {
+		r.st.overruns.Add(1)
+		if seq > st.high {
+			st.high = seq
+		}
+		return
+	}
+	idx := st.win[seq&r.mask]
+	var s *slot
+	if idx >= 0 && r.slots[idx].seq == seq {
+		s = &r.slots[idx]
+		if s.state != slotFilling {
+			r.st.duplicates.Add(1)
+			return
+		}
+		if s.msgLen != d.MsgLen || s.fragSize != d.FragSize || s.fragCount != d.FragCount {
+			r.st.malformed.Add(1)
+			return
+		}
+		if s.bits[d.FragIndex/64]&(1<<(d.FragIndex%64)) != 0 {
+			r.st.duplicates.Add(1)
+			return
+		}
+	} else {
+		if idx >= 0 {
+			// Best effort only (reliable keeps seq-next within the mask):
+			// an older message in the same window position is stale.
+			r.st.evicted.Add(1)
+			r.freeSlot(idx)
+		}
+		if idx = r.takeSlot(si, seq); idx < 0 {
+			return
+		}
+		s = &r.slots[idx]
+		s.stream, s.seq, s.epoch, s.hdr = si, seq, st.epoch, d.MsgHeader
+		s.msgLen, s.fragSize, s.fragCount, s.got, s.maxFrag = d.MsgLen, d.FragSize, d.FragCount, 0, 0
+		s.started, s.lost = now, 0
+		words := (int(d.FragCount) + 63) / 64
+		if words > len(s.bits) {
+			r.st.malformed.Add(1) // cannot happen: FragCount ≤ maxFrags
+			r.freeSlot(idx)
+			return
+		}
+		clear(s.bits[:words])
+		clear(s.nbits[:words])
+		st.win[seq&r.mask] = idx
+	}
+	if seq > st.high {
+		st.high = seq
+	}
+	copy(s.buf[d.Offset():], d.Payload)
+	s.bits[d.FragIndex/64] |= 1 << (d.FragIndex % 64)
+	s.got++
+	s.maxFrag = max(s.maxFrag, d.FragIndex+1)
+	if d.Retransmit && s.nackedAt > 0 && now > s.nackedAt {
+		// How long retransmissions take to arrive (queueing behind bursts
+		// included) sets how long a NACK is given before it is repeated.
+		r.srtt += (now - s.nackedAt - r.srtt) / 8
+	}
+	s.kernelRx, s.readRx = rx, readRx
+	if s.got < s.fragCount {
+		return
+	}
+	s.state = slotComplete
+	if !r.cfg.Reliable {
+		// Deliver at once; everything older still incomplete is lost.
+		if seq > st.next {
+			for q := st.next; q < seq && seq-q <= r.mask; q++ {
+				if j := st.win[q&r.mask]; j >= 0 && r.slots[j].seq == q {
+					r.freeSlot(j)
+				}
+			}
+			st.pendLost += seq - st.next
+			st.next = seq
+		}
+	}
+	r.drain(si)
+}
+
+// takeSlot returns a free slot (allocating its memory on first use), evicting
+// per mode when none is free; -1 drops the fragment.
+func (r *Receiver) takeSlot(si int, seq uint64) int32 {
+	var idx int32 = -1
+	select {
+	case idx = <-r.free:
+	default:
+		victim := int32(-1)
+		for i := range r.slots {
+			s := &r.slots[i]
+			if s.state != slotFilling && (s.state != slotComplete || !r.cfg.Reliable) {
+				continue
+			}
+			if r.cfg.Reliable {
+				// Only for the message the stream waits on: evict the
+				// newest buffered one (it will be NACKed again).
+				if s.stream != si || seq != r.streams[si].next {
+					continue
+				}
+				if victim < 0 || s.seq > r.slots[victim].seq {
+					victim = int32(i)
+				}
+			} else if victim < 0 || s.started < r.slots[victim].started {
+				victim = int32(i)
+			}
+		}
+		if victim < 0 {
+			r.st.exhausted.Add(1)
+			return -1
+		}
+		r.st.evicted.Add(1)
+		r.freeSlot(victim)
+		idx = <-r.free
+	}
+	s := &r.slots[idx]
+	r.allocSlot(s)
+	s.state = slotFilling
+	return idx
+}
+
+// allocSlot gives a slot its memory on first use: the pool only ever grows
+// to PoolLimit.
+func (r *Receiver) allocSlot(s *slot) {
+	if s.buf != nil {
+		return
+	}
+	s.buf = make([]byte, max(r.cfg.MaxPayload, 1))
+	s.bits = make([]uint64, (r.maxFrags+63)/64)
+	s.nbits = make([]uint64, len(s.bits))
+	r.poolBytes += len(s.buf) + 16*len(s.bits)
+	r.st.poolBytes.Store(uint64(r.poolBytes))
+}
+
+// drain hands complete messages from st.next on to the caller, in order.
+func (r *Receiver) drain(si int) {
+	st := &r.streams[si]
+	for {
+		idx := st.win[st.next&r.mask]
+		if idx < 0 || r.slots[idx].seq != st.next || r.slots[idx].state != slotComplete {
+			break
+		}
+		s := &r.slots[idx]
+		st.win[st.next&r.mask] = -1
+		s.lost = st.pendLost
+		r.st.lost.Add(st.pendLost)
+		st.pendLost = 0
+		s.state = slotReady
+		r.ready <- idx // never blocks: capacity == slots
+		st.next++
+		st.gapSince = -1
+		st.unacked++
+		st.delivered++
+	}
+	// Acknowledge every half window so the publisher's send window keeps
+	// moving between heartbeats.
+	if r.cfg.Reliable && st.unacked >= max(r.cfg.Depth/2, 1) {
+		r.sendAckNack(si, r.now(), false)
+	}
+}
+
+// heartbeat applies a publisher's history range and answers it (reliable).
+func (r *Receiver) heartbeat(si int, hb *Heartbeat, now int64) {
+	st := &r.streams[si]
+	if hb.LastSeq > st.hbLast {
+		st.hbLast, st.hbLastAt = hb.LastSeq, now
+	}
+	st.hbFirst = hb.FirstSeq
+	if r.cfg.Reliable {
+		if st.next < hb.FirstSeq {
+			// The publisher no longer holds these: count them lost.
+			r.skipTo(si, hb.FirstSeq)
+		}
+		r.sendAckNack(si, now, now-st.lastNack >= int64(r.cfg.NackInterval))
+	}
+}
+
+// skipTo gives up on everything before seq.
+func (r *Receiver) skipTo(si int, seq uint64) {
+	st := &r.streams[si]
+	for q := st.next; q < seq && seq-q <= r.mask+1; q++ {
+		if j := st.win[q&r.mask]; j >= 0 && r.slots[j].seq == q {
+			r.freeSlot(j)
+		}
+	}
+	st.pendLost += seq - st.next
+	st.next = seq
+	r.drain(si)
+}
+
+// tick runs timers: NACKs, reassembly timeouts, heartbeat tail loss, stale
+// streams.
+func (r *Receiver) tick(now int64) {
+	for si := range r.streams {
+		st := &r.streams[si]
+		if !st.used {
+			continue
+		}
+		if now-st.lastActive > int64(r.cfg.WriterTimeout) {
+			r.dropStream(si)
+			continue
+		}
+		if r.cfg.Reliable {
+			if st.high >= st.next || st.hbLast >= st.next {
+				if st.gapSince < 0 {
+					st.gapSince = now
+				}
+				if now-st.gapSince >= int64(r.cfg.NackDelay) && now-st.lastNack >= int64(r.cfg.NackInterval) {
+					r.sendAckNack(si, now, true)
+				}
+			}
+			continue
+		}
+		// Best effort: incomplete messages time out.
+		for _, idx := range st.win {
+			if idx >= 0 && r.slots[idx].state == slotFilling && now-r.slots[idx].started > int64(r.cfg.ReassemblyTimeout) {
+				r.st.timeouts.Add(1)
+				r.freeSlot(idx)
+			}
+		}
+		// A heartbeat announced messages that never came: count them lost.
+		if st.hbLast >= st.next && now-st.hbLastAt > int64(r.cfg.ReassemblyTimeout) {
+			for q := st.next; q <= st.hbLast && st.hbLast-q <= r.mask; q++ {
+				if j := st.win[q&r.mask]; j >= 0 && r.slots[j].seq == q {
+					r.freeSlot(j)
+				}
+			}
+			lost := st.hbLast + 1 - st.next
+			r.st.lost.Add(lost)
+			st.next = st.hbLast + 1
+		}
+	}
+}
+
+// sendAckNack reports st.next-1 as acknowledged and, with nack, lists what
+// is missing up to the highest sequence known, in as many datagrams as
+// needed (at most 8 per call).
+func (r *Receiver) sendAckNack(si int, now int64, nack bool) {
+	st := &r.streams[si]
+	a := &r.an
+	a.TopicID, a.Epoch, a.Ack, a.N = r.cfg.TopicID, st.epoch, st.next-1, 0
+	top := max(st.high, st.hbLast)
+	if !nack {
+		top = 0
+	}
+	if top >= st.next+r.mask {
+		top = st.next + r.mask
+	}
+	sent := 0
+	flush := func() bool {
+		n, err := a.MarshalBinaryTo(r.wbuf)
+		if err == nil {
+			_ = r.conn.WriteTo(r.wbuf[:n], st.src)
+			r.st.acks.Add(1)
+			if a.N > 0 {
+				r.st.nacks.Add(1)
+			}
+		}
+		a.N = 0
+		sent++
+		return sent < 8
+	}
+	add := func(e NackEntry) bool {
+		a.Entries[a.N] = e
+		a.N++
+		if a.N == MaxNackEntries {
+			return flush()
+		}
+		return true
+	}
+	for q := st.next; q <= top && st.next > 0; q++ {
+		idx := st.win[q&r.mask]
+		if idx < 0 || r.slots[idx].seq != q {
+			if !add(NackEntry{Seq: q}) {
+				break
+			}
+			continue
+		}
+		s := &r.slots[idx]
+		if s.state != slotFilling {
+			continue
+		}
+		// The newest message may still be arriving: only fragments below
+		// the highest one seen are known missing, unless a later message or
+		// a heartbeat (sent after the last fragment) proves the tail lost.
+		limit := s.maxFrag
+		if q < st.high || q <= st.hbLast {
+			limit = s.fragCount
+		}
+		// A fragment NACKed once is not asked for again until NackRetry
+		// passed: its retransmission may still sit behind a burst in the
+		// socket queue.
+		if now-s.nackedAt > max(int64(r.cfg.NackRetry), 2*r.srtt) {
+			clear(s.nbits[:(s.fragCount+63)/64])
+			s.nackedAt = now
+		}
+		missing := func(f uint32) bool {
+			return (s.bits[f/64]|s.nbits[f/64])&(1<<(f%64)) == 0
+		}
+		ok := true
+		for f := uint32(0); f < limit && ok; {
+			if !missing(f) {
+				f++
+				continue
+			}
+			e := f
+			for e < limit && missing(e) {
+				s.nbits[e/64] |= 1 << (e % 64)
+				e++
+			}
+			ok = add(NackEntry{Seq: q, FragFirst: f, FragCount: e - f})
+			f = e
+		}
+		if !ok {
+			break
+		}
+	}
+	if a.N > 0 || sent == 0 {
+		flush()
+	}
+	if nack {
+		st.lastNack = now
+	}
+	st.unacked = 0
+}

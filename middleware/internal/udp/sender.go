@@ -1,0 +1,793 @@
+package udp
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// SenderConfig configures a Sender. Zero values take the defaults noted.
+type SenderConfig struct {
+	TopicID uint32
+	// Epoch identifies this publisher incarnation; a restart must pick a
+	// new one. 0 is replaced by a random non-zero value.
+	Epoch      uint32
+	MaxPayload int // largest message, bytes (≤ MaxPayload)
+	// FragSize is the payload bytes per DATA datagram. Default 1472 −
+	// DataHeaderLen (an Ethernet MTU).
+	FragSize int
+	Reliable bool
+	// Depth is the retransmit history in messages and, in reliable mode,
+	// the send window: message s is not sent before every live subscriber
+	// acknowledged s−Depth. Default 16 (reliable), 1 (best effort).
+	Depth int
+	// Peers are the destinations: unicast subscribers and/or a group.
+	// Unicast peers are expected subscribers from the start in reliable
+	// mode (waited for until SubscriberTimeout); others are learned from
+	// their ACKNACKs.
+	Peers []netip.AddrPort
+	// AllowFrom, when non-empty, restricts whose ACKNACKs are accepted (in
+	// addition to the Peers' addresses).
+	AllowFrom []netip.Prefix
+	// HeartbeatPeriod is the heartbeat interval. Default 50 ms reliable,
+	// 1 s best effort.
+	HeartbeatPeriod time.Duration
+	// SubscriberTimeout is the silence after which a subscriber is dropped
+	// from the send window. Default 2 s.
+	SubscriberTimeout time.Duration
+	// SendTimeout bounds a reliable send's wait for the window. Default 1 s.
+	SendTimeout time.Duration
+	// BatchBytes > 0 coalesces messages whose record fits into BATCH
+	// datagrams of at most BatchBytes (≤ FragSize+DataHeaderLen); they are
+	// sent when the next would not fit, after BatchDelay, or on Flush.
+	BatchBytes int
+	BatchDelay time.Duration // default 200 µs when batching
+	// Clock and Stamp stamp headers: Stamp returns (CLOCK_MONOTONIC ns,
+	// Clock ns). Default: time.Now for both with Clock 0 (REALTIME).
+	Clock int32
+	Stamp func() (mono, other int64)
+	// Announce, when To is valid, sends this publisher's ANNOUNCE every
+	// Period on AnnounceConn, and subscribers' ANNOUNCEs read from
+	// AnnounceConn (same topic, allowed source) add them as destinations
+	// until they fall silent for 3 periods.
+	Announce     AnnounceConfig
+	AnnounceConn Conn
+	// HeaderVersion is stamped into every message header (Version).
+	HeaderVersion uint8
+	// MaxSubscribers bounds the learned subscriber table. Default 64.
+	MaxSubscribers int
+	Logger         *slog.Logger
+}
+
+func (c *SenderConfig) withDefaults() (SenderConfig, error) {
+	o := *c
+	if o.MaxPayload < 0 || o.MaxPayload > MaxPayload {
+		return o, fmt.Errorf("%w: MaxPayload %d outside 0..%d", ErrConfig, o.MaxPayload, MaxPayload)
+	}
+	if o.FragSize == 0 {
+		o.FragSize = 1472 - DataHeaderLen
+	}
+	if o.FragSize < MinFragSize || o.FragSize > MaxDatagram-DataHeaderLen {
+		return o, fmt.Errorf("%w: FragSize %d outside %d..%d", ErrConfig, o.FragSize, MinFragSize, MaxDatagram-DataHeaderLen)
+	}
+	if o.Depth <= 0 {
+		o.Depth = 1
+		if o.Reliable {
+			o.Depth = 16
+		}
+	}
+	if !o.Reliable {
+		o.Depth = 1
+	}
+	if o.HeartbeatPeriod == 0 {
+		o.HeartbeatPeriod = time.Second
+		if o.Reliable {
+			o.HeartbeatPeriod = 50 * time.Millisecond
+		}
+	}
+	if o.SubscriberTimeout == 0 {
+		o.SubscriberTimeout = 2 * time.Second
+	}
+	if o.SendTimeout == 0 {
+		o.SendTimeout = time.Second
+	}
+	if o.BatchBytes > 0 {
+		if o.BatchBytes < BatchHeaderLen+RecordHeaderLen+1 || o.BatchBytes > o.FragSize+DataHeaderLen {
+			return o, fmt.Errorf("%w: BatchBytes %d outside %d..%d (FragSize+header)", ErrConfig, o.BatchBytes, BatchHeaderLen+RecordHeaderLen+1, o.FragSize+DataHeaderLen)
+		}
+		if o.BatchDelay == 0 {
+			o.BatchDelay = 200 * time.Microsecond
+		}
+	}
+	if o.Stamp == nil {
+		o.Stamp = func() (int64, int64) { t := time.Now(); return t.UnixNano(), t.UnixNano() }
+	}
+	if o.MaxSubscribers == 0 {
+		o.MaxSubscribers = 64
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o, nil
+}
+
+// SenderStats are cumulative counters, safe to read concurrently.
+type SenderStats struct {
+	Published     uint64        // messages published
+	Datagrams     uint64        // datagrams written (all kinds, all peers)
+	Bytes         uint64        // their bytes
+	Batches       uint64        // BATCH datagrams sent
+	Batched       uint64        // messages sent inside batches
+	Retransmits   uint64        // fragments sent again on NACK
+	NacksReceived uint64        // ACKNACKs with entries
+	AcksReceived  uint64        // ACKNACKs in total
+	Heartbeats    uint64        // heartbeats sent
+	Blocked       time.Duration // time spent waiting for the window
+	Timeouts      uint64        // sends that returned ErrTimeout
+	DroppedSubs   uint64        // subscribers dropped as dead
+	LiveSubs      uint64        // subscribers currently in the window
+	Malformed     uint64        // invalid datagrams received
+	UnknownSource uint64        // ACKNACKs from outside AllowFrom/Peers
+	StaleEpoch    uint64        // ACKNACKs for another epoch or topic
+	WriteErrors   uint64        // socket write failures
+}
+
+type histEntry struct {
+	buf []byte
+	n   int
+	seq uint64
+	hdr MsgHeader
+}
+
+type learnedDest struct {
+	addr     netip.AddrPort
+	lastSeen int64
+}
+
+type subState struct {
+	addr     netip.AddrPort
+	ack      uint64
+	lastSeen int64
+	static   bool
+	heard    bool
+}
+
+// Sender is the publishing side of one topic. Loan/Publish/Send/Flush are
+// not safe for concurrent use with each other (the middleware serialises
+// them); Stats is. A goroutine it owns reads ACKNACKs, retransmits, sends
+// heartbeats and flushes batches.
+type Sender struct {
+	cfg   SenderConfig
+	conn  Conn
+	base  time.Time
+	dests []netip.AddrPort
+
+	mu      sync.Mutex
+	seq     uint64 // last published
+	hist    []histEntry
+	subs    []subState
+	loaned  bool
+	scratch []byte
+	data    Data
+	batch   BatchWriter
+	bbuf    []byte
+	batchAt int64 // when the open batch got its first record, -1 none
+	hb      Heartbeat
+	closed  bool
+
+	ackCh chan struct{}
+	timer *time.Timer
+	btim  *preciseTimer // batch-delay timer (batching only)
+	done  chan struct{}
+	wg    sync.WaitGroup
+	once  sync.Once
+
+	// control goroutine state
+	rbuf []byte
+	an   AckNack
+
+	learned []learnedDest // guarded by mu
+
+	st struct {
+		published, datagrams, bytes, batches, batched, retrans, nacks, acks, hbs,
+		blocked, timeouts, dropped, live, malformed, unknownSource, stale, werr atomic.Uint64
+	}
+}
+
+// NewSender starts a sender on conn (which it owns and closes).
+func NewSender(conn Conn, cfg SenderConfig) (*Sender, error) {
+	c, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	for c.Epoch == 0 {
+		c.Epoch = randEpoch()
+	}
+	s := &Sender{cfg: c, conn: conn, base: time.Now(), dests: c.Peers, batchAt: -1,
+		ackCh: make(chan struct{}, 1), done: make(chan struct{})}
+	s.hist = make([]histEntry, c.Depth)
+	s.scratch = make([]byte, DataHeaderLen+c.FragSize)
+	if c.BatchBytes > 0 {
+		s.bbuf = make([]byte, c.BatchBytes)
+		s.batch.Reset(s.bbuf)
+		if s.btim, err = newPreciseTimer(); err != nil {
+			return nil, err
+		}
+	}
+	s.rbuf = make([]byte, MaxDatagram+1)
+	s.timer = time.NewTimer(time.Hour)
+	s.timer.Stop()
+	if c.Reliable {
+		for _, p := range c.Peers {
+			if !p.Addr().IsMulticast() {
+				s.subs = append(s.subs, subState{addr: p, lastSeen: 0, static: true})
+			}
+		}
+		s.st.live.Store(uint64(len(s.subs)))
+	}
+	s.subs = append(make([]subState, 0, len(s.subs)+c.MaxSubscribers), s.subs...)
+	s.wg.Add(1)
+	go s.loop()
+	if s.btim != nil {
+		s.wg.Add(1)
+		go s.batchLoop()
+	}
+	if c.Announce.enabled() && c.AnnounceConn != nil {
+		s.wg.Add(1)
+		go s.announceLoop()
+	}
+	return s, nil
+}
+
+// Epoch is this sender's epoch.
+func (s *Sender) Epoch() uint32 { return s.cfg.Epoch }
+
+// FragSize is the payload bytes per DATA datagram.
+func (s *Sender) FragSize() int { return s.cfg.FragSize }
+
+// LocalAddr is the socket's bound address (where ACKNACKs arrive).
+func (s *Sender) LocalAddr() netip.AddrPort { return s.conn.LocalAddr() }
+
+func (s *Sender) now() int64 { return int64(time.Since(s.base)) }
+
+// Stats returns the counters.
+func (s *Sender) Stats() SenderStats {
+	t := &s.st
+	return SenderStats{
+		Published: t.published.Load(), Datagrams: t.datagrams.Load(), Bytes: t.bytes.Load(),
+		Batches: t.batches.Load(), Batched: t.batched.Load(), Retransmits: t.retrans.Load(),
+		NacksReceived: t.nacks.Load(), AcksReceived: t.acks.Load(), Heartbeats: t.hbs.Load(),
+		Blocked: time.Duration(t.blocked.Load()), Timeouts: t.timeouts.Load(), DroppedSubs: t.dropped.Load(),
+		LiveSubs: t.live.Load(), Malformed: t.malformed.Load(), UnknownSource: t.unknownSource.Load(),
+		StaleEpoch: t.stale.Load(), WriteErrors: t.werr.Load(),
+	}
+}
+
+// LiveSubscribers returns how many subscribers have been heard from and
+// not timed out.
+func (s *Sender) LiveSubscribers() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for i := range s.subs {
+		if s.subs[i].heard {
+			n++
+		}
+	}
+	return n
+}
+
+// Loan returns the payload area (len MaxPayload) of the next message,
+// waiting for the send window in reliable mode. 0 allocs in steady state.
+func (s *Sender) Loan() ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	if s.loaned {
+		return nil, ErrLoanOutstanding
+	}
+	h, err := s.slotFor(s.seq + 1)
+	if err != nil {
+		return nil, err
+	}
+	s.loaned = true
+	return h.buf, nil
+}
+
+// Discard returns an open loan unpublished.
+func (s *Sender) Discard() {
+	s.mu.Lock()
+	s.loaned = false
+	s.mu.Unlock()
+}
+
+// Publish publishes the first n bytes of the loaned area. 0 allocs.
+func (s *Sender) Publish(n int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.loaned {
+		return fmt.Errorf("%w: Publish without Loan", ErrConfig)
+	}
+	s.loaned = false
+	if n < 0 || n > s.cfg.MaxPayload {
+		return ErrTooLarge
+	}
+	return s.publishLocked(n)
+}
+
+// Send copies payload and publishes it. Blocks up to SendTimeout for the
+// window (reliable). 0 allocs in steady state.
+func (s *Sender) Send(payload []byte) error {
+	if len(payload) > s.cfg.MaxPayload {
+		return ErrTooLarge
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	if s.loaned {
+		return ErrLoanOutstanding
+	}
+	h, err := s.slotFor(s.seq + 1)
+	if err != nil {
+		return err
+	}
+	copy(h.buf, payload)
+	return s.publishLocked(len(payload))
+}
+
+// slotFor waits for the window to admit seq and returns its history entry.
+func (s *Sender) slotFor(seq uint64) (*histEntry, error) {
+	h := &s.hist[(seq-1)%uint64(len(s.hist))]
+	if s.cfg.Reliable && seq > uint64(len(s.hist)) {
+		if err := s.waitWindow(seq - uint64(len(s.hist))); err != nil {
+			return nil, err
+		}
+	}
+	if h.buf == nil {
+		h.buf = make([]byte, max(s.cfg.MaxPayload, 1))
+	}
+	return h, nil
+}
+
+// waitWindow blocks (mu held, released while waiting) until every live
+// subscriber acknowledged seq or SendTimeout passes.
+func (s *Sender) waitWindow(seq uint64) error {
+	var start int64 = -1
+	for {
+		now := s.now()
+		if s.minAck(now) >= seq {
+			if start >= 0 {
+				s.st.blocked.Add(uint64(now - start))
+			}
+			return nil
+		}
+		if start < 0 {
+			start = now
+			s.timer.Reset(s.cfg.SendTimeout)
+		}
+		if now-start >= int64(s.cfg.SendTimeout) {
+			s.st.blocked.Add(uint64(now - start))
+			s.st.timeouts.Add(1)
+			return ErrTimeout
+		}
+		s.mu.Unlock()
+		select {
+		case <-s.ackCh:
+		case <-s.timer.C:
+		case <-s.done:
+		}
+		s.mu.Lock()
+		if s.closed {
+			return ErrClosed
+		}
+	}
+}
+
+// minAck is the lowest acknowledgement among live subscribers (all ones
+// silent past SubscriberTimeout are dropped first); MaxUint64 when none.
+func (s *Sender) minAck(now int64) uint64 {
+	m := ^uint64(0)
+	live := 0
+	for i := 0; i < len(s.subs); i++ {
+		sub := &s.subs[i]
+		if now-sub.lastSeen > int64(s.cfg.SubscriberTimeout) {
+			s.st.dropped.Add(1)
+			s.cfg.Logger.Warn("udp: subscriber dropped as dead", "peer", sub.addr, "silent", time.Duration(now-sub.lastSeen))
+			s.subs[i] = s.subs[len(s.subs)-1]
+			s.subs = s.subs[:len(s.subs)-1]
+			i--
+			continue
+		}
+		live++
+		m = min(m, sub.ack)
+	}
+	s.st.live.Store(uint64(live))
+	return m
+}
+
+func (s *Sender) write(b []byte, to netip.AddrPort) {
+	if err := s.conn.WriteTo(b, to); err != nil {
+		// Counted always; logged on the first and every 10000th so a wrong
+		// MTU (EMSGSIZE) or a missing route is visible without flooding.
+		if n := s.st.werr.Add(1); n == 1 || n%10000 == 0 {
+			s.cfg.Logger.Warn("udp: send failed", "peer", to, "bytes", len(b), "errors", n, "err", err)
+		}
+		return
+	}
+	s.st.datagrams.Add(1)
+	s.st.bytes.Add(uint64(len(b)))
+}
+
+// writeAll sends b to every static and learned destination (mu held).
+func (s *Sender) writeAll(b []byte) {
+	for _, p := range s.dests {
+		s.write(b, p)
+	}
+	for i := range s.learned {
+		s.write(b, s.learned[i].addr)
+	}
+}
+
+// Destinations returns the static and currently learned destinations.
+func (s *Sender) Destinations() []netip.AddrPort {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := append([]netip.AddrPort(nil), s.dests...)
+	for _, l := range s.learned {
+		out = append(out, l.addr)
+	}
+	return out
+}
+
+func (s *Sender) publishLocked(n int) error {
+	s.seq++
+	h := &s.hist[(s.seq-1)%uint64(len(s.hist))]
+	mono, other := s.cfg.Stamp()
+	h.seq, h.n = s.seq, n
+	h.hdr = MsgHeader{Seq: s.seq, SendMono: mono, SendClock: other, Clock: s.cfg.Clock, Version: s.cfg.HeaderVersion}
+	s.st.published.Add(1)
+	if s.cfg.BatchBytes > 0 && BatchHeaderLen+RecordHeaderLen+n <= s.cfg.BatchBytes {
+		if !s.batch.Fits(n) {
+			s.flushLocked()
+		}
+		s.batch.Append(&Record{MsgHeader: h.hdr, Payload: h.buf[:n]})
+		if s.batch.Count() == 1 {
+			s.batchAt = s.now()
+			s.btim.arm(s.cfg.BatchDelay)
+		}
+		if !s.batch.Fits(0) {
+			s.flushLocked()
+		}
+		return nil
+	}
+	s.flushLocked() // keep order: older batched messages first
+	frags := s.sendMessage(h, 0, uint32(FragCountFor(n, s.cfg.FragSize)), false, netip.AddrPort{})
+	if s.cfg.Reliable && frags > 1 {
+		s.heartbeatLocked() // reveals tail loss without waiting a period
+	}
+	return nil
+}
+
+// sendMessage sends fragments [first, first+count) of h to every
+// destination (or only to `to` when valid). Returns fragments sent.
+func (s *Sender) sendMessage(h *histEntry, first, count uint32, retrans bool, to netip.AddrPort) int {
+	fs := s.cfg.FragSize
+	total := uint32(FragCountFor(h.n, fs))
+	d := &s.data
+	d.TopicID, d.Epoch, d.MsgHeader, d.Retransmit = s.cfg.TopicID, s.cfg.Epoch, h.hdr, retrans
+	d.MsgLen, d.FragSize, d.FragCount = uint32(h.n), uint32(fs), total
+	sent := 0
+	end := min(uint64(first)+uint64(count), uint64(total))
+	for f := first; uint64(f) < end; f++ {
+		off := int(f) * fs
+		d.FragIndex = f
+		d.Payload = h.buf[off:min(off+fs, h.n)]
+		m, err := d.MarshalBinaryTo(s.scratch)
+		if err != nil {
+			continue
+		}
+		if to.IsValid() {
+			s.write(s.scratch[:m], to)
+		} else {
+			s.writeAll(s.scratch[:m])
+		}
+		sent++
+	}
+	d.Payload = nil
+	return sent
+}
+
+// Flush sends the open batch now.
+func (s *Sender) Flush() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	s.flushLocked()
+	return nil
+}
+
+func (s *Sender) flushLocked() {
+	if s.bbuf == nil || s.batch.Count() == 0 {
+		return
+	}
+	b := s.batch.Finish(s.cfg.TopicID, s.cfg.Epoch)
+	s.writeAll(b)
+	s.st.batches.Add(1)
+	s.st.batched.Add(uint64(s.batch.Count()))
+	s.batch.Reset(s.bbuf)
+	s.batchAt = -1
+}
+
+func (s *Sender) heartbeatLocked() {
+	first := uint64(1)
+	if s.seq > uint64(len(s.hist)) {
+		first = s.seq - uint64(len(s.hist)) + 1
+	}
+	s.hb = Heartbeat{TopicID: s.cfg.TopicID, Epoch: s.cfg.Epoch, FirstSeq: first, LastSeq: s.seq}
+	n, _ := s.hb.MarshalBinaryTo(s.scratch)
+	s.writeAll(s.scratch[:n])
+	s.st.hbs.Add(1)
+}
+
+// Close flushes the open batch, stops the goroutine and closes the socket.
+// Idempotent.
+func (s *Sender) Close() error {
+	var err error
+	s.once.Do(func() {
+		s.mu.Lock()
+		s.flushLocked()
+		s.closed = true
+		s.mu.Unlock()
+		close(s.done)
+		err = s.conn.Close()
+		if s.cfg.AnnounceConn != nil {
+			_ = s.cfg.AnnounceConn.Close()
+		}
+		if s.btim != nil {
+			_ = s.btim.close()
+		}
+		s.wg.Wait()
+	})
+	return err
+}
+
+func (s *Sender) loop() {
+	defer s.wg.Done()
+	nextHB := s.now()
+	for {
+		now := s.now()
+		s.mu.Lock()
+		if now >= nextHB {
+			s.heartbeatLocked()
+			s.minAck(now)
+			nextHB = now + int64(s.cfg.HeartbeatPeriod)
+		}
+		_ = s.conn.SetReadDeadline(s.base.Add(time.Duration(nextHB)))
+		s.mu.Unlock()
+		n, from, _, err := s.conn.ReadFrom(s.rbuf)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			select {
+			case <-s.done:
+				return
+			default:
+			}
+			if !errors.Is(err, os.ErrDeadlineExceeded) {
+				s.cfg.Logger.Warn("udp: receive error", "local", s.conn.LocalAddr(), "err", err)
+			}
+			continue
+		}
+		s.control(s.rbuf[:n], from)
+	}
+}
+
+// batchLoop flushes a batch BatchDelay after its first message.
+func (s *Sender) batchLoop() {
+	defer s.wg.Done()
+	for s.btim.wait() == nil {
+		s.mu.Lock()
+		if s.batchAt >= 0 {
+			if left := int64(s.cfg.BatchDelay) - (s.now() - s.batchAt); left > 0 {
+				s.btim.arm(time.Duration(left)) // batch reopened since arming
+			} else {
+				s.flushLocked()
+			}
+		}
+		s.mu.Unlock()
+	}
+}
+
+func (s *Sender) allowed(from netip.AddrPort) bool {
+	if len(s.cfg.AllowFrom) == 0 {
+		return true
+	}
+	for _, p := range s.cfg.Peers {
+		if p.Addr() == from.Addr() {
+			return true
+		}
+	}
+	for _, p := range s.cfg.AllowFrom {
+		if p.Contains(from.Addr()) {
+			return true
+		}
+	}
+	return false
+}
+
+// control handles one datagram on the publisher's socket.
+func (s *Sender) control(b []byte, from netip.AddrPort) {
+	if !s.allowed(from) {
+		s.st.unknownSource.Add(1)
+		return
+	}
+	c, err := Parse(b)
+	if err != nil {
+		s.st.malformed.Add(1)
+		return
+	}
+	if c.Kind != KindAckNack {
+		return // our own multicast looped back, or an announce
+	}
+	if c.TopicID != s.cfg.TopicID || c.Epoch != s.cfg.Epoch {
+		s.st.stale.Add(1)
+		return
+	}
+	a := &s.an
+	if err := a.decode(c, b); err != nil {
+		s.st.malformed.Add(1)
+		return
+	}
+	s.st.acks.Add(1)
+	if a.N > 0 {
+		s.st.nacks.Add(1)
+	}
+	now := s.now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	sub := s.subscriber(from, now)
+	if sub != nil {
+		if a.Ack > sub.ack && a.Ack <= s.seq {
+			sub.ack = a.Ack
+		}
+		sub.lastSeen, sub.heard = now, true
+		select {
+		case s.ackCh <- struct{}{}:
+		default:
+		}
+	}
+	if !s.cfg.Reliable {
+		return
+	}
+	oldest := uint64(1)
+	if s.seq > uint64(len(s.hist)) {
+		oldest = s.seq - uint64(len(s.hist)) + 1
+	}
+	gone := false
+	for i := 0; i < a.N; i++ {
+		e := a.Entries[i]
+		if e.Seq > s.seq {
+			continue
+		}
+		if e.Seq < oldest {
+			gone = true
+			continue
+		}
+		h := &s.hist[(e.Seq-1)%uint64(len(s.hist))]
+		if h.seq != e.Seq {
+			gone = true
+			continue
+		}
+		cnt := e.FragCount
+		if cnt == 0 {
+			cnt = ^uint32(0)
+		}
+		s.st.retrans.Add(uint64(s.sendMessage(h, e.FragFirst, cnt, true, from)))
+	}
+	if gone {
+		// Tell this subscriber where the history starts now.
+		s.hb = Heartbeat{TopicID: s.cfg.TopicID, Epoch: s.cfg.Epoch, FirstSeq: oldest, LastSeq: s.seq}
+		n, _ := s.hb.MarshalBinaryTo(s.scratch)
+		s.write(s.scratch[:n], from)
+	}
+}
+
+// subscriber finds or learns the subscriber at addr.
+func (s *Sender) subscriber(addr netip.AddrPort, now int64) *subState {
+	for i := range s.subs {
+		if s.subs[i].addr == addr {
+			return &s.subs[i]
+		}
+	}
+	if len(s.subs) == cap(s.subs) {
+		return nil
+	}
+	// Start its window at the oldest message we still hold: it acks from
+	// there.
+	ack := uint64(0)
+	if s.seq > uint64(len(s.hist)) {
+		ack = s.seq - uint64(len(s.hist))
+	}
+	s.subs = append(s.subs, subState{addr: addr, ack: ack, lastSeen: now})
+	s.st.live.Store(uint64(len(s.subs)))
+	return &s.subs[len(s.subs)-1]
+}
+
+// announceLoop sends this publisher's ANNOUNCE every period and learns
+// subscribers from theirs.
+func (s *Sender) announceLoop() {
+	defer s.wg.Done()
+	ac := s.cfg.AnnounceConn
+	per := s.cfg.Announce.period()
+	buf := make([]byte, MaxDatagram+1)
+	out := make([]byte, AnnounceLen)
+	var a Announce
+	next := s.now()
+	for {
+		now := s.now()
+		if now >= next {
+			me := Announce{TopicID: s.cfg.TopicID, Epoch: s.cfg.Epoch, Role: RolePublisher, Port: s.conn.LocalAddr().Port()}
+			me.SetNames(s.cfg.Announce.Topic, s.cfg.Announce.Node)
+			if n, err := me.MarshalBinaryTo(out); err == nil {
+				_ = ac.WriteTo(out[:n], s.cfg.Announce.To)
+			}
+			s.mu.Lock()
+			for i := 0; i < len(s.learned); i++ {
+				if now-s.learned[i].lastSeen > 3*int64(per) {
+					s.learned = append(s.learned[:i], s.learned[i+1:]...)
+					i--
+				}
+			}
+			s.mu.Unlock()
+			next = now + int64(per)
+		}
+		_ = ac.SetReadDeadline(s.base.Add(time.Duration(next)))
+		n, from, _, err := ac.ReadFrom(buf)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			select {
+			case <-s.done:
+				return
+			default:
+			}
+			continue
+		}
+		if a.UnmarshalBinary(buf[:n]) != nil || a.Role != RoleSubscriber || a.TopicID != s.cfg.TopicID || !s.allowed(from) {
+			continue
+		}
+		dst := netip.AddrPortFrom(from.Addr(), a.Port)
+		s.mu.Lock()
+		known := false
+		for _, d := range s.dests {
+			known = known || d == dst
+		}
+		for i := range s.learned {
+			if s.learned[i].addr == dst {
+				s.learned[i].lastSeen, known = s.now(), true
+			}
+		}
+		if !known && len(s.learned) < s.cfg.MaxSubscribers {
+			s.learned = append(s.learned, learnedDest{addr: dst, lastSeen: s.now()})
+			s.cfg.Logger.Info("udp: subscriber learned from announce", "peer", dst, "topic", s.cfg.Announce.Topic)
+		}
+		s.mu.Unlock()
+	}
+}

@@ -1,0 +1,603 @@
+// Package udp is the UDP transport of the middleware: the wire format
+// (docs/udp.md), fragmentation and bounded reassembly, the reliable NACK
+// protocol (history, heartbeats, send window), batching of small messages,
+// socket setup and a seeded fault-injection layer for tests.
+//
+// It knows nothing of the middleware's public types; middleware/udp.go maps
+// them onto Sender and Receiver.
+package udp
+
+import (
+	"encoding/binary"
+	"hash/crc32"
+)
+
+// Wire constants. All integers are big-endian (network order). Offsets are
+// documented in docs/udp.md.
+const (
+	// Magic is the first four bytes of every datagram: "HLRU".
+	Magic uint32 = 0x484C5255
+	// Version is the wire layout version carried at offset 4.
+	Version uint8 = 1
+
+	// CommonLen is the common header every datagram starts with.
+	CommonLen = 20
+	// DataHeaderLen is the full header of a DATA datagram (common + body
+	// header); the fragment payload follows.
+	DataHeaderLen = 68
+	// BatchHeaderLen is the header of a BATCH datagram; records follow.
+	BatchHeaderLen = 24
+	// RecordHeaderLen is the header of one record inside a BATCH.
+	RecordHeaderLen = 36
+	// HeartbeatLen is the size of a HEARTBEAT datagram.
+	HeartbeatLen = CommonLen + 16
+	// AckNackHeaderLen is the fixed part of an ACKNACK datagram; NACK
+	// entries (NackEntryLen each) follow.
+	AckNackHeaderLen = CommonLen + 12
+	// NackEntryLen is one (seq, first fragment, fragment count) entry.
+	NackEntryLen = 16
+	// MaxNackEntries bounds the entries of one ACKNACK.
+	MaxNackEntries = 64
+	// AnnounceLen is the size of an ANNOUNCE datagram.
+	AnnounceLen = CommonLen + 8 + 1 + MaxNameLen + 1 + MaxNameLen
+	// MaxNameLen bounds topic and node names in ANNOUNCE.
+	MaxNameLen = 64
+
+	// MaxDatagram is the largest UDP payload over IPv4.
+	MaxDatagram = 65507
+	// MinFragSize is the smallest fragment payload accepted for messages of
+	// more than one fragment; it bounds the fragment bitmap per message.
+	MinFragSize = 256
+	// MaxPayload is the largest message the wire format carries (16 MiB).
+	MaxPayload = 16 << 20
+)
+
+// Kind is the datagram kind at offset 5.
+type Kind uint8
+
+// Datagram kinds.
+const (
+	KindData      Kind = 1 // one fragment of one message
+	KindBatch     Kind = 2 // several whole small messages
+	KindHeartbeat Kind = 3 // publisher → subscribers: history range
+	KindAckNack   Kind = 4 // subscriber → publisher: ack + missing fragments
+	KindAnnounce  Kind = 5 // endpoint liveness, for tools and publishers
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindData:
+		return "DATA"
+	case KindBatch:
+		return "BATCH"
+	case KindHeartbeat:
+		return "HEARTBEAT"
+	case KindAckNack:
+		return "ACKNACK"
+	case KindAnnounce:
+		return "ANNOUNCE"
+	}
+	return "UNKNOWN"
+}
+
+// DATA flag bits (offset 50).
+const (
+	// FlagRetransmit marks a fragment sent again in answer to a NACK.
+	FlagRetransmit uint16 = 1 << 0
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+var be = binary.BigEndian
+
+// Common is the header shared by every datagram.
+type Common struct {
+	Kind    Kind
+	TopicID uint32 // FNV-1a of the topic name
+	Epoch   uint32 // the publisher's epoch the datagram belongs to
+}
+
+// checksum is the CRC32C of the datagram with the CRC field (16..20)
+// excluded: it covers the common header and everything after it.
+func checksum(b []byte) uint32 {
+	c := crc32.Update(0, castagnoli, b[:16])
+	return crc32.Update(c, castagnoli, b[CommonLen:])
+}
+
+// putCommon writes the common header for a datagram of total length n
+// (b[:n] must already hold the body) and seals it with the CRC.
+func putCommon(b []byte, n int, kind Kind, topic, epoch uint32) {
+	be.PutUint32(b[0:], Magic)
+	b[4] = Version
+	b[5] = byte(kind)
+	be.PutUint16(b[6:], uint16(n))
+	be.PutUint32(b[8:], topic)
+	be.PutUint32(b[12:], epoch)
+	be.PutUint32(b[16:], checksum(b[:n]))
+}
+
+// Parse validates the common header of datagram b (magic, version, length,
+// CRC32C, known kind) and returns it. It must succeed before any body is
+// decoded; it never allocates.
+func Parse(b []byte) (Common, error) {
+	if len(b) < CommonLen {
+		return Common{}, ErrShort
+	}
+	if be.Uint32(b[0:]) != Magic {
+		return Common{}, ErrMagic
+	}
+	if b[4] != Version {
+		return Common{}, ErrVersion
+	}
+	if int(be.Uint16(b[6:])) != len(b) {
+		return Common{}, ErrLength
+	}
+	if be.Uint32(b[16:]) != checksum(b) {
+		return Common{}, ErrCRC
+	}
+	k := Kind(b[5])
+	if k < KindData || k > KindAnnounce {
+		return Common{}, ErrKind
+	}
+	return Common{Kind: k, TopicID: be.Uint32(b[8:]), Epoch: be.Uint32(b[12:])}, nil
+}
+
+// MsgHeader is the message header carried with every message: the
+// middleware's Header minus Len (which is the payload length).
+type MsgHeader struct {
+	Seq       uint64 // per-epoch sequence number, first message is 1
+	SendMono  int64  // ns, CLOCK_MONOTONIC of the publisher
+	SendClock int64  // ns, on Clock
+	Clock     int32  // clockid_t SendClock was read from
+	Version   uint8  // application header version
+	Flags     uint8  // application header flags
+}
+
+// Data is one fragment of one message (KindData).
+type Data struct {
+	TopicID, Epoch uint32
+	MsgHeader
+	Retransmit bool
+	MsgLen     uint32 // whole message payload length
+	FragSize   uint32 // payload bytes per fragment (last may be shorter)
+	FragIndex  uint32 // 0-based
+	FragCount  uint32 // ceil(MsgLen/FragSize), 1 for an empty message
+	// Payload is this fragment's bytes. After UnmarshalBinary it is a view
+	// into the datagram; MarshalBinaryTo copies it.
+	Payload []byte
+}
+
+// FragCountFor returns how many fragments a message of n bytes needs with
+// fragments of fs bytes.
+func FragCountFor(n, fs int) int {
+	if n == 0 {
+		return 1
+	}
+	return (n + fs - 1) / fs
+}
+
+// MarshalBinaryTo encodes d (header and Payload) into b and returns the
+// datagram length. 0 allocs.
+func (d *Data) MarshalBinaryTo(b []byte) (int, error) {
+	n := DataHeaderLen + len(d.Payload)
+	if len(b) < n {
+		return 0, ErrBuffer
+	}
+	if n > MaxDatagram {
+		return 0, ErrField
+	}
+	d.putHeader(b)
+	copy(b[DataHeaderLen:], d.Payload)
+	putCommon(b, n, KindData, d.TopicID, d.Epoch)
+	return n, nil
+}
+
+func (d *Data) putHeader(b []byte) {
+	be.PutUint64(b[20:], d.Seq)
+	be.PutUint64(b[28:], uint64(d.SendMono))
+	be.PutUint64(b[36:], uint64(d.SendClock))
+	be.PutUint32(b[44:], uint32(d.Clock))
+	b[48] = d.Version
+	b[49] = d.Flags
+	var fl uint16
+	if d.Retransmit {
+		fl |= FlagRetransmit
+	}
+	be.PutUint16(b[50:], fl)
+	be.PutUint32(b[52:], d.MsgLen)
+	be.PutUint32(b[56:], d.FragSize)
+	be.PutUint32(b[60:], d.FragIndex)
+	be.PutUint32(b[64:], d.FragCount)
+}
+
+// UnmarshalBinary decodes a DATA datagram, validating the common header
+// and every fragment field: MsgLen ≤ MaxPayload, FragCount consistent with
+// MsgLen/FragSize, FragIndex < FragCount, the fragment's length exact.
+// Payload aliases b. 0 allocs.
+func (d *Data) UnmarshalBinary(b []byte) error {
+	c, err := Parse(b)
+	if err != nil {
+		return err
+	}
+	if c.Kind != KindData {
+		return ErrKind
+	}
+	return d.decode(c, b)
+}
+
+// decode decodes the body of a datagram already validated by Parse.
+func (d *Data) decode(c Common, b []byte) error {
+	if len(b) < DataHeaderLen {
+		return ErrShort
+	}
+	d.TopicID, d.Epoch = c.TopicID, c.Epoch
+	d.Seq = be.Uint64(b[20:])
+	d.SendMono = int64(be.Uint64(b[28:]))
+	d.SendClock = int64(be.Uint64(b[36:]))
+	d.Clock = int32(be.Uint32(b[44:]))
+	d.Version = b[48]
+	d.Flags = b[49]
+	fl := be.Uint16(b[50:])
+	d.Retransmit = fl&FlagRetransmit != 0
+	d.MsgLen = be.Uint32(b[52:])
+	d.FragSize = be.Uint32(b[56:])
+	d.FragIndex = be.Uint32(b[60:])
+	d.FragCount = be.Uint32(b[64:])
+	d.Payload = b[DataHeaderLen:]
+	if d.Seq == 0 || fl&^FlagRetransmit != 0 {
+		return ErrField
+	}
+	if d.MsgLen > MaxPayload || d.FragSize == 0 || d.FragSize > MaxDatagram-DataHeaderLen {
+		return ErrField
+	}
+	if d.FragCount != uint32(FragCountFor(int(d.MsgLen), int(d.FragSize))) || d.FragIndex >= d.FragCount {
+		return ErrField
+	}
+	if d.FragCount > 1 && d.FragSize < MinFragSize {
+		return ErrField
+	}
+	off := uint64(d.FragIndex) * uint64(d.FragSize)
+	want := min(uint64(d.FragSize), uint64(d.MsgLen)-min(off, uint64(d.MsgLen)))
+	if uint64(len(d.Payload)) != want {
+		return ErrField
+	}
+	return nil
+}
+
+// Offset is the byte offset of this fragment in the message.
+func (d *Data) Offset() int { return int(d.FragIndex) * int(d.FragSize) }
+
+// Record is one message inside a BATCH datagram.
+type Record struct {
+	MsgHeader
+	// Payload is the record's bytes: a view into the datagram after
+	// decoding, copied by the batch writer when encoding.
+	Payload []byte
+}
+
+// BatchWriter builds a BATCH datagram in a caller-owned buffer. The zero
+// value is unusable; call Reset first. 0 allocs.
+type BatchWriter struct {
+	buf   []byte
+	n     int
+	count int
+}
+
+// Reset starts a new, empty batch in buf (len(buf) is the datagram limit).
+func (w *BatchWriter) Reset(buf []byte) {
+	w.buf, w.n, w.count = buf, BatchHeaderLen, 0
+}
+
+// Len is the datagram length so far (header included).
+func (w *BatchWriter) Len() int { return w.n }
+
+// Count is the number of records so far.
+func (w *BatchWriter) Count() int { return w.count }
+
+// Fits reports whether a record of payload length n still fits.
+func (w *BatchWriter) Fits(n int) bool {
+	return w.n+RecordHeaderLen+n <= len(w.buf) && w.count < 0xFFFF
+}
+
+// Append adds one record; false when it does not fit.
+func (w *BatchWriter) Append(r *Record) bool {
+	if !w.Fits(len(r.Payload)) {
+		return false
+	}
+	b := w.buf[w.n:]
+	be.PutUint64(b[0:], r.Seq)
+	be.PutUint64(b[8:], uint64(r.SendMono))
+	be.PutUint64(b[16:], uint64(r.SendClock))
+	be.PutUint32(b[24:], uint32(r.Clock))
+	b[28] = r.Version
+	b[29] = r.Flags
+	be.PutUint16(b[30:], 0)
+	be.PutUint32(b[32:], uint32(len(r.Payload)))
+	copy(b[RecordHeaderLen:], r.Payload)
+	w.n += RecordHeaderLen + len(r.Payload)
+	w.count++
+	return true
+}
+
+// Finish seals the batch and returns the datagram.
+func (w *BatchWriter) Finish(topic, epoch uint32) []byte {
+	be.PutUint16(w.buf[20:], uint16(w.count))
+	be.PutUint16(w.buf[22:], 0)
+	putCommon(w.buf, w.n, KindBatch, topic, epoch)
+	return w.buf[:w.n]
+}
+
+// BatchReader iterates over the records of a BATCH datagram. 0 allocs.
+type BatchReader struct {
+	b     []byte
+	off   int
+	left  int
+	Count int // records in the batch
+}
+
+// UnmarshalBinary validates the whole batch (header, every record length,
+// no trailing bytes, sequence numbers non-zero and increasing) and prepares
+// iteration. The records alias b.
+func (r *BatchReader) UnmarshalBinary(b []byte) error {
+	c, err := Parse(b)
+	if err != nil {
+		return err
+	}
+	if c.Kind != KindBatch {
+		return ErrKind
+	}
+	return r.decode(b)
+}
+
+func (r *BatchReader) decode(b []byte) error {
+	if len(b) < BatchHeaderLen {
+		return ErrShort
+	}
+	n := int(be.Uint16(b[20:]))
+	if n == 0 || be.Uint16(b[22:]) != 0 {
+		return ErrField
+	}
+	off := BatchHeaderLen
+	var last uint64
+	for i := 0; i < n; i++ {
+		if len(b)-off < RecordHeaderLen {
+			return ErrShort
+		}
+		seq := be.Uint64(b[off:])
+		l := int(be.Uint32(b[off+32:]))
+		if seq <= last || be.Uint16(b[off+30:]) != 0 || l > len(b)-off-RecordHeaderLen {
+			return ErrField
+		}
+		last = seq
+		off += RecordHeaderLen + l
+	}
+	if off != len(b) {
+		return ErrField
+	}
+	r.b, r.off, r.left, r.Count = b, BatchHeaderLen, n, n
+	return nil
+}
+
+// Next decodes the next record into rec; false when none is left.
+func (r *BatchReader) Next(rec *Record) bool {
+	if r.left == 0 {
+		return false
+	}
+	b := r.b[r.off:]
+	rec.Seq = be.Uint64(b[0:])
+	rec.SendMono = int64(be.Uint64(b[8:]))
+	rec.SendClock = int64(be.Uint64(b[16:]))
+	rec.Clock = int32(be.Uint32(b[24:]))
+	rec.Version = b[28]
+	rec.Flags = b[29]
+	l := int(be.Uint32(b[32:]))
+	rec.Payload = b[RecordHeaderLen : RecordHeaderLen+l]
+	r.off += RecordHeaderLen + l
+	r.left--
+	return true
+}
+
+// Heartbeat tells subscribers which sequence numbers the publisher still
+// holds (reliable) or has sent (both modes): it reveals tail loss.
+type Heartbeat struct {
+	TopicID, Epoch uint32
+	FirstSeq       uint64 // oldest seq still in the history; LastSeq+1 when empty
+	LastSeq        uint64 // newest seq published; 0 before the first
+}
+
+// MarshalBinaryTo encodes h into b. 0 allocs.
+func (h *Heartbeat) MarshalBinaryTo(b []byte) (int, error) {
+	if len(b) < HeartbeatLen {
+		return 0, ErrBuffer
+	}
+	be.PutUint64(b[20:], h.FirstSeq)
+	be.PutUint64(b[28:], h.LastSeq)
+	putCommon(b, HeartbeatLen, KindHeartbeat, h.TopicID, h.Epoch)
+	return HeartbeatLen, nil
+}
+
+// UnmarshalBinary decodes and validates a HEARTBEAT (FirstSeq ≤ LastSeq+1).
+func (h *Heartbeat) UnmarshalBinary(b []byte) error {
+	c, err := Parse(b)
+	if err != nil {
+		return err
+	}
+	if c.Kind != KindHeartbeat {
+		return ErrKind
+	}
+	return h.decode(c, b)
+}
+
+func (h *Heartbeat) decode(c Common, b []byte) error {
+	if len(b) != HeartbeatLen {
+		return ErrLength
+	}
+	h.TopicID, h.Epoch = c.TopicID, c.Epoch
+	h.FirstSeq = be.Uint64(b[20:])
+	h.LastSeq = be.Uint64(b[28:])
+	if h.FirstSeq == 0 || h.FirstSeq > h.LastSeq+1 {
+		return ErrField
+	}
+	return nil
+}
+
+// NackEntry asks for fragments of one message again.
+type NackEntry struct {
+	Seq uint64
+	// FragFirst/FragCount select fragments [FragFirst, FragFirst+FragCount);
+	// FragCount 0 means the whole message.
+	FragFirst, FragCount uint32
+}
+
+// AckNack is a subscriber's status: everything up to Ack arrived, and the
+// entries are missing. It doubles as the subscriber's liveness signal for
+// the publisher's send window.
+type AckNack struct {
+	TopicID, Epoch uint32
+	Ack            uint64 // all seq ≤ Ack delivered (0: none)
+	N              int    // entries used
+	Entries        [MaxNackEntries]NackEntry
+}
+
+// MarshalBinaryTo encodes a into b. 0 allocs.
+func (a *AckNack) MarshalBinaryTo(b []byte) (int, error) {
+	if a.N < 0 || a.N > MaxNackEntries {
+		return 0, ErrField
+	}
+	n := AckNackHeaderLen + a.N*NackEntryLen
+	if len(b) < n {
+		return 0, ErrBuffer
+	}
+	be.PutUint64(b[20:], a.Ack)
+	be.PutUint16(b[28:], uint16(a.N))
+	be.PutUint16(b[30:], 0)
+	for i := 0; i < a.N; i++ {
+		e := b[AckNackHeaderLen+i*NackEntryLen:]
+		be.PutUint64(e[0:], a.Entries[i].Seq)
+		be.PutUint32(e[8:], a.Entries[i].FragFirst)
+		be.PutUint32(e[12:], a.Entries[i].FragCount)
+	}
+	putCommon(b, n, KindAckNack, a.TopicID, a.Epoch)
+	return n, nil
+}
+
+// UnmarshalBinary decodes and validates an ACKNACK (entry count, each
+// entry's seq above Ack).
+func (a *AckNack) UnmarshalBinary(b []byte) error {
+	c, err := Parse(b)
+	if err != nil {
+		return err
+	}
+	if c.Kind != KindAckNack {
+		return ErrKind
+	}
+	return a.decode(c, b)
+}
+
+func (a *AckNack) decode(c Common, b []byte) error {
+	if len(b) < AckNackHeaderLen {
+		return ErrShort
+	}
+	a.TopicID, a.Epoch = c.TopicID, c.Epoch
+	a.Ack = be.Uint64(b[20:])
+	n := int(be.Uint16(b[28:]))
+	if n > MaxNackEntries || be.Uint16(b[30:]) != 0 {
+		return ErrField
+	}
+	if len(b) != AckNackHeaderLen+n*NackEntryLen {
+		return ErrLength
+	}
+	a.N = n
+	for i := 0; i < n; i++ {
+		e := b[AckNackHeaderLen+i*NackEntryLen:]
+		a.Entries[i] = NackEntry{Seq: be.Uint64(e[0:]), FragFirst: be.Uint32(e[8:]), FragCount: be.Uint32(e[12:])}
+		if a.Entries[i].Seq <= a.Ack {
+			return ErrField
+		}
+	}
+	return nil
+}
+
+// Announce roles.
+const (
+	RolePublisher  uint8 = 1
+	RoleSubscriber uint8 = 2
+)
+
+// Announce is the periodic liveness datagram of one endpoint.
+type Announce struct {
+	TopicID, Epoch uint32
+	Role           uint8
+	Port           uint16 // the endpoint's local UDP port
+	Topic          [MaxNameLen]byte
+	TopicLen       uint8
+	Node           [MaxNameLen]byte
+	NodeLen        uint8
+}
+
+// SetNames copies topic and node names (truncated to MaxNameLen).
+func (a *Announce) SetNames(topic, node string) {
+	a.TopicLen = uint8(copy(a.Topic[:], topic))
+	a.NodeLen = uint8(copy(a.Node[:], node))
+}
+
+// MarshalBinaryTo encodes a into b. 0 allocs.
+func (a *Announce) MarshalBinaryTo(b []byte) (int, error) {
+	if len(b) < AnnounceLen {
+		return 0, ErrBuffer
+	}
+	if a.TopicLen > MaxNameLen || a.NodeLen > MaxNameLen {
+		return 0, ErrField
+	}
+	clear(b[20:AnnounceLen])
+	b[20] = a.Role
+	be.PutUint16(b[22:], a.Port)
+	b[28] = a.TopicLen
+	copy(b[29:], a.Topic[:a.TopicLen])
+	b[29+MaxNameLen] = a.NodeLen
+	copy(b[30+MaxNameLen:], a.Node[:a.NodeLen])
+	putCommon(b, AnnounceLen, KindAnnounce, a.TopicID, a.Epoch)
+	return AnnounceLen, nil
+}
+
+// UnmarshalBinary decodes and validates an ANNOUNCE.
+func (a *Announce) UnmarshalBinary(b []byte) error {
+	c, err := Parse(b)
+	if err != nil {
+		return err
+	}
+	if c.Kind != KindAnnounce {
+		return ErrKind
+	}
+	if len(b) != AnnounceLen {
+		return ErrLength
+	}
+	a.TopicID, a.Epoch = c.TopicID, c.Epoch
+	a.Role = b[20]
+	a.Port = be.Uint16(b[22:])
+	a.TopicLen = b[28]
+	a.NodeLen = b[29+MaxNameLen]
+	if (a.Role != RolePublisher && a.Role != RoleSubscriber) || a.TopicLen > MaxNameLen || a.NodeLen > MaxNameLen {
+		return ErrField
+	}
+	copy(a.Topic[:], b[29:29+MaxNameLen])
+	copy(a.Node[:], b[30+MaxNameLen:30+2*MaxNameLen])
+	return nil
+}
+
+// TopicName returns the announced topic (allocates; tools only).
+func (a *Announce) TopicName() string { return string(a.Topic[:a.TopicLen]) }
+
+// NodeName returns the announcing node's name (allocates; tools only).
+func (a *Announce) NodeName() string { return string(a.Node[:a.NodeLen]) }
+
+// TopicID returns the 32-bit FNV-1a hash of a topic name, the TopicID on
+// the wire.
+func TopicID(name string) uint32 {
+	h := uint32(2166136261)
+	for i := 0; i < len(name); i++ {
+		h ^= uint32(name[i])
+		h *= 16777619
+	}
+	return h
+}

@@ -1,0 +1,581 @@
+package middleware_test
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hilrig/hilrig/middleware"
+	"github.com/hilrig/hilrig/middleware/netns"
+)
+
+// udpEventually polls cond every ms until it holds or d passes.
+func udpEventually(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	end := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(end) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func udpFill(p []byte, seq uint64) {
+	for i := range p {
+		p[i] = byte(seq*7 + uint64(i)*13)
+	}
+	if len(p) >= 8 {
+		binary.BigEndian.PutUint64(p, seq)
+	}
+}
+
+func udpCheck(p []byte, seq uint64) error {
+	if len(p) >= 8 && binary.BigEndian.Uint64(p) != seq {
+		return fmt.Errorf("payload carries seq %d, header %d", binary.BigEndian.Uint64(p), seq)
+	}
+	for i := 8; i < len(p); i++ {
+		if p[i] != byte(seq*7+uint64(i)*13) {
+			return fmt.Errorf("seq %d: byte %d corrupt", seq, i)
+		}
+	}
+	return nil
+}
+
+// udpDrain receives in the background, checking payloads and order.
+type udpDrain struct {
+	got, last, lost uint64
+	epochs          map[uint32]bool
+	err             error
+	cancel          context.CancelFunc
+	done            chan struct{}
+}
+
+func drainUDP(s *middleware.Subscriber) *udpDrain {
+	ctx, cancel := context.WithCancel(context.Background())
+	d := &udpDrain{cancel: cancel, done: make(chan struct{}), epochs: map[uint32]bool{}}
+	go func() {
+		defer close(d.done)
+		var lastEpoch uint32
+		_ = s.Receive(ctx, func(m *middleware.Message) error {
+			if d.err == nil {
+				if err := udpCheck(m.Payload, m.Header.Seq); err != nil {
+					d.err = err
+				} else if m.Header.Len != uint32(len(m.Payload)) {
+					d.err = fmt.Errorf("header len %d, payload %d", m.Header.Len, len(m.Payload))
+				} else if m.Header.Epoch == lastEpoch && m.Header.Seq != d.last+1+m.Lost {
+					d.err = fmt.Errorf("seq %d after %d with lost %d", m.Header.Seq, d.last, m.Lost)
+				}
+			}
+			lastEpoch = m.Header.Epoch
+			d.epochs[m.Header.Epoch] = true
+			d.got++
+			d.last = m.Header.Seq
+			d.lost += m.Lost
+			return nil
+		})
+	}()
+	return d
+}
+
+func (d *udpDrain) stop() { d.cancel(); <-d.done }
+
+func TestUDPLoopbackHeadersAndQoS(t *testing.T) {
+	for _, rel := range []middleware.Reliability{middleware.BestEffort, middleware.Reliable} {
+		t.Run(fmt.Sprintf("reliability=%d", rel), func(t *testing.T) {
+			n := openNode(t, "udp-lo", testDomain(t))
+			c := middleware.Contract{Topic: "udp/lo", MaxPayload: 200_000, Reliability: rel, Transport: middleware.TransportUDP,
+				UDP: middleware.UDPConfig{Listen: "127.0.0.1:0", AllowFrom: []string{"127.0.0.1"}}}
+			sub, err := n.NewSubscriber(c, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.UDP.Peers = []string{sub.LocalUDPAddr().String()}
+			pub, err := n.NewPublisher(c, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rel == middleware.Reliable {
+				udpEventually(t, 5*time.Second, "subscriber heard", func() bool { return pub.LiveSubscribers() == 1 })
+			}
+			ctx := ctxT(t, 10*time.Second)
+			p := make([]byte, 150_000) // 3 fragments on loopback
+			for i := uint64(1); i <= 5; i++ {
+				udpFill(p[:int(i)*30_000], i)
+				if err := pub.Send(p[:int(i)*30_000]); err != nil {
+					t.Fatal(err)
+				}
+				var h middleware.Header
+				var perr error
+				if err := sub.Next(ctx, func(m *middleware.Message) {
+					h, perr = m.Header, udpCheck(m.Payload, m.Header.Seq)
+					if m.RecvMono < h.SendMono {
+						perr = fmt.Errorf("RecvMono %d before SendMono %d", m.RecvMono, h.SendMono)
+					}
+				}); err != nil {
+					t.Fatal(err)
+				}
+				if perr != nil || h.Seq != i || h.Version != 1 || h.TopicID != middleware.TopicID(c.Topic) ||
+					h.Clock != middleware.ClockRealtime || h.SendClock == 0 || h.Len != uint32(i)*30_000 {
+					t.Fatalf("message %d: header %+v, payload err %v", i, h, perr)
+				}
+			}
+			if st := sub.Stats(); st.Delivered != 5 || st.Lost != 0 {
+				t.Fatalf("subscriber stats %+v", st)
+			}
+			if st := pub.Stats(); st.Published != 5 {
+				t.Fatalf("publisher stats %+v", st)
+			}
+			us, ok := sub.UDPStats()
+			if !ok || us.Malformed != 0 || us.RxStamped == 0 {
+				t.Fatalf("udp stats %+v ok=%v (want kernel rx stamps)", us, ok)
+			}
+		})
+	}
+}
+
+func TestUDPContractErrors(t *testing.T) {
+	n := openNode(t, "udp-bad", testDomain(t))
+	base := middleware.Contract{Topic: "udp/bad", MaxPayload: 100, Transport: middleware.TransportUDP}
+	tests := []struct {
+		name  string
+		edit  func(c *middleware.Contract)
+		field string
+	}{
+		{"group-without-interface", func(c *middleware.Contract) { c.UDP.Group = "239.1.2.3:7400" }, "udp.interface"},
+		{"bad-peer", func(c *middleware.Contract) { c.UDP.Peers = []string{"127.0.0.1:1", "board-b"} }, "udp.peers[1]"},
+		{"unicast-group", func(c *middleware.Contract) { c.UDP.Group = "10.0.0.1:7400"; c.UDP.Interface = "lo" }, "udp.group"},
+		{"bad-allow", func(c *middleware.Contract) { c.UDP.Peers = []string{"127.0.0.1:9"}; c.UDP.AllowFrom = []string{"x/8"} }, "udp.allow_from[0]"},
+		{"tiny-mtu", func(c *middleware.Contract) { c.UDP.Peers = []string{"127.0.0.1:9"}; c.UDP.MTU = 200 }, "udp.fragment_size/mtu"},
+		{"no-destination", func(c *middleware.Contract) {}, "udp.peers/group"},
+		{"too-large", func(c *middleware.Contract) { c.MaxPayload = 17 << 20; c.UDP.Peers = []string{"127.0.0.1:9"} }, "max payload"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := base
+			tc.edit(&c)
+			_, err := n.NewPublisher(c, nil)
+			if !errors.Is(err, middleware.ErrContract) || !strings.Contains(err.Error(), tc.field) {
+				t.Fatalf("err %v, want ErrContract naming %s", err, tc.field)
+			}
+		})
+	}
+}
+
+func TestUDPMulticastOnLoopback(t *testing.T) {
+	n := openNode(t, "udp-mc", testDomain(t))
+	c := middleware.Contract{Topic: "udp/mc", MaxPayload: 1000, Transport: middleware.TransportUDP,
+		UDP: middleware.UDPConfig{Group: "239.255.77.1:0", Interface: "lo"}}
+	// Port 0 is rejected for a group: pick one from an ephemeral socket.
+	c.UDP.Group = "239.255.77.1:47391"
+	var subs []*middleware.Subscriber
+	for range 2 {
+		s, err := n.NewSubscriber(c, nil)
+		if err != nil {
+			t.Skipf("multicast on lo unavailable here: %v", err)
+		}
+		subs = append(subs, s)
+	}
+	pub, err := n.NewPublisher(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxT(t, 5*time.Second)
+	p := make([]byte, 100)
+	udpFill(p, 1)
+	if err := pub.Send(p); err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range subs {
+		var perr error
+		if err := s.Next(ctx, func(m *middleware.Message) { perr = udpCheck(m.Payload, m.Header.Seq) }); err != nil || perr != nil {
+			t.Fatalf("subscriber %d: %v %v", i, err, perr)
+		}
+	}
+}
+
+func TestUDPCloseUnblocksNext(t *testing.T) {
+	n := openNode(t, "udp-close", testDomain(t))
+	c := middleware.Contract{Topic: "udp/close", MaxPayload: 100, Transport: middleware.TransportUDP, UDP: middleware.UDPConfig{Listen: "127.0.0.1:0"}}
+	sub, err := n.NewSubscriber(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- sub.Next(context.Background(), func(*middleware.Message) {}) }()
+	udpEventually(t, time.Second, "Next to block", func() bool { return true })
+	if err := sub.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-errc:
+		if !errors.Is(err, middleware.ErrClosed) {
+			t.Fatalf("Next returned %v, want ErrClosed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Next still blocked 5 s after Close")
+	}
+}
+
+func TestUDPHotPathAllocs(t *testing.T) {
+	n := openNode(t, "udp-alloc", testDomain(t))
+	c := middleware.Contract{Topic: "udp/alloc", MaxPayload: 1024, Transport: middleware.TransportUDP,
+		UDP: middleware.UDPConfig{Listen: "127.0.0.1:0", HeartbeatPeriod: time.Hour}}
+	sub, err := n.NewSubscriber(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.UDP.Peers = []string{sub.LocalUDPAddr().String()}
+	pub, err := n.NewPublisher(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	p := make([]byte, 64)
+	fn := func(*middleware.Message) {}
+	round := func() {
+		if err := pub.Send(p); err != nil {
+			t.Fatal(err)
+		}
+		if err := sub.Next(ctx, fn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 100 {
+		round()
+	}
+	if a := testing.AllocsPerRun(500, func() { _ = pub.Send(p) }); a != 0 {
+		t.Errorf("Publisher.Send 64 B over UDP: %v allocs/op, want 0", a)
+	}
+	for range 501 {
+		_ = sub.Next(ctx, fn)
+	}
+	if a := testing.AllocsPerRun(500, round); a != 0 {
+		t.Errorf("Send+Next over UDP: %v allocs/op, want 0", a)
+	}
+}
+
+// udpPair makes two namespaces joined by a veth, or skips naming the
+// missing capability.
+func udpPair(t *testing.T, mtu int) *netns.Pair {
+	t.Helper()
+	if err := netns.Available(); err != nil {
+		t.Skipf("skipping cross-namespace UDP test: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	p, err := netns.NewPair(ctx, &netns.PairOptions{MTU: mtu})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := p.Close(); err != nil {
+			t.Error(err)
+		}
+		if names, _ := netns.List(); slices.Contains(names, p.A.Name) || slices.Contains(names, p.B.Name) {
+			t.Errorf("namespaces left behind: %v", names)
+		}
+	})
+	return p
+}
+
+// inNS runs NewPublisher/NewSubscriber inside a namespace so the socket
+// lives there.
+func newPubIn(t *testing.T, ns *netns.NS, n *middleware.Node, c middleware.Contract, o *middleware.PublisherOptions) *middleware.Publisher {
+	t.Helper()
+	var p *middleware.Publisher
+	if err := ns.Do(func() (err error) { p, err = n.NewPublisher(c, o); return err }); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func newSubIn(t *testing.T, ns *netns.NS, n *middleware.Node, c middleware.Contract) *middleware.Subscriber {
+	t.Helper()
+	var s *middleware.Subscriber
+	if err := ns.Do(func() (err error) { s, err = n.NewSubscriber(c, nil); return err }); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestUDP10MiBReliableAcrossNamespaces: 10 MiB frames at 20 Hz, 5% loss and
+// 5% reordering injected under the publisher's socket, arrive intact,
+// complete and in order on the other side of a veth.
+func TestUDP10MiBReliableAcrossNamespaces(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: 300 MiB across namespaces")
+	}
+	const size, frames = 10 << 20, 30
+	p := udpPair(t, 9000)
+	n := openNode(t, "udp-10m", testDomain(t))
+	c := middleware.Contract{Topic: "cam/front", MaxPayload: size, Reliability: middleware.Reliable, Depth: 4,
+		Transport: middleware.TransportUDP, UDP: middleware.UDPConfig{
+			Listen: netip.AddrPortFrom(p.BAddr, 0).String(), MTU: 9000, ReassemblyBytes: 6 * size,
+			AllowFrom: []string{p.AAddr.String()},
+		}}
+	sub := newSubIn(t, p.B, n, c)
+	c.UDP.Peers = []string{sub.LocalUDPAddr().String()}
+	c.UDP.Fault = &middleware.UDPFault{Seed: 20, Drop: 0.05, Reorder: 0.05}
+	pub := newPubIn(t, p.A, n, c, &middleware.PublisherOptions{SendTimeout: 5 * time.Second})
+	udpEventually(t, 5*time.Second, "subscriber heard across the veth", func() bool { return pub.LiveSubscribers() == 1 })
+	d := drainUDP(sub)
+	tick := time.NewTicker(50 * time.Millisecond) // 20 Hz: a rate, not synchronisation
+	defer tick.Stop()
+	start := time.Now()
+	for i := uint64(1); i <= frames; i++ {
+		<-tick.C
+		l, err := pub.Loan()
+		if err != nil {
+			t.Fatal(err)
+		}
+		udpFill(l.Bytes()[:size], i)
+		if err := l.Publish(size); err != nil {
+			t.Fatalf("frame %d: %v", i, err)
+		}
+	}
+	udpEventually(t, 30*time.Second, "all frames", func() bool { return sub.Stats().Delivered == frames })
+	elapsed := time.Since(start)
+	d.stop()
+	ps, _ := pub.UDPStats()
+	if d.err != nil || d.got != frames || d.last != frames || sub.Stats().Lost != 0 {
+		t.Fatalf("got %d last %d lost %d err %v", d.got, d.last, sub.Stats().Lost, d.err)
+	}
+	if ps.Fault.Dropped == 0 || ps.Fault.Reordered == 0 || ps.Retransmits == 0 {
+		t.Fatalf("no faults exercised: %+v", ps)
+	}
+	t.Logf("%d × 10 MiB in %v; faults %+v; %d fragments retransmitted; window waits %v", frames, elapsed.Round(time.Millisecond), ps.Fault, ps.Retransmits, ps.Blocked)
+}
+
+// TestUDPBestEffortExactLossAcrossNamespaces: with the seeded fault layer
+// dropping DATA only, the subscriber's loss count equals the datagrams the
+// layer dropped, exactly.
+func TestUDPBestEffortExactLossAcrossNamespaces(t *testing.T) {
+	const total = 2000
+	p := udpPair(t, 0)
+	n := openNode(t, "udp-be", testDomain(t))
+	c := middleware.Contract{Topic: "imu/raw", MaxPayload: 512, Transport: middleware.TransportUDP,
+		UDP: middleware.UDPConfig{Listen: netip.AddrPortFrom(p.BAddr, 0).String()}}
+	sub := newSubIn(t, p.B, n, c)
+	c.UDP.Peers = []string{sub.LocalUDPAddr().String()}
+	c.UDP.Fault = &middleware.UDPFault{Seed: 99, Drop: 0.07, DataOnly: true}
+	pub := newPubIn(t, p.A, n, c, nil)
+	d := drainUDP(sub)
+	buf := make([]byte, 300)
+	for i := uint64(1); i <= total; i++ {
+		udpFill(buf, i)
+		if err := pub.Send(buf); err != nil {
+			t.Fatal(err)
+		}
+		if i%250 == 0 { // pace on a signal: never outrun the socket buffer
+			udpEventually(t, 5*time.Second, "subscriber catching up", func() bool {
+				st := sub.Stats()
+				return st.Delivered+st.Lost >= i-250
+			})
+		}
+	}
+	udpEventually(t, 5*time.Second, "every message delivered or counted lost", func() bool {
+		st := sub.Stats()
+		return st.Delivered+st.Lost == total
+	})
+	d.stop()
+	ps, _ := pub.UDPStats()
+	st := sub.Stats()
+	if ps.Fault.DroppedData == 0 || st.Lost != ps.Fault.DroppedData || d.lost != st.Lost || d.err != nil {
+		t.Fatalf("lost %d (per-message %d), fault layer dropped %d; err %v", st.Lost, d.lost, ps.Fault.DroppedData, d.err)
+	}
+	t.Logf("%d of %d dropped, counted exactly", st.Lost, total)
+}
+
+// TestUDPPublisherRestartAcrossNamespaces: a publisher closed and
+// recreated (new epoch) is picked up by the subscriber without loss.
+func TestUDPPublisherRestartAcrossNamespaces(t *testing.T) {
+	p := udpPair(t, 0)
+	n := openNode(t, "udp-epoch", testDomain(t))
+	c := middleware.Contract{Topic: "odom", MaxPayload: 256, Reliability: middleware.Reliable, Depth: 8,
+		Transport: middleware.TransportUDP, UDP: middleware.UDPConfig{Listen: netip.AddrPortFrom(p.BAddr, 0).String()}}
+	sub := newSubIn(t, p.B, n, c)
+	c.UDP.Peers = []string{sub.LocalUDPAddr().String()}
+	d := drainUDP(sub)
+	buf := make([]byte, 100)
+	for round := range 2 {
+		pub := newPubIn(t, p.A, n, c, nil)
+		for i := uint64(1); i <= 25; i++ {
+			udpFill(buf, i)
+			if err := pub.Send(buf); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want := uint64(25 * (round + 1))
+		udpEventually(t, 5*time.Second, "round delivered", func() bool { return sub.Stats().Delivered == want })
+		pub.Close()
+	}
+	d.stop()
+	st := sub.Stats()
+	if st.Epochs != 1 || st.Lost != 0 || len(d.epochs) != 2 || d.err != nil || d.last != 25 {
+		t.Fatalf("stats %+v, epochs seen %d, last %d, err %v", st, len(d.epochs), d.last, d.err)
+	}
+}
+
+// TestUDPUnknownSourceAcrossNamespaces: a subscriber whose contract allows
+// only a third address drops the publisher's datagrams and counts them.
+func TestUDPUnknownSourceAcrossNamespaces(t *testing.T) {
+	p := udpPair(t, 0)
+	n := openNode(t, "udp-src", testDomain(t))
+	c := middleware.Contract{Topic: "lidar", MaxPayload: 256, Transport: middleware.TransportUDP,
+		UDP: middleware.UDPConfig{Listen: netip.AddrPortFrom(p.BAddr, 0).String(), AllowFrom: []string{"192.0.2.0/24"}}}
+	sub := newSubIn(t, p.B, n, c)
+	c.UDP.Peers = []string{sub.LocalUDPAddr().String()}
+	c.UDP.HeartbeatPeriod = time.Hour // only the 10 DATA datagrams and the first heartbeat
+	pub := newPubIn(t, p.A, n, c, nil)
+	buf := make([]byte, 64)
+	for i := uint64(1); i <= 10; i++ {
+		udpFill(buf, i)
+		_ = pub.Send(buf)
+	}
+	udpEventually(t, 5*time.Second, "forged datagrams counted", func() bool {
+		us, _ := sub.UDPStats()
+		return us.UnknownSource == 11
+	})
+	if st := sub.Stats(); st.Delivered != 0 {
+		t.Fatalf("delivered %d from a source outside the contract", st.Delivered)
+	}
+}
+
+// freeUDPPort returns a port that was free a moment ago (for group ports,
+// which cannot be ephemeral).
+func freeUDPPort(t *testing.T) uint16 {
+	t.Helper()
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	return uint16(c.LocalAddr().(*net.UDPAddr).Port)
+}
+
+// TestUDPAnnounceOnLoopback: a publisher with no peers learns a subscriber
+// from its periodic announce on lo, and a tool lists both endpoints.
+func TestUDPAnnounceOnLoopback(t *testing.T) {
+	n := openNode(t, "udp-ann", testDomain(t))
+	group := fmt.Sprintf("239.255.91.7:%d", freeUDPPort(t))
+	ctx := ctxT(t, 10*time.Second)
+	seen := make(chan middleware.UDPAnnounce, 64)
+	lctx, lcancel := context.WithCancel(ctx)
+	ldone := make(chan error, 1)
+	go func() {
+		ldone <- middleware.ListenUDPAnnounces(lctx, group, "lo", func(a middleware.UDPAnnounce) {
+			select {
+			case seen <- a:
+			default:
+			}
+		})
+	}()
+	c := middleware.Contract{Topic: "udp/ann", MaxPayload: 100, Transport: middleware.TransportUDP,
+		UDP: middleware.UDPConfig{Listen: "127.0.0.1:0", Interface: "lo", Announce: group, AnnouncePeriod: 20 * time.Millisecond}}
+	sub, err := n.NewSubscriber(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.UDP.Listen = ""
+	pub, err := n.NewPublisher(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := drainUDP(sub)
+	defer d.stop()
+	p := make([]byte, 50)
+	seq := uint64(0)
+	udpEventually(t, 5*time.Second, "publisher learning the subscriber from its announce", func() bool {
+		seq++
+		udpFill(p, seq)
+		_ = pub.Send(p)
+		return sub.Stats().Delivered > 0
+	})
+	roles := map[string]bool{}
+	for len(roles) < 2 {
+		select {
+		case a := <-seen:
+			if a.Topic == c.Topic && a.Node == "udp-ann" {
+				roles[a.Role] = true
+			}
+		case <-ctx.Done():
+			t.Fatalf("announces seen by the tool: %v", roles)
+		}
+	}
+	lcancel()
+	if err := <-ldone; !errors.Is(err, context.Canceled) {
+		t.Fatalf("ListenUDPAnnounces returned %v", err)
+	}
+}
+
+// TestUDPReliableDeadPeerDropped: a reliable publisher whose contract names
+// a peer that never answers blocks at most SendTimeout (ErrTimeout), then
+// drops the peer after SubscriberTimeout and publishes freely.
+func TestUDPReliableDeadPeerDropped(t *testing.T) {
+	n := openNode(t, "udp-dead", testDomain(t))
+	dead := fmt.Sprintf("127.0.0.1:%d", freeUDPPort(t)) // nobody listens
+	c := middleware.Contract{Topic: "udp/dead", MaxPayload: 64, Reliability: middleware.Reliable, Depth: 2,
+		Transport: middleware.TransportUDP, UDP: middleware.UDPConfig{Peers: []string{dead}, SubscriberTimeout: 300 * time.Millisecond}}
+	pub, err := n.NewPublisher(c, &middleware.PublisherOptions{SendTimeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := make([]byte, 8)
+	for range 2 { // the window (Depth) admits these without an ack
+		if err := pub.Send(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := pub.Send(p); !errors.Is(err, middleware.ErrTimeout) {
+		t.Fatalf("third send: %v, want ErrTimeout while the peer may still come", err)
+	}
+	udpEventually(t, 5*time.Second, "dead peer dropped and sends flowing again", func() bool {
+		return pub.Send(p) == nil
+	})
+	st := pub.Stats()
+	if st.DroppedSubs != 1 || st.Timeouts == 0 {
+		t.Fatalf("stats %+v: want one dropped subscriber and counted timeouts", st)
+	}
+}
+
+func TestUDPSpinWait(t *testing.T) {
+	n := openNode(t, "udp-spin", testDomain(t))
+	c := middleware.Contract{Topic: "udp/spin", MaxPayload: 64, Transport: middleware.TransportUDP, UDP: middleware.UDPConfig{Listen: "127.0.0.1:0"}}
+	for _, w := range []middleware.WaitStrategy{middleware.WaitSpin, middleware.WaitHybrid} {
+		sub, err := n.NewSubscriber(c, &middleware.SubscriberOptions{Wait: w, CPU: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cc := c
+		cc.UDP.Listen, cc.UDP.Peers = "", []string{sub.LocalUDPAddr().String()}
+		pub, err := n.NewPublisher(cc, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := make([]byte, 32)
+		udpFill(p, 1)
+		if err := pub.Send(p); err != nil {
+			t.Fatal(err)
+		}
+		var perr error
+		if err := sub.Next(ctxT(t, 5*time.Second), func(m *middleware.Message) { perr = udpCheck(m.Payload, m.Header.Seq) }); err != nil || perr != nil {
+			t.Fatalf("wait %d: %v %v", w, err, perr)
+		}
+		// Cancellation is noticed while spinning.
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		if err := sub.Next(ctx, func(*middleware.Message) {}); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("wait %d: Next on an idle topic returned %v, want DeadlineExceeded", w, err)
+		}
+		cancel()
+		pub.Close()
+		sub.Close()
+	}
+}

@@ -1,0 +1,12 @@
+// Package scopes is the rig's ground truth for wire-to-callback time: the
+// consumer-side [Scope] interface that oscilloscopes and logic analyzers
+// implement, the delay [Stats] they report (each statistic optional, never
+// invented), the edge-pairing arithmetic shared by the software-side
+// implementations, and [CrossValidate], which compares a scope's statistics
+// with the software latency statistics of the same messages.
+//
+// Drivers live in sub-packages: scopes/lxi (Tektronix, Keysight, Rigol,
+// Siglent over a raw SCPI socket or VXI-11), scopes/sigrok (logic analyzers
+// through sigrok-cli), scopes/scopesim (a SCPI scope simulator on loopback)
+// and scopes/scopetest (the conformance test every implementation passes).
+package scopes

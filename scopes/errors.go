@@ -1,0 +1,62 @@
+package scopes
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinels callers branch on with [errors.Is]. Driver and transport errors
+// wrap one of these with the command and instrument address as context.
+var (
+	// ErrTimeout: the instrument did not answer within the per-command
+	// timeout or the context deadline. The connection resynchronises
+	// before the next command.
+	ErrTimeout = errors.New("scope: timeout")
+	// ErrGarbage: a reply could not be parsed (not a number, bad block
+	// header, binary junk). The connection resynchronises before the next
+	// command.
+	ErrGarbage = errors.New("scope: garbage reply")
+	// ErrInstrument: the instrument reported an error in its error queue;
+	// the concrete error is an [*InstrumentError] carrying its own text.
+	ErrInstrument = errors.New("scope: instrument error")
+	// ErrNotSupported: the instrument or driver cannot do what was asked
+	// (for example an absolute threshold on a DS1000Z).
+	ErrNotSupported = errors.New("scope: not supported")
+	// ErrBadConfig: a [DelayConfig] or option failed validation.
+	ErrBadConfig = errors.New("scope: bad configuration")
+	// ErrNotConfigured: statistics were requested before ConfigureDelay.
+	ErrNotConfigured = errors.New("scope: delay measurement not configured")
+	// ErrClosed: the scope was used after Close, or Close was called twice.
+	ErrClosed = errors.New("scope: closed")
+	// ErrNoMeasurement: the instrument answered with its "no measurement"
+	// value (>= 9.9E37 on Tektronix, Keysight and Rigol; "****" or "OFF" on
+	// Siglent). Statistic readers turn it into a missing [Value] rather
+	// than returning this error; it is returned only where a value is
+	// mandatory.
+	ErrNoMeasurement = errors.New("scope: no measurement")
+)
+
+// InstrumentError is one entry of an instrument's error or event queue, with
+// the instrument's own text preserved verbatim. It matches [ErrInstrument]
+// under [errors.Is].
+type InstrumentError struct {
+	// Code is the instrument's numeric code (SCPI -113, Tektronix event
+	// 113, ...); 0 when the instrument gives none.
+	Code int
+	// Text is the instrument's message, unquoted but otherwise verbatim.
+	Text string
+	// After names the command (or configuration step) after which the
+	// queue was checked, for context.
+	After string
+}
+
+// Error implements error.
+func (e *InstrumentError) Error() string {
+	if e.After != "" {
+		return fmt.Sprintf("scope error %d %q (after %s)", e.Code, e.Text, e.After)
+	}
+	return fmt.Sprintf("scope error %d %q", e.Code, e.Text)
+}
+
+// Is reports whether target is [ErrInstrument].
+func (e *InstrumentError) Is(target error) bool { return target == ErrInstrument }

@@ -1,0 +1,223 @@
+package scopes
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+)
+
+// Scope is what the harness needs from an instrument that times the
+// sender's marker edge to the receiver's marker edge: identify it, set up a
+// delay measurement, reset its statistics at the start of a case and read
+// them at the end.
+//
+// All methods block on instrument I/O and honour ctx. Implementations are
+// not required to be safe for concurrent use: one goroutine owns a Scope.
+type Scope interface {
+	// Identify returns the instrument's identity (*IDN? or equivalent).
+	Identify(ctx context.Context) (Identity, error)
+	// ConfigureDelay sets up the delay measurement described by cfg and
+	// checks the instrument's error queue; instrument complaints come back
+	// as [*InstrumentError].
+	ConfigureDelay(ctx context.Context, cfg DelayConfig) error
+	// ResetStats clears the accumulated statistics so that the next
+	// ReadStats covers only edges seen after this call.
+	ResetStats(ctx context.Context) error
+	// ReadStats returns the statistics accumulated since the last reset.
+	// Statistics the instrument does not report, or reports as "no
+	// measurement", are missing ([Value.OK] false), never invented.
+	ReadStats(ctx context.Context) (Stats, error)
+}
+
+// DelayFetcher is implemented by scopes that can return the individual
+// delays behind their statistics (one per paired source/destination edge),
+// so that per-message delays can be matched against software samples.
+type DelayFetcher interface {
+	// FetchDelays appends the delays in seconds, in edge order, to dst and
+	// returns the extended slice. It blocks on instrument I/O.
+	FetchDelays(ctx context.Context, dst []float64) ([]float64, error)
+}
+
+// Polarity is the edge a delay measurement starts or stops on.
+type Polarity int
+
+// Polarities.
+const (
+	Rising Polarity = iota
+	Falling
+)
+
+// String returns "rising" or "falling".
+func (p Polarity) String() string {
+	switch p {
+	case Rising:
+		return "rising"
+	case Falling:
+		return "falling"
+	}
+	return fmt.Sprintf("Polarity(%d)", int(p))
+}
+
+// UnmarshalText accepts "rising"/"rise"/"r" and "falling"/"fall"/"f".
+func (p *Polarity) UnmarshalText(b []byte) error {
+	switch strings.ToLower(string(b)) {
+	case "rising", "rise", "r", "+":
+		*p = Rising
+	case "falling", "fall", "f", "-":
+		*p = Falling
+	default:
+		return fmt.Errorf("%w: polarity %q (want rising or falling)", ErrBadConfig, b)
+	}
+	return nil
+}
+
+// DelayConfig describes one edge-to-edge delay measurement.
+// The zero value of the optional fields means "leave the instrument's
+// default": no threshold change, no population limit.
+type DelayConfig struct {
+	// Source and Dest are 1-based analog channel numbers (CH1 = 1). For a
+	// logic analyzer they index its configured channel list.
+	Source, Dest int
+	// SourceEdge and DestEdge are the polarities the delay starts and ends on.
+	SourceEdge, DestEdge Polarity
+	// ThresholdV is the edge threshold in volts, applied to both channels
+	// when HasThreshold is true.
+	ThresholdV   float64
+	HasThreshold bool
+	// PopulationLimit caps how many delays the statistics accumulate after
+	// a reset; 0 means the instrument default (usually unlimited).
+	PopulationLimit int
+}
+
+// Validate reports the first invalid field by name.
+func (c DelayConfig) Validate() error {
+	switch {
+	case c.Source < 1 || c.Source > 64:
+		return fmt.Errorf("%w: Source channel %d out of range 1..64", ErrBadConfig, c.Source)
+	case c.Dest < 1 || c.Dest > 64:
+		return fmt.Errorf("%w: Dest channel %d out of range 1..64", ErrBadConfig, c.Dest)
+	case c.Source == c.Dest:
+		return fmt.Errorf("%w: Source and Dest are both channel %d", ErrBadConfig, c.Source)
+	case c.SourceEdge != Rising && c.SourceEdge != Falling:
+		return fmt.Errorf("%w: SourceEdge %v", ErrBadConfig, c.SourceEdge)
+	case c.DestEdge != Rising && c.DestEdge != Falling:
+		return fmt.Errorf("%w: DestEdge %v", ErrBadConfig, c.DestEdge)
+	case c.HasThreshold && (math.IsNaN(c.ThresholdV) || math.IsInf(c.ThresholdV, 0) || math.Abs(c.ThresholdV) > 1000):
+		return fmt.Errorf("%w: ThresholdV %v not a sane voltage", ErrBadConfig, c.ThresholdV)
+	case c.PopulationLimit < 0:
+		return fmt.Errorf("%w: PopulationLimit %d is negative", ErrBadConfig, c.PopulationLimit)
+	}
+	return nil
+}
+
+// Value is one optional statistic. V is in the statistic's unit (seconds
+// for delays); OK is false when the instrument did not report it or
+// reported "no measurement".
+type Value struct {
+	V  float64
+	OK bool
+}
+
+// Some returns a present Value.
+func Some(v float64) Value { return Value{V: v, OK: true} }
+
+// String prints the value in seconds with SI prefix, or "missing".
+func (v Value) String() string {
+	if !v.OK {
+		return "missing"
+	}
+	return FormatSeconds(v.V)
+}
+
+// Count is an optional population count.
+type Count struct {
+	N  int64
+	OK bool
+}
+
+// String prints the count or "missing".
+func (c Count) String() string {
+	if !c.OK {
+		return "missing"
+	}
+	return fmt.Sprint(c.N)
+}
+
+// Stats are delay statistics in seconds. StdDev is whatever the instrument
+// computes (instruments do not document population vs sample); the
+// software-side [StatsFromDelays] uses the population form (1/N).
+type Stats struct {
+	Mean, Min, Max, StdDev Value
+	Count                  Count
+}
+
+// Missing lists the names of statistics that are not present, in the
+// order mean, min, max, stddev, count.
+func (s Stats) Missing() []string {
+	var m []string
+	for _, f := range []struct {
+		name string
+		ok   bool
+	}{{"mean", s.Mean.OK}, {"min", s.Min.OK}, {"max", s.Max.OK}, {"stddev", s.StdDev.OK}, {"count", s.Count.OK}} {
+		if !f.ok {
+			m = append(m, f.name)
+		}
+	}
+	return m
+}
+
+// String renders the statistics on one line.
+func (s Stats) String() string {
+	return fmt.Sprintf("mean=%v min=%v max=%v stddev=%v count=%v", s.Mean, s.Min, s.Max, s.StdDev, s.Count)
+}
+
+// Identity is a parsed *IDN? reply.
+type Identity struct {
+	Vendor, Model, Serial, Firmware string
+	// Raw is the reply as received (trimmed).
+	Raw string
+}
+
+// String returns the raw identity.
+func (id Identity) String() string { return id.Raw }
+
+// ParseIDN splits an IEEE 488.2 *IDN? reply ("vendor,model,serial,fw").
+// Missing fields are left empty; it never fails.
+func ParseIDN(s string) Identity {
+	s = strings.TrimSpace(s)
+	id := Identity{Raw: s}
+	f := strings.SplitN(s, ",", 4)
+	for i := range f {
+		f[i] = strings.TrimSpace(f[i])
+	}
+	if len(f) > 0 {
+		id.Vendor = f[0]
+	}
+	if len(f) > 1 {
+		id.Model = f[1]
+	}
+	if len(f) > 2 {
+		id.Serial = f[2]
+	}
+	if len(f) > 3 {
+		id.Firmware = f[3]
+	}
+	return id
+}
+
+// FormatSeconds prints seconds with an SI prefix (ns, µs, ms, s).
+func FormatSeconds(v float64) string {
+	a := math.Abs(v)
+	switch {
+	case a == 0:
+		return "0s"
+	case a < 1e-6:
+		return fmt.Sprintf("%.3fns", v*1e9)
+	case a < 1e-3:
+		return fmt.Sprintf("%.3fµs", v*1e6)
+	case a < 1:
+		return fmt.Sprintf("%.3fms", v*1e3)
+	}
+	return fmt.Sprintf("%.6gs", v)
+}

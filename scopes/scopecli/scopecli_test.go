@@ -1,0 +1,100 @@
+package scopecli_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hilrig/hilrig/scopes/scopecli"
+)
+
+func run(ctx context.Context, args ...string) (string, string, error) {
+	var out, errb bytes.Buffer
+	err := scopecli.Run(ctx, args, &out, &errb)
+	return out.String(), errb.String(), err
+}
+
+func TestUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{},
+		{"bogus"},
+		{"idn"},
+		{"idn", "--driver", "tek"},
+		{"measure", "--driver", "tek", "--addr", "127.0.0.1:1", "--src", "2", "--dst", "2"},
+		{"measure", "--driver", "tek", "--addr", "x", "--src-edge", "up"},
+		{"idn", "--driver", "nope", "--addr", "127.0.0.1:1"},
+		{"sim", "--dialect", "lecroy"},
+		{"sim", "--ch1", "sim:x/0"},
+		{"idn", "--nosuchflag"},
+	} {
+		_, _, err := run(t.Context(), args...)
+		if !errors.Is(err, scopecli.ErrUsage) {
+			t.Errorf("%q: got %v, want ErrUsage", args, err)
+		}
+	}
+}
+
+// sim, idn and measure together: the simulator runs in one goroutine, the
+// commands talk to it over loopback as a user would.
+func TestSimIdnMeasure(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var simOut syncBuf
+	done := make(chan error, 1)
+	go func() {
+		done <- scopecli.Run(ctx, []string{"sim", "--dialect", "keysight", "--period", "200us", "--delay", "40us", "--jitter", "0"}, &simOut, &simOut)
+	}()
+	re := regexp.MustCompile(`127\.0\.0\.1:\d+`)
+	deadline := time.Now().Add(5 * time.Second)
+	var addr string
+	for addr == "" {
+		if time.Now().After(deadline) {
+			t.Fatalf("sim never printed its address: %q", simOut.String())
+		}
+		addr = re.FindString(simOut.String())
+		time.Sleep(time.Millisecond) // polling with a deadline
+	}
+	out, _, err := run(t.Context(), "idn", "--driver", "keysight", "--addr", addr)
+	if err != nil || !strings.HasPrefix(out, "KEYSIGHT TECHNOLOGIES,") {
+		t.Fatalf("idn: %q, %v", out, err)
+	}
+	out, _, err = run(t.Context(), "measure", "--driver", "keysight", "--addr", addr, "--duration", "200ms", "--limit", "10")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "mean   40.000µs") || !strings.Contains(out, "count  10") {
+		t.Fatalf("measure output:\n%s", out)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("sim: %v", err)
+	}
+}
+
+func TestSigrokDemo(t *testing.T) {
+	if _, err := exec.LookPath("sigrok-cli"); err != nil {
+		t.Skip("sigrok-cli not installed")
+	}
+	out, _, err := run(t.Context(), "measure", "--driver", "sigrok", "--addr", "demo", "--samples", "2000")
+	if err != nil || !strings.Contains(out, "count") {
+		t.Fatalf("%q, %v", out, err)
+	}
+}
+
+type syncBuf struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuf) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+func (b *syncBuf) String() string { b.mu.Lock(); defer b.mu.Unlock(); return b.buf.String() }

@@ -1,0 +1,172 @@
+package scopesim_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hilrig/hilrig/scopes"
+	"github.com/hilrig/hilrig/scopes/scopesim"
+)
+
+type client struct {
+	c  net.Conn
+	rd *bufio.Reader
+}
+
+func connect(t *testing.T, d scopesim.Dialect, ch map[int]scopesim.EdgeSource) (*scopesim.Server, *client) {
+	t.Helper()
+	srv, err := scopesim.Start(t.Context(), scopesim.Config{Dialect: d, Channels: ch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	c, err := net.Dial("tcp", srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return srv, &client{c, bufio.NewReader(c)}
+}
+
+func (c *client) query(t *testing.T, q string) string {
+	t.Helper()
+	c.c.SetDeadline(time.Now().Add(3 * time.Second))
+	if _, err := io.WriteString(c.c, q+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(q, "?") {
+		return ""
+	}
+	l, err := c.rd.ReadString('\n')
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return strings.TrimRight(l, "\n")
+}
+
+// Tektronix answers with long headers until HEADer OFF.
+func TestTekLongHeadersByDefault(t *testing.T) {
+	_, c := connect(t, scopesim.Tek, nil)
+	c.query(t, "MEASUrement:ADDMEAS DELAY")
+	if got := c.query(t, "MEASUrement:LIST?"); got != ":MEASUREMENT:LIST MEAS1" {
+		t.Fatalf("default reply %q, want a long header", got)
+	}
+	c.query(t, "HEADer OFF")
+	if got := c.query(t, "MEASUrement:LIST?"); got != "MEAS1" {
+		t.Fatalf("after HEADer OFF: %q", got)
+	}
+}
+
+// A new Tektronix DELAY measurement's second source is its first: without
+// SOUrce2 the delay is CH1 to CH1 — zero, a plausible-looking lie.
+func TestTekSecondSourceDefaultsToFirst(t *testing.T) {
+	a, b := scopesim.NewMemSource(), scopesim.NewMemSource()
+	snd, rcv := scopesim.Pulses(3, 1000, 100_000, 100, func(int) int64 { return 5000 })
+	a.Push(snd...)
+	b.Push(rcv...)
+	srv, c := connect(t, scopesim.Tek, map[int]scopesim.EdgeSource{1: a, 2: b})
+	waitEdges(t, srv, 1, 6)
+	waitEdges(t, srv, 2, 6)
+	c.query(t, "HEADer OFF")
+	c.query(t, "MEASUrement:ADDMEAS DELAY")
+	if got := c.query(t, "MEASUrement:MEAS1:RESUlts:ALLAcqs:MEAN?"); got != "0.0000E+00" {
+		t.Fatalf("CH1→CH1 mean %q, want 0", got)
+	}
+	c.query(t, "MEASUrement:MEAS1:SOUrce2 CH2")
+	if got := c.query(t, "MEASUrement:MEAS1:RESUlts:ALLAcqs:MEAN?"); got != "5.0000E-06" {
+		t.Fatalf("CH1→CH2 mean %q, want 5µs", got)
+	}
+}
+
+func TestUndefinedHeaderQueued(t *testing.T) {
+	_, c := connect(t, scopesim.Keysight, nil)
+	c.query(t, ":BOGus:COMMand 1")
+	if got := c.query(t, ":SYSTem:ERRor?"); got != `-113,"Undefined header"` {
+		t.Fatalf("got %q", got)
+	}
+	if got := c.query(t, ":SYSTem:ERRor?"); got != `+0,"No error"` {
+		t.Fatalf("got %q", got)
+	}
+}
+
+func TestFaultSwitches(t *testing.T) {
+	srv, c := connect(t, scopesim.Keysight, nil)
+	srv.GarbageReplies(1)
+	if got := c.query(t, "*IDN?"); !strings.Contains(got, "GARBAGE") {
+		t.Fatalf("want garbage, got %q", got)
+	}
+	srv.DropReplies(1)
+	io.WriteString(c.c, "*IDN?\n*OPC?\n")
+	c.c.SetDeadline(time.Now().Add(3 * time.Second))
+	if l, _ := c.rd.ReadString('\n'); l != "1\n" {
+		t.Fatalf("after a dropped reply the next reply is %q, want the *OPC? answer", l)
+	}
+}
+
+func TestMemSourceEOFAndCancel(t *testing.T) {
+	m := scopesim.NewMemSource()
+	m.Push(scopes.Edge{TimeNs: 5, Rising: true})
+	m.Close()
+	if ts, r, err := m.ReadEdge(t.Context()); err != nil || ts != 5 || !r {
+		t.Fatal(ts, r, err)
+	}
+	if _, _, err := m.ReadEdge(t.Context()); !errors.Is(err, io.EOF) {
+		t.Fatal(err)
+	}
+	m2 := scopesim.NewMemSource()
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, _, err := m2.ReadEdge(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
+}
+
+func TestPulseGen(t *testing.T) {
+	g := scopesim.NewPulseGen(time.Millisecond, 100*time.Microsecond, 10*time.Microsecond)
+	s, r := g.Sender(), g.Receiver()
+	for i := range 3 {
+		ts, rising, err := s.ReadEdge(t.Context())
+		if err != nil || !rising {
+			t.Fatal(err)
+		}
+		s.ReadEdge(t.Context()) // falling
+		tr, rising, err := r.ReadEdge(t.Context())
+		if err != nil || !rising {
+			t.Fatal(err)
+		}
+		r.ReadEdge(t.Context())
+		if d := tr - ts; d < 100_000 || d >= 110_000 {
+			t.Fatalf("pulse %d delay %dns outside [100µs, 110µs)", i, d)
+		}
+	}
+}
+
+func TestCloseTwice(t *testing.T) {
+	srv, err := scopesim.Start(t.Context(), scopesim.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Close(); !errors.Is(err, scopes.ErrClosed) {
+		t.Fatal(err)
+	}
+}
+
+func waitEdges(t *testing.T, s *scopesim.Server, ch, n int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for s.EdgeCount(ch) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("channel %d has %d edges, want %d", ch, s.EdgeCount(ch), n)
+		}
+		time.Sleep(time.Millisecond) // polling with a deadline
+	}
+}

@@ -1,0 +1,483 @@
+// Package scopesim is a simulated SCPI oscilloscope on a real TCP socket
+// (loopback): it speaks the Tektronix 4/5/6 Series, Keysight InfiniiVision,
+// Rigol and Siglent command subsets the scopes/lxi drivers use, computes
+// real DELAY statistics from the edges its channels are fed ([EdgeSource]),
+// and has fault switches (slow replies, dropped replies, garbage, error
+// queue entries, "no measurement" results) for transport tests.
+//
+// It mimics the vendor defaults that bite real users: a Tektronix session
+// starts with long headers on (query replies carry the command header until
+// HEADer OFF), and a new Tektronix DELAY measurement's second source is its
+// first until SOUrce2 is set.
+package scopesim
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hilrig/hilrig/scopes"
+)
+
+// Dialect is the vendor command set the simulator speaks.
+type Dialect int
+
+// Dialects.
+const (
+	Tek Dialect = iota
+	Keysight
+	Rigol
+	Siglent
+)
+
+// String returns "tek", "keysight", "rigol" or "siglent".
+func (d Dialect) String() string {
+	switch d {
+	case Tek:
+		return "tek"
+	case Keysight:
+		return "keysight"
+	case Rigol:
+		return "rigol"
+	case Siglent:
+		return "siglent"
+	}
+	return fmt.Sprintf("Dialect(%d)", int(d))
+}
+
+// UnmarshalText parses a dialect name.
+func (d *Dialect) UnmarshalText(b []byte) error {
+	switch strings.ToLower(string(b)) {
+	case "tek", "tektronix":
+		*d = Tek
+	case "keysight":
+		*d = Keysight
+	case "rigol":
+		*d = Rigol
+	case "siglent":
+		*d = Siglent
+	default:
+		return fmt.Errorf("scopesim: unknown dialect %q (want tek, keysight, rigol or siglent)", b)
+	}
+	return nil
+}
+
+// Config configures [Start].
+type Config struct {
+	Dialect Dialect
+	// Listen is the TCP address; default "127.0.0.1:0" (a free port).
+	Listen string
+	// Channels maps 1-based channel numbers to their edge sources. The
+	// simulator reads each source from its own goroutine until io.EOF or
+	// Close.
+	Channels map[int]EdgeSource
+	// IDN overrides the *IDN? reply (e.g. a DS1054Z for the Rigol
+	// dialect's DS1000Z family).
+	IDN string
+	// VXI11 also serves VXI-11: a portmapper (on PortmapperListen, default
+	// 127.0.0.1:0 — port 111 needs root) and the core channel. Only the
+	// core channel procedures a client needs are implemented.
+	VXI11            bool
+	PortmapperListen string
+	// MaxEdges bounds the edges kept per channel since the last reset;
+	// older edges are dropped. Default 1<<20.
+	MaxEdges int
+	// Logger receives debug traces; nil discards.
+	Logger *slog.Logger
+}
+
+// Server is a running simulator. Its methods are safe for concurrent use.
+type Server struct {
+	cfg    Config
+	ln     net.Listener
+	cancel context.CancelFunc
+	done   chan struct{}
+	wg     sync.WaitGroup
+	log    *slog.Logger
+
+	mu       sync.Mutex
+	edges    map[int][]scopes.Edge
+	floor    int64 // edges at or before this time (source clock) predate the last reset
+	hasFloor bool
+	meas     measState
+	errq     []queued
+	esr      int
+	header   bool // Tektronix long headers
+	conns    map[net.Conn]struct{}
+	closed   bool
+	slow     time.Duration
+	drop     int
+	garbage  int
+	nomeas   bool
+	cmds     []string
+	rejects  []reject
+	wfSrc    int // Keysight :WAVeform:SOURce
+
+	vxiLns  []net.Listener
+	links   map[uint32]*vxiLink
+	nextLID uint32
+}
+
+type reject struct {
+	prefix string
+	code   int
+	text   string
+}
+
+type queued struct {
+	code int
+	text string
+}
+
+type measState struct {
+	exists      bool
+	src, dst    int
+	srcE, dstE  scopes.Polarity
+	limit       int
+	threshold   float64
+	hasThresh   bool
+	stats       bool
+	tekMeasName string
+}
+
+// Start listens and serves until Close. It returns once listening.
+func Start(ctx context.Context, cfg Config) (*Server, error) {
+	if cfg.Listen == "" {
+		cfg.Listen = "127.0.0.1:0"
+	}
+	if cfg.MaxEdges <= 0 {
+		cfg.MaxEdges = 1 << 20
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.IDN == "" {
+		cfg.IDN = map[Dialect]string{
+			Tek:      "TEKTRONIX,MSO54,SIM00001,CF:91.1CT FV:2.0.3.950",
+			Keysight: "KEYSIGHT TECHNOLOGIES,MSOX3104T,MYSIM00001,07.50.2021102830",
+			Rigol:    "RIGOL TECHNOLOGIES,MSO5074,MS5SIM000001,00.01.03.00.01",
+			Siglent:  "Siglent Technologies,SDS2104X Plus,SDS2SIM00001,3.8.12.1.1.3.8",
+		}[cfg.Dialect]
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("scopesim: listen %s: %w", cfg.Listen, err)
+	}
+	rctx, cancel := context.WithCancel(context.Background())
+	s := &Server{cfg: cfg, ln: ln, cancel: cancel, done: make(chan struct{}), log: cfg.Logger, edges: map[int][]scopes.Edge{},
+		header: cfg.Dialect == Tek, conns: map[net.Conn]struct{}{}}
+	for ch, src := range cfg.Channels {
+		s.wg.Add(1)
+		go s.ingest(rctx, ch, src)
+	}
+	s.wg.Add(1)
+	go s.accept()
+	if cfg.VXI11 {
+		if err := s.startVXI11(ctx); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// Addr is the listening address ("127.0.0.1:port").
+func (s *Server) Addr() string { return s.ln.Addr().String() }
+
+// Close stops listening, closes connections and waits for every goroutine.
+// A second Close returns [scopes.ErrClosed].
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return scopes.ErrClosed
+	}
+	s.closed = true
+	close(s.done)
+	for c := range s.conns {
+		c.Close()
+	}
+	s.mu.Unlock()
+	s.cancel()
+	err := s.ln.Close()
+	for _, l := range s.vxiLns {
+		l.Close()
+	}
+	s.wg.Wait()
+	return err
+}
+
+// SetSlowReplies delays every reply by d (0 turns it off).
+func (s *Server) SetSlowReplies(d time.Duration) { s.mu.Lock(); s.slow = d; s.mu.Unlock() }
+
+// DropReplies makes the next n query replies vanish (processed, never sent).
+func (s *Server) DropReplies(n int) { s.mu.Lock(); s.drop = n; s.mu.Unlock() }
+
+// GarbageReplies replaces the next n query replies with binary junk.
+func (s *Server) GarbageReplies(n int) { s.mu.Lock(); s.garbage = n; s.mu.Unlock() }
+
+// QueueError pushes an entry onto the error/event queue and sets the
+// command-error bit of the event status register, as the instrument does
+// when it rejects a command.
+func (s *Server) QueueError(code int, text string) {
+	s.mu.Lock()
+	s.errq = append(s.errq, queued{code, text})
+	s.esr |= 32
+	s.mu.Unlock()
+}
+
+// RejectCommand makes the instrument refuse the next command whose text
+// starts with prefix (case-insensitive): it is not executed, the error
+// (code, text) is queued and the event status register's execution-error
+// bit (16) is set — what a real scope does with a setting it cannot apply.
+func (s *Server) RejectCommand(prefix string, code int, text string) {
+	s.mu.Lock()
+	s.rejects = append(s.rejects, reject{strings.ToUpper(prefix), code, text})
+	s.mu.Unlock()
+}
+
+// SetNoMeasurement makes every statistic read as the dialect's "no
+// measurement" value (9.91E37 Tek, 9.9E+37 Keysight/Rigol, **** Siglent).
+func (s *Server) SetNoMeasurement(on bool) { s.mu.Lock(); s.nomeas = on; s.mu.Unlock() }
+
+// Commands returns every command header received so far (for tests that
+// check what a driver sent).
+func (s *Server) Commands() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.cmds...)
+}
+
+// EdgeCount returns how many edges channel ch holds since the last reset.
+func (s *Server) EdgeCount(ch int) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.edges[ch])
+}
+
+func (s *Server) ingest(ctx context.Context, ch int, src EdgeSource) {
+	defer s.wg.Done()
+	for {
+		t, rising, err := src.ReadEdge(ctx)
+		if err != nil {
+			if !errors.Is(err, io.EOF) && ctx.Err() == nil {
+				s.log.Warn("scopesim: channel source failed", "channel", ch, "err", err)
+			}
+			return
+		}
+		s.mu.Lock()
+		if s.hasFloor && t <= s.floor {
+			// A channel whose reader lags delivers edges from before the
+			// reset; a scope would not have them in its statistics.
+			s.mu.Unlock()
+			continue
+		}
+		e := s.edges[ch]
+		if len(e) >= s.cfg.MaxEdges {
+			e = e[:copy(e, e[len(e)/2:])]
+		}
+		s.edges[ch] = append(e, scopes.Edge{TimeNs: t, Rising: rising})
+		s.mu.Unlock()
+	}
+}
+
+func (s *Server) accept() {
+	defer s.wg.Done()
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			return
+		}
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			c.Close()
+			return
+		}
+		s.conns[c] = struct{}{}
+		s.mu.Unlock()
+		s.wg.Add(1)
+		go s.serve(c)
+	}
+}
+
+func (s *Server) serve(c net.Conn) {
+	defer s.wg.Done()
+	defer func() {
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.mu.Unlock()
+		c.Close()
+	}()
+	sc := bufio.NewScanner(c)
+	sc.Buffer(make([]byte, 4096), 1<<20)
+	for sc.Scan() {
+		for _, cmd := range strings.Split(sc.Text(), ";") {
+			cmd = strings.TrimSpace(cmd)
+			if cmd == "" {
+				continue
+			}
+			reply, isQuery := s.execute(cmd)
+			if !isQuery {
+				continue
+			}
+			if !s.sendReply(func(r string) error { _, err := io.WriteString(c, r); return err }, reply) {
+				return
+			}
+		}
+	}
+}
+
+// sendReply applies the fault switches and emits reply plus its newline;
+// false means the connection is gone.
+func (s *Server) sendReply(emit func(string) error, reply string) bool {
+	s.mu.Lock()
+	slow := s.slow
+	drop := s.drop > 0
+	if drop {
+		s.drop--
+	}
+	garbage := !drop && s.garbage > 0
+	if garbage {
+		s.garbage--
+	}
+	s.mu.Unlock()
+	if slow > 0 {
+		t := time.NewTimer(slow)
+		select {
+		case <-t.C:
+		case <-s.done:
+			t.Stop()
+			return false
+		}
+	}
+	if drop {
+		return true
+	}
+	if garbage {
+		reply = "\x00\xff\x1bGARBAGE\x7f"
+	}
+	return emit(reply+"\n") == nil
+}
+
+// execute runs one command; it returns the reply and whether it was a query.
+func (s *Server) execute(cmd string) (string, bool) {
+	header, args, _ := strings.Cut(cmd, " ")
+	args = strings.TrimSpace(args)
+	isQuery := strings.HasSuffix(header, "?")
+	h := strings.TrimSuffix(header, "?")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cmds = append(s.cmds, cmd)
+	for i, r := range s.rejects {
+		if strings.HasPrefix(strings.ToUpper(cmd), r.prefix) {
+			s.rejects = append(s.rejects[:i], s.rejects[i+1:]...)
+			s.errq = append(s.errq, queued{r.code, r.text})
+			s.esr |= 16
+			return "", false
+		}
+	}
+	reply, ok := s.common(h, isQuery, args)
+	if !ok {
+		switch s.cfg.Dialect {
+		case Tek:
+			reply, ok = s.tek(h, isQuery, args)
+		case Keysight:
+			reply, ok = s.keysight(h, isQuery, args)
+		case Rigol:
+			reply, ok = s.rigol(h, isQuery, args)
+		case Siglent:
+			reply, ok = s.siglent(h, isQuery, args)
+		}
+	}
+	if !ok {
+		s.undefined(cmd)
+		// A real instrument sends nothing for an undefined query; the
+		// client times out. Mimic that by not replying.
+		return "", false
+	}
+	if isQuery && s.cfg.Dialect == Tek && s.header && !strings.HasPrefix(h, "*") {
+		reply = ":" + strings.ToUpper(strings.TrimPrefix(h, ":")) + " " + reply
+	}
+	return reply, isQuery
+}
+
+func (s *Server) undefined(cmd string) {
+	s.esr |= 32
+	switch s.cfg.Dialect {
+	case Tek:
+		s.errq = append(s.errq, queued{113, "Undefined header; Command not found; " + cmd})
+	default:
+		s.errq = append(s.errq, queued{-113, "Undefined header"})
+	}
+}
+
+// common handles IEEE 488.2 commands shared by all dialects.
+func (s *Server) common(h string, q bool, _ string) (string, bool) {
+	switch strings.ToUpper(h) {
+	case "*IDN":
+		return s.cfg.IDN, q
+	case "*CLS":
+		s.errq, s.esr = nil, 0
+		return "", !q
+	case "*OPC":
+		if q {
+			return "1", true
+		}
+		s.esr |= 1
+		return "", true
+	case "*ESR":
+		v := s.esr
+		s.esr = 0
+		return fmt.Sprint(v), q
+	case "*RST":
+		s.meas = measState{}
+		return "", !q
+	}
+	return "", false
+}
+
+// resetStats forgets edges seen so far. Channels are read by separate
+// goroutines, so one may lag another; the newest edge time seen on any
+// channel becomes a floor below which late-arriving edges are dropped, as
+// if every channel had been cleared at the same instant.
+func (s *Server) resetStats() {
+	for ch, e := range s.edges {
+		if n := len(e); n > 0 && (!s.hasFloor || e[n-1].TimeNs > s.floor) {
+			s.floor, s.hasFloor = e[n-1].TimeNs, true
+		}
+		s.edges[ch] = e[:0]
+	}
+}
+
+// delays pairs the stored edges like the scope's DELAY measurement and
+// returns the delays in seconds (empty when nothing is configured or the
+// no-measurement fault is on).
+func (s *Server) delays() []float64 {
+	m := s.meas
+	if !m.exists || s.nomeas {
+		return nil
+	}
+	ns := scopes.PairDelays(nil, s.edges[m.src], s.edges[m.dst], m.srcE, m.dstE, m.limit)
+	return scopes.NsToSeconds(nil, ns)
+}
+
+// stats computes the DELAY statistics from the stored edges.
+func (s *Server) stats() scopes.Stats { return scopes.StatsFromDelays(s.delays()) }
+
+func popErr(q *[]queued) (queued, bool) {
+	if len(*q) == 0 {
+		return queued{}, false
+	}
+	e := (*q)[0]
+	*q = (*q)[1:]
+	return e, true
+}

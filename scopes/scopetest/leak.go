@@ -1,0 +1,61 @@
+package scopetest
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Main runs the tests of a package and then fails the binary when
+// goroutines started by the tests are still running two seconds after the
+// last test ended (every goroutine must have an owner that waits for it).
+// Runtime and test-framework goroutines (signal handling, the fuzzing
+// engine) are not counted. Use it as
+// `func TestMain(m *testing.M) { scopetest.Main(m) }`.
+func Main(m *testing.M) {
+	base := len(goroutines())
+	code := m.Run()
+	if code == 0 {
+		deadline := time.Now().Add(2 * time.Second)
+		for {
+			g := goroutines()
+			if len(g) <= base {
+				break
+			}
+			if time.Now().After(deadline) {
+				fmt.Fprintf(os.Stderr, "scopetest: %d goroutines leaked (had %d before the tests):\n%s\n",
+					len(g)-base, base, strings.Join(g, "\n\n"))
+				code = 1
+				break
+			}
+			time.Sleep(10 * time.Millisecond) // polling with a deadline
+		}
+	}
+	os.Exit(code)
+}
+
+// goroutines returns the stacks of goroutines other than the caller's and
+// the runtime's and test framework's own.
+func goroutines() []string {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	var out []string
+	for i, g := range strings.Split(string(buf), "\n\n") {
+		if i == 0 || strings.Contains(g, "os/signal.") || strings.Contains(g, "testing.(*F)") ||
+			strings.Contains(g, "internal/fuzz.") || strings.Contains(g, "testing.runFuzzing") {
+			continue // i == 0 is the calling goroutine
+		}
+		out = append(out, g)
+	}
+	return out
+}

@@ -1,0 +1,128 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// FormatSize prints a byte count the way sizes are given on the command
+// line (16B, 1KiB, 64KiB, 1MiB, 10MiB).
+func FormatSize(n int) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%dMiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%dKiB", n>>10)
+	}
+	return fmt.Sprintf("%dB", n)
+}
+
+func us(ns int64) string { return fmt.Sprintf("%.3f", float64(ns)/1e3) }
+
+func label(r Result) string {
+	s := r.Transport
+	if r.Wait != "" {
+		s += "/" + r.Wait + "/" + r.Path
+	}
+	if r.NetNS {
+		s += "/netns"
+	}
+	return s
+}
+
+// WriteTable prints the report for humans: one row per transport, size and
+// metric (round trip, one-way = RTT/2), in microseconds.
+func (r *Report) WriteTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "transport\tsize\tmetric\tn\tmin µs\tp50 µs\tp90 µs\tp99 µs\tp99.9 µs\tmax µs\t\n")
+	for _, x := range r.Results {
+		for _, m := range []struct {
+			name string
+			p    Percentiles
+		}{{"rtt", x.RTT}, {"one-way", x.OneWay}} {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", label(x), FormatSize(x.Size), m.name, m.p.Count,
+				us(m.p.Min), us(m.p.P50), us(m.p.P90), us(m.p.P99), us(m.p.P999), us(m.p.Max))
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, q := range r.Ratios {
+		fmt.Fprintf(w, "ratio %s / %s at %s: p50 %.2fx  p99 %.2fx  (per-round p50 ratio %.2fx..%.2fx, %d rounds alternating)\n",
+			q.Middleware, q.Baseline, FormatSize(q.Size), q.P50, q.P99, q.RoundP50Min, q.RoundP50Max, roundsOf(r, q))
+	}
+	if r.Probe != nil {
+		fmt.Fprintf(w, "cache-line probe (raw-spin RTT p50): before %d ns, after %d ns", r.Probe.BeforeNs, r.Probe.AfterNs)
+		if r.Probe.Disturbed {
+			fmt.Fprintf(w, "  DISTURBED: %s — discard this run", r.Probe.Reason)
+		} else {
+			fmt.Fprint(w, "  (undisturbed)")
+		}
+		fmt.Fprintln(w)
+	}
+	cpu := func(c int) string {
+		if c < 0 {
+			return "free"
+		}
+		return fmt.Sprint(c)
+	}
+	_, err := fmt.Fprintf(w, "%d round trips per size after %d warm-up; ping CPU %s, pong CPU %s; %d CPUs; clock read in each sample ~%d ns; took %s\n",
+		r.N, r.Warmup, cpu(r.PingCPU), cpu(r.PongCPU), r.CPUs, r.ClockNs, r.Duration)
+	return err
+}
+
+func roundsOf(r *Report, q Ratio) int {
+	for _, x := range r.Results {
+		if x.Transport == q.Middleware && x.Size == q.Size {
+			return len(x.RoundP50)
+		}
+	}
+	return 0
+}
+
+// WriteJSON prints the report as one indented JSON document.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// ParseSizes parses "16,1KiB,64k,1MiB,10M" (suffixes B, K/KB/KiB, M/MB/MiB
+// are all binary).
+func ParseSizes(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		n, err := parseSize(f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func parseSize(f string) (int, error) {
+	u := strings.ToLower(f)
+	mult := 1
+	for _, suf := range []struct {
+		s string
+		m int
+	}{{"kib", 1 << 10}, {"mib", 1 << 20}, {"kb", 1 << 10}, {"mb", 1 << 20}, {"k", 1 << 10}, {"m", 1 << 20}, {"b", 1}} {
+		if strings.HasSuffix(u, suf.s) {
+			u, mult = strings.TrimSuffix(u, suf.s), suf.m
+			break
+		}
+	}
+	var n int
+	if _, err := fmt.Sscanf(u, "%d", &n); err != nil || fmt.Sprint(n) != u || n <= 0 {
+		return 0, fmt.Errorf("%w: size %q: want a positive number with optional B, KiB or MiB", ErrUsage, f)
+	}
+	return n * mult, nil
+}

@@ -1,0 +1,368 @@
+package steps
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/hilrig/hilrig/fixtures"
+	"github.com/hilrig/hilrig/fixtures/agentproto"
+	"github.com/hilrig/hilrig/fixtures/rig"
+	"github.com/hilrig/hilrig/middleware"
+	"github.com/hilrig/hilrig/report"
+)
+
+// Transports the suites sweep. ShmCopy and ShmLoan are the shared-memory
+// transport with Publisher.Send (one copy) and Publisher.Loan (zero copy).
+const (
+	Intra   = "intra"
+	ShmCopy = "shm-copy"
+	ShmLoan = "shm-loan"
+	UDP     = "udp"
+)
+
+// BandwidthCap bounds payload × rate of a paced latency case (bytes/s):
+// above it a case measures queueing under saturation, which is the
+// throughput suite's job, so suites skip it with that reason.
+const BandwidthCap = 100e6
+
+// AllTransports in report order.
+var AllTransports = []string{Intra, ShmCopy, ShmLoan, UDP}
+
+// Params describe one flow to measure.
+type Params struct {
+	// Transport is Intra, ShmCopy, ShmLoan or UDP.
+	Transport string
+	// BestEffort selects best-effort QoS (default reliable).
+	BestEffort bool
+	// Payload in bytes (≥ 8); RateHz 0 = as fast as possible.
+	Payload int
+	RateHz  float64
+	// Count measured messages; WarmUp unmeasured ones sent first.
+	Count, WarmUp uint64
+	// Subscribers (default 1), all on the link's B board.
+	Subscribers int
+	// Markers toggles the boards' tx/rx marker lines.
+	Markers bool
+	// Window is the agents' summary period (default the config's).
+	Window time.Duration
+	// Batch coalesces UDP messages (BatchBytes, 0 = off) — UDP only.
+	BatchBytes int
+	// Drain bounds the subscribers' wait after the publisher's last
+	// message (default 3 s).
+	Drain time.Duration
+	// Duration bounds the run instead of Count (Count 0: run until
+	// stopped or Duration).
+	Duration time.Duration
+}
+
+// Ran is a measured flow: the rig's result and the case built from it.
+type Ran struct {
+	Case   *report.Case
+	Result *rig.FlowResult
+	Flow   *rig.Flow
+	// From and To are the boards.
+	From, To string
+	// Started is when the publisher was started.
+	Started time.Time
+}
+
+// Route says where a transport's flow runs on this rack: publisher board,
+// subscriber board and (shm/udp) the link.
+func (rc *RigContext) Route(transport string) (from, to, link string, err error) {
+	switch transport {
+	case Intra:
+		b := rc.Rack.Boards[0].Name
+		return b, b, "", nil
+	case ShmCopy, ShmLoan:
+		l, err := linkFor(rc.Rack, "shm")
+		if err != nil {
+			return "", "", "", err
+		}
+		return l.A, l.B, l.Name, nil
+	case UDP:
+		l, err := linkFor(rc.Rack, "udp")
+		if err != nil {
+			return "", "", "", err
+		}
+		return l.A, l.B, l.Name, nil
+	}
+	return "", "", "", fmt.Errorf("steps: transport %q: want one of %v", transport, AllTransports)
+}
+
+// Start starts the flow described by p (subscribers first, attached,
+// then the publisher) and returns without waiting for it to end.
+func (rc *RigContext) Start(ctx context.Context, p Params) (*rig.Flow, string, string, error) {
+	from, to, link, err := rc.Route(p.Transport)
+	if err != nil {
+		return nil, "", "", err
+	}
+	if p.Subscribers <= 0 {
+		p.Subscribers = 1
+	}
+	if p.Window == 0 {
+		p.Window = rc.Config.Window
+	}
+	if p.Drain == 0 {
+		p.Drain = 3 * time.Second
+	}
+	spec := rig.FlowSpec{Name: rc.name("f"), From: from, BestEffort: p.BestEffort, Payload: p.Payload,
+		RateHz: p.RateHz, Count: p.Count + p.WarmUp, WarmUp: p.WarmUp, Markers: p.Markers, Window: p.Window,
+		Drain: p.Drain, Duration: p.Duration, Latency: latencyMode(rc.Rack, from, to)}
+	for range p.Subscribers {
+		spec.To = append(spec.To, to)
+	}
+	for _, b := range append([]string{from}, spec.To...) {
+		if _, err := rc.Agent(ctx, b); err != nil { // remembered for diagnostics
+			return nil, "", "", err
+		}
+	}
+	var f *rig.Flow
+	switch {
+	case p.Transport == Intra:
+		spec.Transport = "intra"
+		f, err = rc.startCustom(ctx, spec, middleware.TransportIntra, nil)
+	case p.Transport == UDP && p.BatchBytes > 0:
+		spec.Link, spec.Transport = link, "udp"
+		f, err = rc.startCustom(ctx, spec, middleware.TransportUDP, func(u *middleware.UDPConfig) { u.BatchBytes = p.BatchBytes })
+	default:
+		spec.Link = link
+		if p.Transport == ShmLoan {
+			spec.Send = agentproto.SendLoan
+		}
+		f, err = rc.Rig.Flow(ctx, spec)
+	}
+	return f, from, to, err
+}
+
+// Measure runs the flow p to its end and returns the case named name,
+// with its method and the rack's bounds for the transport and payload
+// (best-effort flows have their loss reported, not bounded). Blocks.
+func (rc *RigContext) Measure(ctx context.Context, name string, p Params) (*Ran, error) {
+	t0 := time.Now()
+	f, from, to, err := rc.Start(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	res, werr := f.Wait(ctx)
+	run := &Ran{Result: res, Flow: f, From: from, To: to, Started: t0}
+	if res == nil {
+		return run, werr
+	}
+	c := res.Case(rc.Suite, name, f.Spec)
+	c.Transport = p.Transport
+	c.Method = rc.Method(from, to)
+	if b, ok := rc.Bounds(p.Transport, p.Payload); ok {
+		if p.BestEffort {
+			b.MaxLost = nil
+			c.Notes = append(c.Notes, "best effort: loss is reported, not bounded")
+		}
+		c.Bounds = &b
+	} else {
+		c.Notes = append(c.Notes, fmt.Sprintf("bounds profile %s has no entry for %s at %d B: reported, not judged", rc.Profile.Name, p.Transport, p.Payload))
+	}
+	c.Notes = append(c.Notes, fmt.Sprintf("publisher on %s, subscriber(s) on %s", from, to))
+	if p.WarmUp > 0 {
+		c.Notes = append(c.Notes, fmt.Sprintf("%d warm-up messages sent first, not in the distribution", p.WarmUp))
+	}
+	if werr != nil {
+		c.Failure = werr.Error()
+	}
+	run.Case = c
+	return run, nil
+}
+
+// sameHost reports whether two boards share a kernel (and so a
+// CLOCK_MONOTONIC): local and netns boards run on the controller's
+// machine; ssh boards on their host.
+func sameHost(rack *fixtures.Rack, a, b string) bool {
+	if a == b {
+		return true
+	}
+	host := func(n string) string {
+		bd, err := rack.Board(n)
+		if err != nil {
+			return n
+		}
+		re, err := fixtures.ParseReach(bd.Reach)
+		if err != nil || re.Kind != fixtures.ReachSSH {
+			return "controller"
+		}
+		return re.Host
+	}
+	return host(a) == host(b)
+}
+
+func latencyMode(rack *fixtures.Rack, from, to string) string {
+	if sameHost(rack, from, to) {
+		return "mono"
+	}
+	return "clock"
+}
+
+// Method says how the one-way latency between from and to is measured:
+// on one host both stamps come from CLOCK_MONOTONIC of one kernel (the
+// uncertainty is one clock read); across hosts from the boards' stamp
+// clocks, which must be PTP-disciplined.
+func (rc *RigContext) Method(from, to string) report.Method {
+	if sameHost(rc.Rack, from, to) {
+		return report.Method{Kind: report.OneWay, UncertaintyNs: ClockReadNs(),
+			Clocks: fmt.Sprintf("CLOCK_MONOTONIC of one kernel (%s → %s on the same host)", from, to)}
+	}
+	m := report.Method{Kind: report.OneWay}
+	fb, _ := rc.Rack.Board(from)
+	stamp := "realtime"
+	if fb != nil && fb.Clock.Stamp != "" {
+		stamp = fb.Clock.Stamp
+	}
+	m.Clocks = fmt.Sprintf("CLOCK_%s of %s and %s", upper(stamp), from, to)
+	if rc.Rack.Claims(fixtures.CapPTP) {
+		m.Clocks += ", disciplined by ptp4l (samples not gated per window: agents report no PTP state)"
+		if rc.Rack.PTP != nil && rc.Rack.PTP.MaxOffset > 0 {
+			m.UncertaintyNs = 2 * int64(rc.Rack.PTP.MaxOffset)
+		}
+	} else {
+		m.Clocks += ", NOT synchronised (rack claims no ptp)"
+	}
+	return m
+}
+
+func upper(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'a' && c <= 'z' {
+			b[i] = c - 32
+		}
+	}
+	return string(b)
+}
+
+var clockReadNs atomic.Int64
+
+// ClockReadNs is the p99 of the interval between two back-to-back
+// CLOCK_MONOTONIC reads on this machine (measured once): the error a
+// same-clock one-way sample can carry from the stamps themselves.
+func ClockReadNs() int64 {
+	if v := clockReadNs.Load(); v > 0 {
+		return v
+	}
+	h := report.NewHistogram()
+	for range 20000 {
+		a := middleware.MonoNow()
+		h.Record(middleware.MonoNow() - a)
+	}
+	v := max(h.ValueAtQuantile(99), 1)
+	clockReadNs.Store(v)
+	return v
+}
+
+var portSeq atomic.Uint32
+
+// udpPort picks a subscriber port for adapter-made UDP flows, in a range
+// disjoint from the rig's own (20000 + 64×(pid mod 500) + n < 52000), so
+// the two never collide.
+func udpPort() int {
+	return 52000 + 64*(os.Getpid()%200) + int(portSeq.Add(1)%64)
+}
+
+// startCustom is the thin adapter for the two flows fixtures/rig.Flow does
+// not start: intra-process (publisher and subscribers in one agent,
+// TransportIntra) and UDP with extra UDPConfig (batching). It mirrors
+// rig.Flow (subscribers first, then the publisher; same contract shape,
+// same domain) and returns a *rig.Flow, so Flow.Wait and FlowResult.Case
+// work unchanged. To be replaced by FlowSpec fields in the rig (see the
+// report to the lead).
+func (rc *RigContext) startCustom(ctx context.Context, spec rig.FlowSpec, tr middleware.Transport, tweak func(*middleware.UDPConfig)) (*rig.Flow, error) {
+	rel := middleware.Reliable
+	if spec.BestEffort {
+		rel = middleware.BestEffort
+	}
+	c := middleware.Contract{Topic: "hilrig/" + rc.Rig.Domain + "/" + spec.Name, MaxPayload: max(spec.Payload, 8),
+		Reliability: rel, Depth: 64, Transport: tr}
+	listen := make([]string, len(spec.To))
+	if tr == middleware.TransportUDP {
+		for i, to := range spec.To {
+			addr, err := rc.boardAddr(spec.Link, to)
+			if err != nil {
+				return nil, err
+			}
+			listen[i] = netip.AddrPortFrom(addr, uint16(udpPort())).String()
+			c.UDP.Peers = append(c.UDP.Peers, listen[i])
+		}
+		if tweak != nil {
+			tweak(&c.UDP)
+		}
+	}
+	base := agentproto.Start{Domain: rc.Rig.Domain, Contract: c, Payload: spec.Payload, RateHz: spec.RateHz,
+		Count: spec.Count, DurationNs: int64(spec.Duration), WarmUp: spec.WarmUp, Send: spec.Send,
+		Latency: spec.Latency, WindowNs: int64(spec.Window)}
+	f := &rig.Flow{Spec: spec, Transport: spec.Transport}
+	for i, to := range spec.To {
+		a, err := rc.Agent(ctx, to)
+		if err != nil {
+			return nil, err
+		}
+		s := base
+		s.Role, s.Endpoint, s.Payload = agentproto.Subscriber, fmt.Sprintf("%s-sub%d", spec.Name, i), 0
+		if tr == middleware.TransportUDP {
+			s.Contract.UDP = middleware.UDPConfig{Listen: listen[i]}
+			if tweak != nil {
+				tweak(&s.Contract.UDP)
+			}
+		}
+		ep, err := a.Start(ctx, s)
+		if err != nil {
+			stopAll(f)
+			return nil, fmt.Errorf("flow %s: subscriber on %s: %w", spec.Name, to, err)
+		}
+		f.Subscribers = append(f.Subscribers, ep)
+	}
+	a, err := rc.Agent(ctx, spec.From)
+	if err != nil {
+		stopAll(f)
+		return nil, err
+	}
+	s := base
+	s.Role, s.Endpoint = agentproto.Publisher, spec.Name+"-pub"
+	if f.Publisher, err = a.Start(ctx, s); err != nil {
+		stopAll(f)
+		return nil, fmt.Errorf("flow %s: publisher on %s: %w", spec.Name, spec.From, err)
+	}
+	return f, nil
+}
+
+func stopAll(f *rig.Flow) {
+	for _, s := range f.Subscribers {
+		_ = s.Stop()
+	}
+	if f.Publisher != nil {
+		_ = f.Publisher.Stop()
+	}
+}
+
+func (rc *RigContext) boardAddr(link, board string) (netip.Addr, error) {
+	a, b, err := rc.Rig.LinkAddrs(link)
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	l, err := rc.Rack.Link(link)
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	if board == l.A {
+		return a, nil
+	}
+	return b, nil
+}
+
+// SizeName renders a payload size for case names: "64B", "4KiB", "1MiB".
+func SizeName(n int) string {
+	s := fixtures.ByteSize(n).String()
+	if s[len(s)-1] >= '0' && s[len(s)-1] <= '9' {
+		s += "B"
+	}
+	return s
+}

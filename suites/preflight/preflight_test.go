@@ -1,0 +1,145 @@
+package preflight_test
+
+import (
+	"fmt"
+	"os/exec"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/hilrig/hilrig/fixtures"
+	"github.com/hilrig/hilrig/gpio"
+	"github.com/hilrig/hilrig/report"
+	"github.com/hilrig/hilrig/suites/internal/harness"
+	"github.com/hilrig/hilrig/suites/internal/steps"
+	"github.com/hilrig/hilrig/suites/labels"
+)
+
+// Preflight: health checks before anything is measured. Every check that
+// a lab would otherwise discover as a strange number later fails here,
+// with the board and the reason.
+var _ = Describe("preflight", Ordered, ContinueOnFailure, Label(labels.Smoke), func() {
+	var rc *steps.RigContext
+
+	BeforeAll(func(ctx SpecContext) {
+		var err error
+		rc, err = steps.OpenRig(ctx, harness.Context())
+		Expect(err).NotTo(HaveOccurred(), "open rack %s", harness.Context().Rack.Name)
+		DeferCleanup(rc.Close)
+		harness.OnFailure("rig diagnostics", rc.Diagnostics)
+	}, NodeTimeout(5*time.Minute))
+
+	It("reaches every board, whose agent runs this build of hilrig", func(ctx SpecContext) {
+		want, err := exec.CommandContext(ctx, rc.Binary(), "version").Output()
+		Expect(err).NotTo(HaveOccurred(), "%s version", rc.Binary())
+		version := strings.TrimSpace(string(want))
+		for _, b := range rc.Rack.Boards {
+			a, err := rc.Agent(ctx, b.Name)
+			Expect(err).NotTo(HaveOccurred(), "board %s (%s) unreachable", b.Name, b.Reach)
+			Expect(harness.RecordBoard(report.BoardInfo{Name: b.Name, Kernel: a.Hello.Kernel, AgentVersion: a.Hello.Agent})).To(Succeed())
+			Expect(a.Hello.Agent).To(Equal(version), "board %s (%s) runs another hilrig build", b.Name, a.Where())
+			Expect(a.Hello.Board).To(Equal(b.Name), "agent on %s answers as another board", a.Where())
+		}
+	}, SpecTimeout(3*time.Minute))
+
+	It("finds every capability the rack claims working", func(ctx SpecContext) {
+		// A claimed capability that does not work fails here; specs needing
+		// it fail too (they are not skipped: the rack claims it).
+		Expect(rc.Rig.CheckClaims(ctx)).To(Succeed(), "rack %s claims %v", rc.Rack.Name, rc.Rack.Capabilities)
+	}, SpecTimeout(time.Minute))
+
+	It("reports the CPU governor and online CPUs of every board", func(ctx SpecContext) {
+		for _, b := range rc.Rack.Boards {
+			if !steps.OnController(&b) {
+				Expect(harness.Note("board %s: CPU governor and online CPUs not read (ssh board: the agent reports neither)", b.Name)).To(Succeed())
+				continue
+			}
+			gov, online := steps.HostInfo()
+			env := report.CollectEnv()
+			Expect(harness.RecordBoard(report.BoardInfo{Name: b.Name, CPUGovernor: gov, OnlineCPUs: online, CPUModel: env.CPUModel})).To(Succeed())
+			Expect(online).NotTo(BeEmpty(), "board %s: /sys/devices/system/cpu/online unreadable", b.Name)
+			if gov == "" {
+				gov = "n/a (no cpufreq: virtual machine or fixed clock)"
+			}
+			AddReportEntry("board "+b.Name, fmt.Sprintf("governor %s, online CPUs %s", gov, online))
+			if gov != "performance" && !strings.HasPrefix(gov, "n/a") {
+				Expect(harness.Note("board %s: CPU governor %q, not performance: frequency scaling widens latency tails", b.Name, gov)).To(Succeed())
+			}
+		}
+	}, SpecTimeout(30*time.Second))
+
+	It("finds every marker line free", func(ctx SpecContext) {
+		checked := 0
+		for _, b := range rc.Rack.Boards {
+			if !steps.OnController(&b) {
+				continue // the line is on the board; its agent opens it when a flow asks for markers
+			}
+			for _, m := range b.Markers {
+				spec := gpio.LineSpec{Chip: rc.Rig.Chip(m.Chip), Line: m.LineName, ActiveLow: m.ActiveLow, Consumer: "hilrig-preflight"}
+				if m.Offset != nil {
+					spec.Line = fmt.Sprint(*m.Offset)
+				}
+				out, err := gpio.Open(ctx, spec, gpio.Mode{Kind: gpio.Toggle})
+				Expect(err).NotTo(HaveOccurred(), "board %s marker %s (%s) is not free", b.Name, m.Name, spec)
+				Expect(out.Close()).To(Succeed())
+				checked++
+			}
+		}
+		AddReportEntry("marker lines", fmt.Sprintf("%d marker lines requested and released", checked))
+	}, SpecTimeout(30*time.Second))
+
+	It("gets an answer to *IDN? from the scope", Label(labels.NeedsScope), func(ctx SpecContext) {
+		s, err := steps.OpenScope(ctx, rc)
+		Expect(err).NotTo(HaveOccurred(), "rack %s claims a scope", rc.Rack.Name)
+		DeferCleanup(s.Close)
+		Expect(s.Identity.Raw).NotTo(BeEmpty())
+		Expect(harness.Note("scope: %s (driver %s)", s.Identity.Raw, s.Driver)).To(Succeed())
+	}, SpecTimeout(30*time.Second))
+
+	It("sees every board's PTP clock locked", Label(labels.NeedsPTP), func(ctx SpecContext) {
+		res, err := steps.RequirePTPLocked(ctx, rc.Rack)
+		Expect(err).NotTo(HaveOccurred(), "rack %s claims ptp", rc.Rack.Name)
+		var offs []string
+		for b, o := range res.Offsets {
+			offs = append(offs, fmt.Sprintf("%s |offset| %v", b, o))
+		}
+		Expect(harness.Note("PTP locked: %s; %s", res.Where, strings.Join(offs, ", "))).To(Succeed())
+	}, SpecTimeout(90*time.Second))
+
+	It("measures the wake-up floor of every board", func(ctx SpecContext) {
+		const period, n = time.Millisecond, 1000
+		var floor *report.Histogram
+		for _, b := range rc.Rack.Boards {
+			if !steps.OnController(&b) {
+				Expect(harness.Note("board %s: wake-up floor not measured (ssh board: the agent has no wake-up probe)", b.Name)).To(Succeed())
+				continue
+			}
+			if floor == nil { // local and netns boards share the controller's kernel and CPUs
+				var err error
+				floor, err = steps.WakeupFloor(ctx, period, n)
+				Expect(err).NotTo(HaveOccurred())
+				c := wakeupCase(rc.Rack, floor, period)
+				Expect(harness.Record(c)).To(Succeed())
+				Expect(c.Summary.Count).To(BeNumerically("==", n))
+			}
+			s := floor.Summary()
+			Expect(harness.RecordBoard(report.BoardInfo{Name: b.Name, WakeupFloor: &s})).To(Succeed())
+		}
+	}, SpecTimeout(time.Minute))
+})
+
+func wakeupCase(rack *fixtures.Rack, h *report.Histogram, period time.Duration) *report.Case {
+	var on []string
+	for _, b := range rack.Boards {
+		if steps.OnController(&b) {
+			on = append(on, b.Name)
+		}
+	}
+	return &report.Case{Name: "wake-up floor (" + strings.Join(on, ", ") + ")", Histogram: h,
+		Sent: h.Count(), Delivered: h.Count(), Duration: time.Duration(h.Count()) * period,
+		Method: report.Method{Kind: report.OneWay, UncertaintyNs: steps.ClockReadNs(),
+			Clocks: "CLOCK_MONOTONIC: clock_nanosleep(TIMER_ABSTIME) every " + period.String() + ", woken − requested (cyclictest-like, no middleware)"},
+		Notes: []string{"the floor no message latency on these boards can beat; measured on the controller host, which local and netns boards share"}}
+}

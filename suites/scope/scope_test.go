@@ -1,0 +1,96 @@
+package scope_test
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/hilrig/hilrig/report"
+	"github.com/hilrig/hilrig/report/reportmatch"
+	"github.com/hilrig/hilrig/suites/internal/harness"
+	"github.com/hilrig/hilrig/suites/internal/steps"
+	"github.com/hilrig/hilrig/suites/labels"
+)
+
+// Scope: the latency cases of the rack's links with markers on. The
+// scope times the sender's tx marker edge to the receiver's rx marker
+// edge; its mean is compared with the software one-way mean of the same
+// messages and the difference asserted within the rack's scope tolerance.
+// On the sim rack the scope is the SCPI simulator on loopback, fed by the
+// simulated GPIO chip the agents toggle, reached over a real socket.
+var _ = Describe("scope", Ordered, ContinueOnFailure, Label(labels.Latency, labels.NeedsScope), func() {
+	tc := harness.Context()
+	var rc *steps.RigContext
+	var scope *steps.Scope
+
+	BeforeAll(func(ctx SpecContext) {
+		var err error
+		rc, err = steps.OpenRig(ctx, tc)
+		Expect(err).NotTo(HaveOccurred(), "open rack %s", tc.Rack.Name)
+		DeferCleanup(rc.Close)
+		harness.OnFailure("rig diagnostics", rc.Diagnostics)
+		// The rack claims a scope: failing to reach it fails, never skips.
+		scope, err = steps.OpenScope(ctx, rc)
+		Expect(err).NotTo(HaveOccurred(), "rack %s claims a scope", tc.Rack.Name)
+		DeferCleanup(scope.Close)
+	}, NodeTimeout(5*time.Minute))
+
+	rate := 0.0
+	for _, r := range tc.Config.RatesHz {
+		if r > 0 {
+			rate = r
+			break
+		}
+	}
+	for _, tr := range []string{steps.ShmCopy, steps.UDP} {
+		for _, size := range tc.Config.PayloadSizes {
+			name := fmt.Sprintf("%s reliable %s @ %g Hz markers on, scope vs software", tr, steps.SizeName(int(size)), rate)
+			n, _ := tc.Messages(rate)
+			It(name, func(ctx SpecContext) {
+				if rate == 0 {
+					Skip("ginkgo.config has no positive rate: scope cases need a paced flow")
+				}
+				if bw := float64(size) * rate; bw > steps.BandwidthCap {
+					Skip(fmt.Sprintf("%s × %g Hz = %.0f MB/s exceeds the %.0f MB/s cap of paced latency cases", size, rate, bw/1e6, steps.BandwidthCap/1e6))
+				}
+				from, to, _, err := rc.Route(tr)
+				if errors.Is(err, steps.ErrNoLink) {
+					Skip(err.Error())
+				}
+				Expect(err).NotTo(HaveOccurred())
+				src, dst, th, err := scope.Channels(from, to)
+				Expect(err).NotTo(HaveOccurred(), "wiring")
+				Expect(scope.Arm(ctx, src, dst, th)).To(Succeed())
+				ran, err := rc.Measure(ctx, name, steps.Params{Transport: tr, Payload: int(size), RateHz: rate,
+					Count: n, Markers: true})
+				Expect(err).NotTo(HaveOccurred())
+				st, err := scope.Settle(ctx, int64(n/2))
+				Expect(err).NotTo(HaveOccurred(), "read scope statistics")
+				c := ran.Case
+				c.Labels = []string{labels.Latency, labels.NeedsScope}
+				c.Scope = scope.Compare(st, src, dst)
+				if b := c.Bounds; b != nil {
+					// This suite judges agreement; latency is the latency suite's.
+					c.Bounds = &report.Bounds{ScopeTolerance: b.ScopeTolerance, MaxLost: b.MaxLost}
+					if b.ScopeTolerance == 0 {
+						c.Notes = append(c.Notes, "bounds profile sets no scope_tolerance: the difference is reported, not judged")
+					}
+				}
+				c.Notes = append(c.Notes, "judged on scope agreement and loss only; the latency bounds are the latency suite's (markers add their own cost)")
+				c.Notes = append(c.Notes, "markers toggle per message: the scope times rising→rising edges (every other message); the software mean is over all messages",
+					"no warm-up: the scope and the software see the same messages")
+				Expect(harness.Record(c)).To(Succeed())
+				Expect(c.Scope.Scope.MeanNs).NotTo(BeNil(), "the scope reported no mean: %s", c.Scope.Note)
+				if c.Scope.ToleranceNs > 0 {
+					Expect(c.Scope.Agree).To(BeTrue(), "scope mean %s vs software mean %s: Δ %s beyond ±%s (%s)",
+						report.FormatNs(int64(*c.Scope.Scope.MeanNs)), report.FormatNs(int64(c.Scope.SoftwareMeanNs)),
+						report.FormatNs(int64(*c.Scope.DifferenceNs)), report.FormatNs(c.Scope.ToleranceNs), c.DistributionLine())
+				}
+				Expect(c).To(reportmatch.MeetBounds())
+			}, SpecTimeout(2*time.Minute))
+		}
+	}
+})

@@ -1,0 +1,155 @@
+package throughput_test
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/hilrig/hilrig/report"
+	"github.com/hilrig/hilrig/report/reportmatch"
+	"github.com/hilrig/hilrig/suites/internal/harness"
+	"github.com/hilrig/hilrig/suites/internal/steps"
+	"github.com/hilrig/hilrig/suites/labels"
+)
+
+// Message counts of the throughput cases: enough for a steady state on a
+// 2-core machine in about a second each.
+// Per transport for the bulk case: about a second each on the shared
+// 2-core dev VM (shm copy ~0.7 GB/s, udp ~90 MB/s, shm loan ~40k msg/s).
+var bulkMessages = map[string]uint64{steps.ShmCopy: 1000, steps.ShmLoan: 20000, steps.UDP: 150}
+
+const (
+	smallMessages = 100000 // 16 B best effort
+	batchMessages = 2000   // 1 KiB at 2 kHz: one second
+)
+
+// Throughput: bulk MB/s (1 MiB reliable), small-message rate (16 B best
+// effort), and UDP batching on/off at 2 kHz of 1 KiB with P99 and CPU side
+// by side.
+var _ = Describe("throughput", Ordered, ContinueOnFailure, Label(labels.Throughput), func() {
+	tc := harness.Context()
+	var rc *steps.RigContext
+
+	BeforeAll(func(ctx SpecContext) {
+		var err error
+		rc, err = steps.OpenRig(ctx, tc)
+		Expect(err).NotTo(HaveOccurred(), "open rack %s", tc.Rack.Name)
+		DeferCleanup(rc.Close)
+		harness.OnFailure("rig diagnostics", rc.Diagnostics)
+	}, NodeTimeout(5*time.Minute))
+
+	// throughputBounds keeps the profile's throughput, CPU and loss bounds
+	// of the entry: latency bounds do not apply to a saturated flow.
+	throughputBounds := func(transport string, payload int, bestEffort bool) *report.Bounds {
+		b, ok := tc.Bounds(transport, payload)
+		if !ok {
+			return nil
+		}
+		out := report.Bounds{MinThroughputMBps: b.MinThroughputMBps, MinMsgsPerSec: b.MinMsgsPerSec, MaxCPUPercent: b.MaxCPUPercent}
+		if !bestEffort {
+			out.MaxLost = b.MaxLost
+		}
+		return &out
+	}
+
+	measure := func(ctx SpecContext, name string, p steps.Params) *report.Case {
+		ran, err := rc.Measure(ctx, name, p)
+		if errors.Is(err, steps.ErrNoLink) {
+			Skip(err.Error())
+		}
+		Expect(err).NotTo(HaveOccurred())
+		c := ran.Case
+		c.Labels = []string{labels.Throughput}
+		c.Bounds = throughputBounds(p.Transport, p.Payload, p.BestEffort)
+		c.Notes = append(c.Notes, "as fast as the publisher can send; latency here is queueing under saturation and is reported, not judged")
+		return c
+	}
+
+	for _, tr := range []string{steps.ShmCopy, steps.ShmLoan, steps.UDP} {
+		name := tr + " reliable 1MiB as fast as possible"
+		It(name, func(ctx SpecContext) {
+			c := measure(ctx, name, steps.Params{Transport: tr, Payload: 1 << 20, Count: bulkMessages[tr], WarmUp: 10, Drain: 10 * time.Second})
+			if tr == steps.ShmLoan {
+				c.Notes = append(c.Notes, "loan path: the publisher writes 8 B (the sequence number) into each loaned slot; MB/s counts payload bytes handed over without a copy, not bytes produced")
+			}
+			Expect(harness.Record(c)).To(Succeed())
+			AddReportEntry(name, fmt.Sprintf("%.1f MB/s, %.0f%% CPU", c.ThroughputMBps, c.CPUPercent))
+			Expect(c.ThroughputMBps).To(BeNumerically(">", 0), "nothing delivered")
+			Expect(c).To(reportmatch.HaveNoLoss())
+			Expect(c).To(reportmatch.MeetBounds())
+		}, SpecTimeout(2*time.Minute))
+	}
+
+	for _, tr := range []string{steps.Intra, steps.ShmCopy, steps.UDP} {
+		name := tr + " best-effort 16B message rate"
+		It(name, func(ctx SpecContext) {
+			c := measure(ctx, name, steps.Params{Transport: tr, BestEffort: true, Payload: 16, Count: smallMessages, WarmUp: 1000})
+			Expect(harness.Record(c)).To(Succeed())
+			AddReportEntry(name, fmt.Sprintf("%.0f msg/s delivered, %d of %d lost, %.0f%% CPU", c.MsgsPerSec, c.Lost, c.Sent, c.CPUPercent))
+			Expect(c.MsgsPerSec).To(BeNumerically(">", 0), "nothing delivered")
+			Expect(c).To(reportmatch.MeetBounds())
+		}, SpecTimeout(2*time.Minute))
+	}
+
+	var batchOff *report.Case
+	for _, on := range []bool{false, true} {
+		mode := "off"
+		if on {
+			mode = "on"
+		}
+		name := "udp reliable 1KiB @ 2000 Hz batching " + mode
+		It(name, func(ctx SpecContext) {
+			batch := 0
+			if on {
+				batch = batchBytes(rc)
+			}
+			ran, err := rc.Measure(ctx, name, steps.Params{Transport: steps.UDP, Payload: 1 << 10, RateHz: 2000,
+				Count: batchMessages, WarmUp: 100, BatchBytes: batch})
+			if errors.Is(err, steps.ErrNoLink) {
+				Skip(err.Error())
+			}
+			Expect(err).NotTo(HaveOccurred())
+			c := ran.Case
+			c.Labels = []string{labels.Throughput}
+			if on {
+				c.Notes = append(c.Notes, fmt.Sprintf("a %d B batch holds %d message(s) of 1 KiB with its 68 B header (link MTU − 28)", batch, batch/(1024+68)))
+				if off := batchOff; off != nil {
+					p99 := c.Histogram.Summary().P99
+					c.Extra = map[string]float64{
+						"batching off p99 (ns)": float64(off.Summary.P99), "batching on p99 (ns)": float64(p99),
+						"batching off CPU (%)": off.CPUPercent, "batching on CPU (%)": c.CPUPercent,
+					}
+					c.Notes = append(c.Notes, fmt.Sprintf("side by side (off → on): p99 %s → %s, CPU %.1f%% → %.1f%%",
+						report.FormatNs(off.Summary.P99), report.FormatNs(p99), off.CPUPercent, c.CPUPercent))
+				}
+			}
+			Expect(harness.Record(c)).To(Succeed())
+			if !on {
+				batchOff = c
+			}
+			AddReportEntry(name, fmt.Sprintf("p99 %s, CPU %.1f%%", report.FormatNs(c.Summary.P99), c.CPUPercent))
+			Expect(c).To(reportmatch.HaveNoLoss())
+			Expect(c).To(reportmatch.MeetBounds())
+		}, SpecTimeout(time.Minute))
+	}
+})
+
+// batchBytes is the largest batch the udp link's MTU allows (MTU − 28 for
+// the IP and UDP headers; 1500 unless the rack link says otherwise).
+func batchBytes(rc *steps.RigContext) int {
+	mtu := 1500
+	for _, l := range rc.Rack.Links {
+		if l.Transport == "udp" {
+			if l.MTU > 0 {
+				mtu = l.MTU
+			} else if l.AAddr == "127.0.0.1" && l.BAddr == "127.0.0.1" {
+				mtu = 65535
+			}
+			break
+		}
+	}
+	return min(mtu-28, 8192)
+}

@@ -1,0 +1,215 @@
+package soakrun
+
+import (
+	"flag"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hilrig/hilrig/fixtures"
+	"github.com/hilrig/hilrig/report/soak"
+)
+
+// Flags of the soak suite (after `--` with the ginkgo CLI). ginkgo.config
+// carries the durations, the checkpoint period and the traffic mix; these
+// select the profile and what ginkgo.config has no field for yet (churn,
+// soak bounds, resume).
+var (
+	profileFlag  = flag.String("hilrig.soak-profile", "", "soak profile: smoke (short_duration from ginkgo.config), full (soak.duration), accelerated (1 h, traffic rates ×10); default smoke on the sim rack, full elsewhere")
+	windowFlag   = flag.Duration("hilrig.soak-window", 0, "checkpoint window (default: soak.checkpoint from ginkgo.config, at most duration/10 so trends have points)")
+	churnFlag    = flag.Duration("hilrig.soak-churn", -1, "restart a subscriber or publisher this often (0 = never; default: twice in smoke, every 30m otherwise)")
+	resumeFlag   = flag.String("hilrig.soak-resume", "", "resume into this existing checkpoint JSONL instead of creating a new one")
+	outFlag      = flag.String("hilrig.soak-out", "", "checkpoint JSONL to create (default <report_dir>/soak/<run>-<profile>.jsonl, outside the pruned run directories)")
+	durationFlag = flag.Duration("hilrig.soak-duration", 0, "override the profile's duration (e.g. a 5m accelerated run to try the 10× rates)")
+	progressFlag = flag.Duration("hilrig.soak-progress", time.Minute, "period of the progress line")
+	rssBound     = flag.Float64("hilrig.soak-max-rss-slope", 512, "memory-growth bound, KiB/h per agent (Theil–Sen after warm-up)")
+	driftBound   = flag.Float64("hilrig.soak-max-drift", 10, "latency drift bound for p50 and p99, %/day (Theil–Sen after warm-up)")
+	recovBound   = flag.Duration("hilrig.soak-max-recovery", 2*time.Second, "restart → first delivery bound")
+	unlockBound  = flag.Int("hilrig.soak-max-unlocked", 6, "windows allowed with a board's PTP not locked (excluded from latency verdicts)")
+)
+
+// Profile names.
+const (
+	ProfileSmoke       = "smoke"
+	ProfileFull        = "full"
+	ProfileAccelerated = "accelerated"
+)
+
+// AcceleratedRateFactor multiplies every traffic-mix rate in the
+// accelerated profile (1 kHz → 10 kHz): an hour of it records as many
+// samples per stream as 10 h of the real mix.
+const AcceleratedRateFactor = 10
+
+// Flow is one traffic-mix flow of a plan.
+type Flow struct {
+	Name      string // stream name in the checkpoint ("shm-64B-1000Hz-0")
+	Transport string // shm or udp
+	Link      string // rack link it runs over
+	Payload   int
+	RateHz    float64
+}
+
+// Plan is a resolved soak: what runs for how long, windowing and bounds.
+type Plan struct {
+	Profile  string
+	Duration time.Duration
+	// Window is the checkpoint period; AgentWindow the agents' (shorter)
+	// summary period, which sets the resolution of restart recovery.
+	Window, AgentWindow time.Duration
+	Churn               time.Duration
+	Progress            time.Duration
+	Flows               []Flow
+	// Bounds judged by soak.Judge. TrendsAsserted is false when the run is
+	// too short for a slope in KiB/h or %/day to mean anything (smoke):
+	// the trends are then computed and reported, not asserted.
+	Bounds         soak.Bounds
+	TrendsAsserted bool
+	Notes          []string
+	// Resume is a checkpoint to resume into; Out the file to create.
+	Resume, Out string
+}
+
+// FlagProfile is the profile given on the command line ("" if none).
+func FlagProfile() string { return *profileFlag }
+
+// NewPlan resolves the plan for profile ("" = flag, else default for the
+// rack) from ginkgo.config and the rack.
+func NewPlan(profile string, cfg *fixtures.Config, rack *fixtures.Rack, prof *fixtures.BoundsProfile) (*Plan, error) {
+	if profile == "" {
+		profile = *profileFlag
+	}
+	if profile == "" {
+		profile = ProfileFull
+		if rack.Name == "sim" {
+			profile = ProfileSmoke
+		}
+	}
+	p := &Plan{Profile: profile, Progress: *progressFlag, Resume: *resumeFlag, Out: *outFlag}
+	factor := 1.0
+	switch profile {
+	case ProfileSmoke:
+		p.Duration = cfg.Soak.ShortDuration
+		if p.Duration == 0 {
+			p.Duration = 30 * time.Second
+		}
+	case ProfileFull:
+		p.Duration = cfg.Soak.Duration
+		if p.Duration == 0 {
+			return nil, fmt.Errorf("%w: %s: soak.duration is not set (profile full)", ErrPlan, cfg.File)
+		}
+	case ProfileAccelerated:
+		p.Duration, factor = time.Hour, AcceleratedRateFactor
+	default:
+		return nil, fmt.Errorf("%w: -hilrig.soak-profile %q: want smoke, full or accelerated", ErrPlan, profile)
+	}
+	if *durationFlag > 0 {
+		p.Notes = append(p.Notes, fmt.Sprintf("duration %v set by -hilrig.soak-duration (profile default %v)", *durationFlag, p.Duration))
+		p.Duration = *durationFlag
+	}
+	p.Window = cfg.Soak.Checkpoint
+	if p.Window <= 0 {
+		p.Window = 10 * time.Second
+	}
+	if limit := p.Duration / 10; p.Window > limit {
+		p.Notes = append(p.Notes, fmt.Sprintf("checkpoint window %v (soak.checkpoint %v capped at duration/10 so the trends have points)", limit, p.Window))
+		p.Window = limit
+	}
+	if *windowFlag > 0 {
+		p.Window = *windowFlag
+	}
+	if p.Window < 100*time.Millisecond {
+		return nil, fmt.Errorf("%w: window %v: want at least 100ms", ErrPlan, p.Window)
+	}
+	// The agents' window sets the resolution of restart recovery. The rig
+	// keeps every window it receives for an endpoint's lifetime (each with
+	// a decoded HDR histogram of ~210 KiB), so long soaks use 1 s agent
+	// windows to slow that growth; see the package report.
+	p.AgentWindow = min(p.Window, time.Second)
+	if profile == ProfileSmoke {
+		p.AgentWindow = min(p.Window, 250*time.Millisecond)
+	}
+	switch c := *churnFlag; {
+	case c >= 0:
+		p.Churn = c
+	case profile == ProfileSmoke:
+		p.Churn = p.Duration / 3 // a subscriber, then a publisher restart
+	default:
+		p.Churn = 30 * time.Minute
+	}
+	if p.Progress <= 0 || p.Progress > p.Duration/2 && profile == ProfileSmoke {
+		p.Progress = max(p.Duration/3, time.Second)
+	}
+	if len(cfg.TrafficMix) == 0 {
+		return nil, fmt.Errorf("%w: %s: traffic_mix is empty: a soak needs traffic", ErrPlan, cfg.File)
+	}
+	link := func(transport string) string {
+		for _, l := range rack.Links {
+			if l.Transport == transport {
+				return l.Name
+			}
+		}
+		return ""
+	}
+	multi := rack.Claims(fixtures.CapMultiHost)
+	var maxLat time.Duration
+	for i, t := range cfg.TrafficMix {
+		n := max(t.Count, 1)
+		switch {
+		case t.Transport == "intra":
+			p.Notes = append(p.Notes, fmt.Sprintf("traffic_mix[%d] intra: not run by the soak (intra-process traffic has no agent to observe it)", i))
+			continue
+		case t.Transport == "udp" && !multi:
+			p.Notes = append(p.Notes, fmt.Sprintf("traffic_mix[%d] udp: skipped, rack %s does not claim multi-host", i, rack.Name))
+			continue
+		}
+		l := link(t.Transport)
+		if l == "" {
+			return nil, fmt.Errorf("%w: traffic_mix[%d]: rack %s has no %s link", ErrPlan, i, rack.Name, t.Transport)
+		}
+		if b, ok := prof.For(t.Transport, int(t.Payload)); ok && time.Duration(b.Bounds.Max) > maxLat {
+			maxLat = time.Duration(b.Bounds.Max)
+		}
+		for k := range n {
+			p.Flows = append(p.Flows, Flow{Name: fmt.Sprintf("%s-%s-%gHz-%d", t.Transport, sizeName(int(t.Payload)), t.RateHz*factor, k),
+				Transport: t.Transport, Link: l, Payload: int(t.Payload), RateHz: t.RateHz * factor})
+		}
+	}
+	if len(p.Flows) == 0 {
+		return nil, fmt.Errorf("%w: no traffic_mix flow can run on rack %s", ErrPlan, rack.Name)
+	}
+	zero := int64(0)
+	unl := *unlockBound
+	p.Bounds = soak.Bounds{WarmUp: min(p.Duration/5, 30*time.Minute), MaxLost: &zero, MaxLatency: maxLat,
+		MaxRestartRecovery: *recovBound, MaxUnlockedWindows: &unl}
+	// A slope in KiB/h or %/day from under an hour of windows is noise
+	// (GC and page-cache steps dominate); assert trends only on real soaks.
+	p.TrendsAsserted = p.Duration-p.Bounds.WarmUp >= 45*time.Minute
+	if p.TrendsAsserted {
+		p.Bounds.MaxRSSSlopeKiBPerHour = *rssBound
+		p.Bounds.MaxP50DriftPctPerDay = *driftBound
+		p.Bounds.MaxP99DriftPctPerDay = *driftBound
+	} else {
+		p.Notes = append(p.Notes, fmt.Sprintf("%s soak of %v: RSS and latency trends are reported, not asserted (under 45 min after warm-up)", profile, p.Duration))
+	}
+	return p, nil
+}
+
+// String is a one-line description for the Ginkgo output.
+func (p *Plan) String() string {
+	var fl []string
+	for _, f := range p.Flows {
+		fl = append(fl, f.Name+"@"+f.Link)
+	}
+	return fmt.Sprintf("soak %s: %v, window %v (agents %v), churn %v, flows [%s]", p.Profile, p.Duration, p.Window,
+		p.AgentWindow, p.Churn, strings.Join(fl, " "))
+}
+
+func sizeName(n int) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%dMiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%dKiB", n>>10)
+	}
+	return fmt.Sprintf("%dB", n)
+}

@@ -1,0 +1,164 @@
+package soakrun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hilrig/hilrig/fixtures/agentproto"
+	"github.com/hilrig/hilrig/fixtures/rig"
+	"github.com/hilrig/hilrig/report"
+)
+
+// RigFeed runs a plan's flows on a rig and implements Restarter and
+// Finisher over the rig's endpoints. Used from the runner goroutine only.
+type RigFeed struct {
+	Rig  *rig.Rig
+	Plan *Plan
+	// Until is the soak's planned end (restarted publishers run to it).
+	Until time.Time
+	eps   map[*Track]*rig.Endpoint
+	seq   int
+}
+
+// StartRig starts every flow of the plan (subscribers first, then the
+// publisher, as rig.Flow does) with the agents' window at Plan.AgentWindow
+// and runs them until stopped. Blocks until every endpoint acknowledged.
+func StartRig(ctx context.Context, r *rig.Rig, p *Plan, until time.Time) (*RigFeed, []*Track, error) {
+	f := &RigFeed{Rig: r, Plan: p, Until: until, eps: map[*Track]*rig.Endpoint{}}
+	var tracks []*Track
+	for _, fl := range p.Flows {
+		spec := rig.FlowSpec{Name: fl.Name, Link: fl.Link, Payload: fl.Payload, RateHz: fl.RateHz,
+			Duration: time.Until(until) + time.Minute, Window: p.AgentWindow}
+		if fl.Payload >= 1<<20 {
+			spec.Depth = 4 // camera-like frames: a few slots, not 64 × 1 MiB
+		}
+		flow, err := r.Flow(ctx, spec)
+		if err != nil {
+			return f, tracks, fmt.Errorf("%w: flow %s: %w", ErrFeed, fl.Name, err)
+		}
+		m := &report.Method{Kind: report.OneWay, Clocks: "CLOCK_MONOTONIC (boards share this machine's clock)"}
+		for i, s := range flow.Subscribers {
+			t := &Track{Agent: flow.Spec.To[i], Flow: fl.Name, Role: agentproto.Subscriber, Src: &Cumulative{L: s}, Method: m}
+			f.eps[t] = s
+			tracks = append(tracks, t)
+		}
+		t := &Track{Agent: flow.Spec.From, Flow: fl.Name, Role: agentproto.Publisher, Src: &Cumulative{L: flow.Publisher}}
+		f.eps[t] = flow.Publisher
+		tracks = append(tracks, t)
+	}
+	return f, tracks, nil
+}
+
+// Restart stops t's endpoint, waits for its final, and starts the same
+// spec under a new endpoint id on the same agent.
+func (f *RigFeed) Restart(ctx context.Context, t *Track) (*Track, []agentproto.Window, time.Time, error) {
+	ep := f.eps[t]
+	if ep == nil {
+		return nil, nil, time.Time{}, fmt.Errorf("%w: unknown track %s", ErrFeed, t.Flow)
+	}
+	if err := ep.Stop(); err != nil {
+		return nil, nil, time.Time{}, err
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := ep.Wait(wctx); err != nil {
+		return nil, t.Src.Take(), time.Time{}, fmt.Errorf("waiting for the stopped endpoint's final: %w", err)
+	}
+	left := t.Src.Take()
+	delete(f.eps, t)
+	a, err := f.Rig.Agent(ctx, t.Agent)
+	if err != nil {
+		return nil, left, time.Time{}, err
+	}
+	f.seq++
+	spec := ep.Spec
+	spec.Endpoint = fmt.Sprintf("%s-r%d", baseID(ep.Spec.Endpoint), f.seq)
+	spec.DurationNs = int64(time.Until(f.Until) + time.Minute)
+	nep, err := a.Start(ctx, spec)
+	at := time.Now()
+	if err != nil {
+		return nil, left, at, err
+	}
+	nt := *t
+	nt.Src = &Cumulative{L: nep}
+	f.eps[&nt] = nep
+	return &nt, left, at, nil
+}
+
+func baseID(id string) string {
+	for i := len(id) - 1; i > 0; i-- {
+		if id[i] == '-' && i+1 < len(id) && id[i+1] == 'r' {
+			return id[:i]
+		}
+	}
+	return id
+}
+
+// Finish stops the publishers, waits until every subscriber reports an
+// agent window that began after its publisher's final and received
+// nothing (it drained), then stops the subscribers and collects their
+// last windows. Bounded by ctx and 30 s.
+func (f *RigFeed) Finish(ctx context.Context) (map[*Track][]agentproto.Window, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	left := map[*Track][]agentproto.Window{}
+	var errs []error
+	pubEnd := map[string]int64{}
+	for t, ep := range f.eps {
+		if t.Role == agentproto.Publisher {
+			_ = ep.Stop()
+		}
+	}
+	for t, ep := range f.eps {
+		if t.Role != agentproto.Publisher {
+			continue
+		}
+		if _, err := ep.Wait(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("publisher %s: %w", t.Flow, err))
+		}
+		pubEnd[t.Flow] = time.Now().UnixNano()
+		left[t] = append(left[t], t.Src.Take()...)
+	}
+	poll := time.NewTicker(max(f.Plan.AgentWindow/4, 10*time.Millisecond))
+	defer poll.Stop()
+	for t := range f.eps {
+		if t.Role != agentproto.Subscriber {
+			continue
+		}
+		drained := false
+		for !drained {
+			ws := t.Src.Take()
+			left[t] = append(left[t], ws...)
+			for _, w := range ws {
+				if w.StartNs >= pubEnd[t.Flow] && w.Received == 0 {
+					drained = true
+				}
+			}
+			if drained {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				errs = append(errs, fmt.Errorf("subscriber %s on %s did not drain: %w", t.Flow, t.Agent, ctx.Err()))
+				drained = true
+			case <-poll.C:
+			}
+		}
+	}
+	for t, ep := range f.eps {
+		if t.Role != agentproto.Subscriber {
+			continue
+		}
+		_ = ep.Stop()
+		fin, err := ep.Wait(ctx)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("subscriber %s on %s: %w", t.Flow, t.Agent, err))
+		} else if fin.Reason == agentproto.EndError {
+			errs = append(errs, fmt.Errorf("subscriber %s on %s ended with an error: %s", t.Flow, t.Agent, fin.Error))
+		}
+		left[t] = append(left[t], t.Src.Take()...)
+	}
+	return left, errors.Join(errs...)
+}

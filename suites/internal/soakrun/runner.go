@@ -1,0 +1,389 @@
+package soakrun
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hilrig/hilrig/fixtures/agentproto"
+	"github.com/hilrig/hilrig/report"
+	"github.com/hilrig/hilrig/report/soak"
+)
+
+// PTPSource gives a board's clock state over a window (nil: that board
+// reports no PTP). Implemented over timesync.Monitor by MonitorPTP.
+type PTPSource interface {
+	Sample(agent string, from, to time.Time) *soak.PTPSample
+}
+
+// Restarter restarts the endpoint of a track (churn): it stops it, waits
+// for its last windows (returned as leftovers, to be counted in the
+// current window) and starts an identical endpoint. at is when the new
+// endpoint was acknowledged (a subscriber is attached, a publisher about
+// to send). Blocks.
+type Restarter interface {
+	Restart(ctx context.Context, t *Track) (fresh *Track, leftovers []agentproto.Window, at time.Time, err error)
+}
+
+// Finisher ends the traffic at the end of the soak: publishers first,
+// then subscribers once they drained. It returns the windows that arrived
+// while it waited (the last partial ones). Blocks.
+type Finisher interface {
+	Finish(ctx context.Context) (map[*Track][]agentproto.Window, error)
+}
+
+// Runner runs one soak. Fill the exported fields, then call Run once.
+// Status may be called from any goroutine (Ginkgo progress reports).
+type Runner struct {
+	// Window is the checkpoint period; Progress the progress-line period.
+	Window, Progress time.Duration
+	// Until is when the traffic stops (the soak's planned end).
+	Until time.Time
+	// Name prefixes progress lines ("soak smoke").
+	Name string
+	// Checkpoint receives every closed window (fsynced per window).
+	Checkpoint *soak.Checkpointer
+	// Out receives a progress line every Progress (nil: none).
+	Out io.Writer
+	PTP PTPSource
+	// Churn restarts an endpoint every Churn (0: never) through Restarter,
+	// alternating subscribers and publishers of the flows in turn.
+	Churn     time.Duration
+	Restarter Restarter
+	Finisher  Finisher
+	// OnWindow, if set, is called after each window was appended (tests
+	// and the controller-kill helper use it to say "window N is durable").
+	OnWindow func(w *soak.Window)
+	// Controller, if set, adds this process (the controller) as an agent
+	// of that name to every window, with its RSS and CPU, so the memory
+	// verdict covers the controller as well as the boards.
+	Controller string
+
+	mu       sync.Mutex
+	stopOnce sync.Once
+	stopCh   chan struct{}
+	lastCPU  time.Duration
+	status   Status
+	started  time.Time
+	pending  []pendingRestart
+	churnSeq int
+}
+
+// Status is the runner's progress, for the progress line and reports.
+type Status struct {
+	Elapsed, Remaining time.Duration
+	Windows            int
+	LastIndex          int
+	// P99 is the largest per-stream p99 of the last window (0: none).
+	P99                           time.Duration
+	Sent, Delivered, Lost         int64
+	MaxRSS                        int64
+	MaxRSSAgent                   string
+	PTPOffset                     time.Duration
+	PTPKnown, PTPLocked           bool
+	Restarts, Recovered, Unlocked int
+}
+
+type pendingRestart struct {
+	agent, target, flow string
+	sub                 *Track // for subscriber restarts: the new track
+	at                  time.Time
+}
+
+func (r *Runner) stopped() chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopCh == nil {
+		r.stopCh = make(chan struct{})
+	}
+	return r.stopCh
+}
+
+// Stop ends the soak early, as if Until had come: the traffic is
+// finished and the open window appended. Safe for concurrent use;
+// does not block.
+func (r *Runner) Stop() { r.stopOnce.Do(func() { close(r.stopped()) }) }
+
+// Status returns the progress so far. Safe for concurrent use.
+func (r *Runner) Status() Status {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.status
+	if !r.started.IsZero() {
+		s.Elapsed = time.Since(r.started).Round(time.Second)
+		s.Remaining = max(time.Until(r.Until), 0).Round(time.Second)
+	}
+	return s
+}
+
+// String is the progress line.
+func (s Status) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "elapsed %v, remaining %v, windows %d, p99 %s, lost %d of %d sent (%d delivered), RSS %s",
+		s.Elapsed, s.Remaining, s.Windows, report.FormatNs(int64(s.P99)), s.Lost, s.Sent, s.Delivered, fmtBytes(s.MaxRSS))
+	if s.MaxRSSAgent != "" {
+		fmt.Fprintf(&b, " (%s)", s.MaxRSSAgent)
+	}
+	if s.PTPKnown {
+		state := "locked"
+		if !s.PTPLocked {
+			state = "NOT locked"
+		}
+		fmt.Fprintf(&b, ", PTP offset %s %s (%d unlocked windows)", report.FormatNs(int64(s.PTPOffset)), state, s.Unlocked)
+	} else {
+		b.WriteString(", PTP n/a")
+	}
+	if s.Restarts > 0 {
+		fmt.Fprintf(&b, ", restarts %d (%d recovered)", s.Restarts, s.Recovered)
+	}
+	return b.String()
+}
+
+// ProgressReport is for ginkgo.AttachProgressReporter.
+func (r *Runner) ProgressReport() string {
+	return r.Name + ": " + r.Status().String()
+}
+
+// Run feeds windows from tracks into the checkpoint until Until, then
+// finishes the traffic and appends the last window. It returns the first
+// error that stops the soak; every window closed before it is on disk.
+// Blocks; ctx cancels (the open window is then lost, as with a crash).
+func (r *Runner) Run(ctx context.Context, tracks []*Track) error {
+	if r.Window <= 0 || r.Checkpoint == nil {
+		return fmt.Errorf("%w: runner needs a window and a checkpoint", ErrPlan)
+	}
+	agg := newAggregator()
+	gated := map[subKey]bool{}
+	for _, t := range tracks {
+		agg.agent(t.Agent)
+		if t.Role == agentproto.Subscriber && t.PTPGated {
+			gated[subKey{t.Agent, t.Flow}] = true
+		}
+	}
+	now := time.Now()
+	r.mu.Lock()
+	r.started = now
+	r.mu.Unlock()
+	winStart := now
+	nextWin := now.Add(r.Window)
+	nextProgress := now.Add(r.Progress)
+	nextChurn := time.Time{}
+	if r.Churn > 0 && r.Restarter != nil {
+		nextChurn = now.Add(r.Churn)
+	}
+	timer := time.NewTimer(time.Until(nextWin))
+	defer timer.Stop()
+	stop := r.stopped()
+	for {
+		final := !nextWin.Before(r.Until)
+		if final {
+			timer.Reset(time.Until(r.Until))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-stop:
+			final = true
+		case <-timer.C:
+		}
+		for _, t := range tracks {
+			r.fold(agg, t, t.Src.Take())
+		}
+		if !nextChurn.IsZero() && !time.Now().Before(nextChurn) && !final {
+			var err error
+			tracks, err = r.churn(ctx, agg, tracks)
+			if err != nil {
+				return err
+			}
+			nextChurn = nextChurn.Add(r.Churn)
+		}
+		if final {
+			if r.Finisher != nil {
+				left, err := r.Finisher.Finish(ctx)
+				for _, t := range tracks {
+					r.fold(agg, t, left[t])
+					r.fold(agg, t, t.Src.Take())
+				}
+				if err != nil {
+					// Keep what was measured: append the window, then fail.
+					_ = r.closeWindow(agg, tracks, gated, winStart, time.Now(), true)
+					return fmt.Errorf("%w: finishing the traffic: %w", ErrFeed, err)
+				}
+			}
+			return r.closeWindow(agg, tracks, gated, winStart, time.Now(), true)
+		}
+		end := time.Now()
+		if err := r.closeWindow(agg, tracks, gated, winStart, end, false); err != nil {
+			return err
+		}
+		winStart = end
+		nextWin = nextWin.Add(r.Window)
+		if r.Out != nil && !end.Before(nextProgress) {
+			fmt.Fprintf(r.Out, "%s %s: %s\n", end.UTC().Format("15:04:05"), r.Name, r.Status())
+			nextProgress = nextProgress.Add(r.Progress)
+		}
+		timer.Reset(time.Until(nextWin))
+	}
+}
+
+// fold adds a track's windows and resolves pending restart recoveries.
+func (r *Runner) fold(agg *aggregator, t *Track, ws []agentproto.Window) {
+	for _, w := range ws {
+		agg.add(t, w)
+		if t.Role != agentproto.Subscriber || w.Received == 0 {
+			continue
+		}
+		r.mu.Lock()
+		kept := r.pending[:0]
+		for _, p := range r.pending {
+			hit := p.flow == t.Flow && (p.sub == t || p.sub == nil && w.StartNs >= p.at.UnixNano())
+			if !hit {
+				kept = append(kept, p)
+				continue
+			}
+			// The first delivery lies within this agent window; its end is
+			// an upper bound (resolution: the agent window period).
+			rec := max(time.Duration(w.EndNs-p.at.UnixNano()), 0)
+			agg.event(p.agent, soak.Event{Time: p.at, Kind: soak.EventRestart, Target: p.target, Recovered: true,
+				RecoveryNs: int64(rec), Detail: "recovery is an upper bound (agent window resolution)"})
+			r.status.Recovered++
+		}
+		r.pending = kept
+		r.mu.Unlock()
+	}
+}
+
+// churn restarts the next endpoint in turn.
+func (r *Runner) churn(ctx context.Context, agg *aggregator, tracks []*Track) ([]*Track, error) {
+	// Order: sub of flow 0, pub of flow 0, sub of flow 1, ...
+	var order []int
+	for i, t := range tracks {
+		if t.Role == agentproto.Subscriber {
+			order = append(order, i)
+			for j, u := range tracks {
+				if u.Role == agentproto.Publisher && u.Flow == t.Flow {
+					order = append(order, j)
+				}
+			}
+		}
+	}
+	if len(order) == 0 {
+		return tracks, nil
+	}
+	i := order[r.churnSeq%len(order)]
+	r.churnSeq++
+	old := tracks[i]
+	fresh, left, at, err := r.Restarter.Restart(ctx, old)
+	r.fold(agg, old, left)
+	if err != nil {
+		return tracks, fmt.Errorf("%w: restart %s %s on %s: %w", ErrFeed, old.Role, old.Flow, old.Agent, err)
+	}
+	out := append([]*Track(nil), tracks...)
+	out[i] = fresh
+	p := pendingRestart{agent: old.Agent, target: string(old.Role) + " " + old.Flow, flow: old.Flow, at: at}
+	if old.Role == agentproto.Subscriber {
+		p.sub = fresh
+	}
+	r.mu.Lock()
+	r.pending = append(r.pending, p)
+	r.status.Restarts++
+	r.mu.Unlock()
+	return out, nil
+}
+
+func (r *Runner) closeWindow(agg *aggregator, tracks []*Track, gated map[subKey]bool, start, end time.Time, final bool) error {
+	for _, t := range tracks {
+		if t.Role == agentproto.Subscriber {
+			agg.stream(t) // every stream appears in every window
+		}
+	}
+	if final {
+		r.mu.Lock()
+		for _, p := range r.pending {
+			agg.event(p.agent, soak.Event{Time: p.at, Kind: soak.EventRestart, Target: p.target, Recovered: false,
+				Detail: "no delivery after the restart before the soak ended"})
+		}
+		r.pending = nil
+		r.mu.Unlock()
+	}
+	var ptp func(string) *soak.PTPSample
+	if r.PTP != nil {
+		ptp = func(a string) *soak.PTPSample { return r.PTP.Sample(a, start, end) }
+	}
+	sent, del, lost := agg.totSent, agg.totDelivered, agg.totLost
+	w := agg.close(start, end, ptp, gated)
+	if r.Controller != "" {
+		cpu := processCPU()
+		aw := soak.AgentWindow{Agent: r.Controller, RSSBytes: ProcessRSS()}
+		if span := end.Sub(start); span > 0 && r.lastCPU > 0 {
+			aw.CPUPercent = 100 * float64(cpu-r.lastCPU) / float64(span)
+		}
+		r.lastCPU = cpu
+		w.Agents = append(w.Agents, aw)
+	}
+	if err := r.Checkpoint.Append(&w); err != nil {
+		return fmt.Errorf("%w: window [%s, %s): %w", ErrCheckpoint, start.Format(time.RFC3339), end.Format(time.RFC3339), err)
+	}
+	r.mu.Lock()
+	st := &r.status
+	st.Windows++
+	st.LastIndex = w.Index
+	st.Sent, st.Delivered, st.Lost = sent, del, lost
+	st.P99, st.MaxRSS, st.MaxRSSAgent = 0, 0, ""
+	st.PTPKnown, st.PTPLocked, st.PTPOffset = false, true, 0
+	for _, a := range w.Agents {
+		for _, s := range a.Streams {
+			st.P99 = max(st.P99, time.Duration(s.Summary.P99))
+		}
+		if a.RSSBytes > st.MaxRSS {
+			st.MaxRSS, st.MaxRSSAgent = a.RSSBytes, a.Agent
+		}
+		if a.PTP != nil {
+			st.PTPKnown = true
+			st.PTPLocked = st.PTPLocked && a.PTP.Locked
+			if o := time.Duration(abs64(a.PTP.MaxAbsOffsetNs)); o > st.PTPOffset {
+				st.PTPOffset = o
+			}
+		}
+	}
+	if !w.Locked() {
+		st.Unlocked++
+	}
+	r.mu.Unlock()
+	if r.OnWindow != nil {
+		r.OnWindow(&w)
+	}
+	return nil
+}
+
+// processCPU is this process's user+system CPU time.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func abs64(v int64) int64 {
+	if v < 0 {
+		return -v
+	}
+	return v
+}
+
+func fmtBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}

@@ -1,0 +1,183 @@
+package soakrun_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hilrig/hilrig/fixtures"
+	"github.com/hilrig/hilrig/fixtures/agentproto"
+	"github.com/hilrig/hilrig/report"
+	"github.com/hilrig/hilrig/report/soak"
+	"github.com/hilrig/hilrig/suites/internal/soakrun"
+)
+
+// restarter swaps a synthetic subscriber for a fresh one.
+type restarter struct {
+	calls int
+	fail  bool
+}
+
+func (r *restarter) Restart(_ context.Context, t *soakrun.Track) (*soakrun.Track, []agentproto.Window, time.Time, error) {
+	r.calls++
+	if r.fail {
+		return nil, nil, time.Time{}, errors.New("agent gone")
+	}
+	left := t.Src.Take()
+	nt := *t
+	if t.Role == agentproto.Subscriber {
+		nt.Src = soakrun.NewSynth(500, 20e3, uint64(r.calls)+10).Sub()
+	}
+	return &nt, left, time.Now(), nil
+}
+
+func TestRunnerCheckpointsEveryWindowAndRecordsRestarts(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "soak.jsonl")
+	cp, err := soak.Create(path, soak.Header{Name: "unit", Window: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cp.Close()
+	syn := soakrun.NewSynth(2000, 30e3, 1)
+	var out bytes.Buffer
+	rs := &restarter{}
+	var durable []int
+	r := &soakrun.Runner{Name: "unit", Window: 50 * time.Millisecond, Progress: 100 * time.Millisecond, Until: time.Now().Add(600 * time.Millisecond),
+		Checkpoint: cp, Out: &out, Churn: 200 * time.Millisecond, Restarter: rs, OnWindow: func(w *soak.Window) { durable = append(durable, w.Index) }}
+	tracks := []*soakrun.Track{
+		{Agent: "b", Flow: "imu", Role: agentproto.Subscriber, Src: syn.Sub()},
+		{Agent: "a", Flow: "imu", Role: agentproto.Publisher, Src: syn.Pub()},
+	}
+	if err := r.Run(context.Background(), tracks); err != nil {
+		t.Fatal(err)
+	}
+	lg, err := soak.Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lg.Windows) != len(durable) || len(durable) < 8 {
+		t.Fatalf("file has %d windows, runner reported %d durable (want ≥ 8 of 50 ms in 600 ms)", len(lg.Windows), len(durable))
+	}
+	var restarts, recovered int
+	var delivered int64
+	for _, w := range lg.Windows {
+		for _, a := range w.Agents {
+			for _, s := range a.Streams {
+				delivered += s.Delivered
+				if s.Lost != 0 {
+					t.Errorf("window %d: lost %d", w.Index, s.Lost)
+				}
+			}
+			for _, e := range a.Events {
+				if e.Kind == soak.EventRestart {
+					restarts++
+					if e.Recovered {
+						recovered++
+					}
+				}
+			}
+		}
+	}
+	st := r.Status()
+	if st.Delivered != delivered || delivered == 0 {
+		t.Errorf("status delivered %d, file %d", st.Delivered, delivered)
+	}
+	if rs.calls < 2 || restarts != rs.calls || recovered != restarts {
+		t.Errorf("restarts: %d calls, %d events, %d recovered", rs.calls, restarts, recovered)
+	}
+	if !strings.Contains(out.String(), "unit: elapsed") {
+		t.Errorf("no progress line in %q", out.String())
+	}
+	v := soak.Judge(lg, soak.Bounds{MaxRestartRecovery: time.Second})
+	if v.Verdict != report.Pass {
+		t.Errorf("verdict %s: %v", v.Verdict, soakrun.FailedChecks(v))
+	}
+}
+
+func TestRunnerFailsOnRestartErrorKeepingClosedWindows(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "soak.jsonl")
+	cp, err := soak.Create(path, soak.Header{Name: "unit"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cp.Close()
+	syn := soakrun.NewSynth(1000, 30e3, 2)
+	var durable int
+	rs := &restarter{fail: true}
+	r := &soakrun.Runner{Window: 30 * time.Millisecond, Progress: time.Hour, Until: time.Now().Add(time.Second), Checkpoint: cp,
+		Churn: 150 * time.Millisecond, Restarter: rs, OnWindow: func(*soak.Window) { durable++ }}
+	err = r.Run(context.Background(), []*soakrun.Track{{Agent: "b", Flow: "imu", Role: agentproto.Subscriber, Src: syn.Sub()}})
+	if !errors.Is(err, soakrun.ErrFeed) || !strings.Contains(err.Error(), "agent gone") || rs.calls != 1 {
+		t.Fatalf("Run = %v after %d restarts, want ErrFeed naming the cause after one", err, rs.calls)
+	}
+	lg, err := soak.Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every window closed before the failure is on disk (how many depends
+	// on the scheduler: the churn tick is the first at or after 150 ms).
+	if len(lg.Windows) != durable {
+		t.Fatalf("file holds %d windows, %d were closed before the failure", len(lg.Windows), durable)
+	}
+}
+
+func TestPlanProfiles(t *testing.T) {
+	cfg, err := fixtures.ParseConfig("ginkgo.config", []byte(`
+payload_sizes: [64]
+rates_hz: [1000]
+messages: 100
+soak: {duration: 72h, short_duration: 30s, checkpoint: 10s}
+traffic_mix:
+  - {transport: shm, payload: 64, rate_hz: 1000}
+  - {transport: udp, payload: 4KiB, rate_hz: 100}
+  - {transport: intra, payload: 64, rate_hz: 10}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rack, err := fixtures.SimRack()
+	if err != nil {
+		t.Fatal(err)
+	}
+	prof, err := rack.Profile("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		profile    string
+		dur        time.Duration
+		rate0      float64
+		trends     bool
+		wantWindow time.Duration
+	}{
+		{soakrun.ProfileSmoke, 30 * time.Second, 1000, false, 3 * time.Second},
+		{soakrun.ProfileFull, 72 * time.Hour, 1000, true, 10 * time.Second},
+		{soakrun.ProfileAccelerated, time.Hour, 10000, true, 10 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.profile, func(t *testing.T) {
+			p, err := soakrun.NewPlan(tt.profile, cfg, rack, prof)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Duration != tt.dur || p.Flows[0].RateHz != tt.rate0 || p.TrendsAsserted != tt.trends || p.Window != tt.wantWindow {
+				t.Errorf("plan %s", p)
+			}
+			for _, f := range p.Flows {
+				if f.Transport == "intra" {
+					t.Errorf("intra flow %s planned", f.Name)
+				}
+			}
+			if !strings.Contains(strings.Join(p.Notes, "\n"), "intra") {
+				t.Errorf("notes %q do not say intra is not run", p.Notes)
+			}
+		})
+	}
+	if _, err := soakrun.NewPlan("weekly", cfg, rack, prof); !errors.Is(err, soakrun.ErrPlan) {
+		t.Errorf("unknown profile: %v", err)
+	}
+}

@@ -1,0 +1,167 @@
+package soak_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/hilrig/hilrig/fixtures/rig"
+	"github.com/hilrig/hilrig/report"
+	"github.com/hilrig/hilrig/report/soak"
+	"github.com/hilrig/hilrig/suites/internal/harness"
+	"github.com/hilrig/hilrig/suites/internal/soakrun"
+	"github.com/hilrig/hilrig/suites/labels"
+)
+
+var _ = Describe("soak", Label(labels.Soak), Ordered, func() {
+	It("runs the short traffic mix with churn, checkpoints every window and meets the soak verdicts", Label(labels.Smoke),
+		SpecTimeout(3*time.Minute), func(ctx SpecContext) {
+			runSoak(ctx, soakrun.ProfileSmoke)
+		})
+
+	It("runs the configured soak (full: soak.duration; accelerated: 1 h at 10× rates)", SpecTimeout(80*time.Hour), func(ctx SpecContext) {
+		p := soakrun.FlagProfile()
+		if p == "" && harness.Context().Rack.Name != "sim" {
+			p = soakrun.ProfileFull
+		}
+		if p != soakrun.ProfileFull && p != soakrun.ProfileAccelerated {
+			Skip("the long soak runs on a lab rack, or with -hilrig.soak-profile=full|accelerated (sim rack: only the smoke form runs)")
+		}
+		runSoak(ctx, p)
+	})
+})
+
+// runSoak is the whole soak: plan, rig, checkpoint, traffic, verdicts.
+func runSoak(ctx context.Context, profile string) {
+	GinkgoHelper()
+	tc := harness.Context()
+	plan, err := soakrun.NewPlan(profile, tc.Config, tc.Rack, tc.Profile)
+	Expect(err).NotTo(HaveOccurred())
+	fmt.Fprintln(GinkgoWriter, plan)
+	for _, n := range plan.Notes {
+		Expect(harness.Note("soak %s: %s", profile, n)).To(Succeed())
+	}
+
+	r, err := openRig(ctx, tc)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(r.Close)
+
+	cp, prior, err := openCheckpoint(tc, plan)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(cp.Close)
+
+	// Publishers get a generous end (start-up of agents counts against
+	// nothing); the soak's own clock starts once the traffic runs.
+	feed, tracks, err := soakrun.StartRig(ctx, r, plan, time.Now().Add(remaining(plan, prior)+10*time.Minute))
+	Expect(err).NotTo(HaveOccurred())
+	until := time.Now().Add(remaining(plan, prior))
+	feed.Until = until
+
+	run := &soakrun.Runner{Name: "soak " + profile, Window: plan.Window, Progress: plan.Progress, Until: until,
+		Checkpoint: cp, Out: progressOut(), Churn: plan.Churn, Restarter: feed, Finisher: feed, Controller: "controller"}
+	DeferCleanup(AttachProgressReporter(run.ProgressReport))
+	runErr := run.Run(ctx, tracks)
+
+	lg, err := soak.Read(cp.Path())
+	Expect(err).NotTo(HaveOccurred())
+	v := soak.Judge(lg, plan.Bounds)
+	html, herr := soakrun.WriteHTML(lg, &v, fmt.Sprintf("hilrig soak %s — rack %s", profile, tc.Rack.Name))
+	Expect(herr).NotTo(HaveOccurred())
+	Expect(harness.Note("soak %s: checkpoint %s, soak report %s", profile, cp.Path(), html)).To(Succeed())
+	for _, c := range soakrun.Cases("soak", profile, lg, v, plan.Bounds) {
+		Expect(harness.Record(&c)).To(Succeed())
+	}
+	AddReportEntry("soak "+profile+" status", run.Status().String())
+	if first, last, ok := controllerRSS(lg); ok {
+		Expect(harness.Note("soak %s: controller RSS %.1f → %.1f MiB over %d windows (trend in the soak verdicts)",
+			profile, float64(first)/(1<<20), float64(last)/(1<<20), len(lg.Windows))).To(Succeed())
+	}
+
+	Expect(runErr).NotTo(HaveOccurred(), "the soak stopped early; every closed window is in %s", cp.Path())
+	Expect(v.Windows).To(BeNumerically(">=", 3), "a soak closes a window every %v", plan.Window)
+	Expect(run.Status().Restarts).To(BeNumerically(">=", expectedRestarts(plan)), "churn restarts")
+	Expect(soakrun.FailedChecks(v)).To(BeEmpty(), "soak verdicts (checkpoint %s)", cp.Path())
+	Expect(v.Verdict).To(Equal(report.Pass))
+}
+
+func openRig(ctx context.Context, tc *harness.TestContext) (*rig.Rig, error) {
+	return rig.Open(ctx, soakrun.WithoutMarkers(tc.Rack), &rig.Options{Logger: tc.Log})
+}
+
+// controllerRSS is the controller's RSS in the first and last window.
+func controllerRSS(lg *soak.Log) (first, last int64, ok bool) {
+	for _, w := range lg.Windows {
+		for _, a := range w.Agents {
+			if a.Agent == "controller" {
+				if !ok {
+					first, ok = a.RSSBytes, true
+				}
+				last = a.RSSBytes
+			}
+		}
+	}
+	return first, last, ok
+}
+
+// openCheckpoint creates the soak's checkpoint in the run directory, or
+// resumes the one named by -hilrig.soak-resume (returning what it held).
+func openCheckpoint(tc *harness.TestContext, plan *soakrun.Plan) (*soak.Checkpointer, *soak.Log, error) {
+	if plan.Resume != "" {
+		return soak.Resume(plan.Resume, time.Now())
+	}
+	path := plan.Out
+	if path == "" {
+		// Not in the run directory: the harness prunes old run
+		// directories (KeepRuns), and a 72-hour soak's directory is the
+		// oldest while it still runs.
+		dir := filepath.Join(tc.ReportDir, "soak")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, nil, err
+		}
+		path = filepath.Join(dir, tc.RunID+"-"+plan.Profile+".jsonl")
+	}
+	cfg, _ := os.ReadFile(tc.ConfigPath)
+	b := plan.Bounds
+	cp, err := soak.Create(path, soak.Header{Name: "soak " + plan.Profile, Window: plan.Window, Planned: plan.Duration,
+		Rack: tc.Rack.Name, Config: string(cfg), Bounds: &b})
+	return cp, nil, err
+}
+
+// remaining is the planned duration left: all of it for a new soak, what
+// the resumed soak has not yet covered otherwise.
+func remaining(plan *soakrun.Plan, prior *soak.Log) time.Duration {
+	if prior == nil {
+		return plan.Duration
+	}
+	left := time.Until(prior.Header.Started.Add(prior.Header.Planned))
+	return max(left, plan.Window)
+}
+
+// expectedRestarts is the fewest churn restarts the plan must make: one
+// per churn period that ends before the last window opens.
+func expectedRestarts(plan *soakrun.Plan) int {
+	if plan.Churn <= 0 {
+		return 0
+	}
+	return int((plan.Duration - plan.Window) / plan.Churn)
+}
+
+func progressOut() *progressWriter { return &progressWriter{} }
+
+// progressWriter sends progress lines to the Ginkgo writer and stdout, so
+// a multi-day run shows them live without -v.
+type progressWriter struct{}
+
+func (progressWriter) Write(b []byte) (int, error) {
+	if _, rc := GinkgoConfiguration(); rc.Verbose || rc.VeryVerbose {
+		return GinkgoWriter.Write(b) // streamed live already
+	}
+	GinkgoWriter.Write(b)
+	return os.Stdout.Write([]byte(strings.TrimRight(string(b), "\n") + "\n"))
+}

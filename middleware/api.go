@@ -119,10 +119,10 @@ type SubscriberOptions struct {
 	Wait WaitStrategy
 	// SpinFor is how long WaitHybrid spins before sleeping. Default 50 µs.
 	SpinFor time.Duration
-	// CPU pins the receive loop's OS thread to this CPU; -1 or nil options
-	// means no pinning. Only effective while Receive/Next runs on a thread
-	// the subscriber locked.
-	CPU int
+	// CPU, when non-nil, pins the receive loop's OS thread to that CPU
+	// (sched_setaffinity on a thread locked for Receive/Next). nil (the
+	// zero value) means no pinning, so a zero SubscriberOptions never pins.
+	CPU *int
 	// Priority is a SCHED_FIFO priority (1..99) for the receive thread; 0
 	// leaves the scheduler alone. Needs CAP_SYS_NICE.
 	Priority int

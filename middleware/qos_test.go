@@ -79,7 +79,7 @@ func TestReliableSlowSubscriberNeverLoses(t *testing.T) {
 			d := testDomain(t)
 			n := openNode(t, "rel", d)
 			c := middleware.Contract{Topic: "rel/slow", MaxPayload: 64, Slots: 2, Reliability: middleware.Reliable, Transport: tc.tr}
-			sub, err := n.NewSubscriber(c, &middleware.SubscriberOptions{Wait: middleware.WaitHybrid, CPU: -1})
+			sub, err := n.NewSubscriber(c, &middleware.SubscriberOptions{Wait: middleware.WaitHybrid})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -134,7 +134,7 @@ func TestWaitStrategies(t *testing.T) {
 			d := testDomain(t)
 			n := openNode(t, "w", d)
 			c := middleware.Contract{Topic: "w", MaxPayload: 8, Reliability: middleware.Reliable}
-			sub, err := n.NewSubscriber(c, &middleware.SubscriberOptions{Wait: w, SpinFor: 20 * time.Microsecond, CPU: -1})
+			sub, err := n.NewSubscriber(c, &middleware.SubscriberOptions{Wait: w, SpinFor: 20 * time.Microsecond})
 			if err != nil {
 				t.Fatal(err)
 			}

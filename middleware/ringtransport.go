@@ -115,7 +115,7 @@ func (n *Node) newRingSub(c Contract, o *SubscriberOptions, intra bool, closing 
 	if err != nil {
 		return nil, err
 	}
-	so := SubscriberOptions{Wait: WaitFutex, SpinFor: 50 * time.Microsecond, CPU: -1}
+	so := SubscriberOptions{Wait: WaitFutex, SpinFor: 50 * time.Microsecond}
 	if o != nil {
 		so = *o
 		if so.SpinFor <= 0 {

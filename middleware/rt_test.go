@@ -15,10 +15,10 @@ func TestSubscriberRTOptions(t *testing.T) {
 	d := testDomain(t)
 	n := openNode(t, "rt", d)
 	c := middleware.Contract{Topic: "rt", MaxPayload: 8, Reliability: middleware.Reliable}
-	if _, err := n.NewSubscriber(c, &middleware.SubscriberOptions{CPU: -1, Priority: 100}); !errors.Is(err, middleware.ErrContract) {
+	if _, err := n.NewSubscriber(c, &middleware.SubscriberOptions{Priority: 100}); !errors.Is(err, middleware.ErrContract) {
 		t.Fatalf("priority 100: %v", err)
 	}
-	sub, err := n.NewSubscriber(c, &middleware.SubscriberOptions{CPU: 0, Priority: 1})
+	sub, err := n.NewSubscriber(c, &middleware.SubscriberOptions{CPU: new(int), Priority: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func TestSubscriberRTOptions(t *testing.T) {
 	default:
 		t.Fatal(err)
 	}
-	bad, err := n.NewSubscriber(middleware.Contract{Topic: "rt2", MaxPayload: 8}, &middleware.SubscriberOptions{CPU: 4095})
+	bad, err := n.NewSubscriber(middleware.Contract{Topic: "rt2", MaxPayload: 8}, &middleware.SubscriberOptions{CPU: new(4095)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,7 +30,7 @@ type Subscriber struct {
 // NewSubscriber creates a subscriber for contract c. It sees messages
 // published after it was created (no replay of history). Does not block.
 func (n *Node) NewSubscriber(c Contract, opts *SubscriberOptions) (*Subscriber, error) {
-	so := SubscriberOptions{CPU: -1}
+	so := SubscriberOptions{}
 	if opts != nil {
 		so = *opts
 	}
@@ -67,7 +67,15 @@ func (n *Node) NewSubscriber(c Contract, opts *SubscriberOptions) (*Subscriber, 
 // Contract is the subscriber's contract.
 func (s *Subscriber) Contract() Contract { return s.c }
 
-func (s *Subscriber) wantRT() bool { return s.o.CPU >= 0 || s.o.Priority > 0 }
+func (s *Subscriber) wantRT() bool { return s.o.CPU != nil || s.o.Priority > 0 }
+
+// cpu is the CPU to pin to, -1 for none (rt.SetThread's convention).
+func (s *Subscriber) cpu() int {
+	if s.o.CPU == nil {
+		return -1
+	}
+	return *s.o.CPU
+}
 
 // Receive calls fn for every message until ctx is done (returns
 // ctx.Err()), the subscriber is closed (ErrClosed) or fn returns an error
@@ -84,7 +92,7 @@ func (s *Subscriber) Receive(ctx context.Context, fn func(*Message) error) error
 	if s.wantRT() && s.rtTid == 0 {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
-		st, err := rt.SetThread(s.o.CPU, s.o.Priority)
+		st, err := rt.SetThread(s.cpu(), s.o.Priority)
 		if err != nil {
 			return fmt.Errorf("subscriber %q: %w", s.c.Topic, mapErr(err))
 		}
@@ -115,7 +123,7 @@ func (s *Subscriber) Next(ctx context.Context, fn func(*Message)) error {
 	if s.wantRT() {
 		if s.rtTid == 0 {
 			runtime.LockOSThread() // kept: the thread dies with its goroutine
-			st, err := rt.SetThread(s.o.CPU, s.o.Priority)
+			st, err := rt.SetThread(s.cpu(), s.o.Priority)
 			if err != nil {
 				runtime.UnlockOSThread()
 				return fmt.Errorf("subscriber %q: %w", s.c.Topic, mapErr(err))

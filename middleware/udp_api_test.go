@@ -550,7 +550,7 @@ func TestUDPSpinWait(t *testing.T) {
 	n := openNode(t, "udp-spin", testDomain(t))
 	c := middleware.Contract{Topic: "udp/spin", MaxPayload: 64, Transport: middleware.TransportUDP, UDP: middleware.UDPConfig{Listen: "127.0.0.1:0"}}
 	for _, w := range []middleware.WaitStrategy{middleware.WaitSpin, middleware.WaitHybrid} {
-		sub, err := n.NewSubscriber(c, &middleware.SubscriberOptions{Wait: w, CPU: -1})
+		sub, err := n.NewSubscriber(c, &middleware.SubscriberOptions{Wait: w})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -58,14 +58,20 @@ type UDPConfig struct {
 	// loss, prompts ACKNACKs). Default 50 ms reliable, 1 s best effort.
 	HeartbeatPeriod time.Duration `yaml:"heartbeat_period,omitempty" json:"heartbeat_period,omitempty"`
 	// SubscriberTimeout is the silence after which a reliable publisher
-	// drops a subscriber from its send window. Default 2 s.
+	// drops a subscriber from its send window (and may then overwrite
+	// history that subscriber had not acknowledged). Silence is measured
+	// only over time the publisher was reading its socket with nothing
+	// left to read, so a publisher that is busy or starved of CPU never
+	// blames a live subscriber. Default 2 s.
 	SubscriberTimeout time.Duration `yaml:"subscriber_timeout,omitempty" json:"subscriber_timeout,omitempty"`
 	// NackInterval is the minimum spacing of a subscriber's NACKs, about a
 	// retransmission's round trip. Default 10 ms.
 	NackInterval time.Duration `yaml:"nack_interval,omitempty" json:"nack_interval,omitempty"`
 	// ReassemblyBytes bounds the subscriber's reassembly pool (slots of
 	// MaxPayload bytes, 2..4096 of them): the memory the network can make a
-	// subscriber hold. Default max(4×MaxPayload, 1 MiB), at most 256 MiB.
+	// subscriber hold. Default max(4×MaxPayload, 1 MiB), and in reliable
+	// mode at least Depth×MaxPayload (the publisher's whole send window);
+	// at most 256 MiB.
 	ReassemblyBytes int `yaml:"reassembly_bytes,omitempty" json:"reassembly_bytes,omitempty"`
 	// ReassemblyTimeout is how long a best-effort incomplete message (or a
 	// heartbeat-announced one that never came) waits before it counts as

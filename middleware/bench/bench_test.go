@@ -377,8 +377,15 @@ func TestThroughput(t *testing.T) {
 			t.Errorf("%s %s: CPU%% pub %.0f sub %.0f, want both measured", r.Transport, r.Test, r.PubCPU, r.SubCPU)
 		}
 	}
-	if len(rep.Ratios) != 3 || rep.Ratios[0].Value <= 0 {
+	// shm: wall-clock and per-publisher-thread-CPU-second ratios against
+	// memcpy; udp: two ratios against raw-udp.
+	if len(rep.Ratios) != 4 || rep.Ratios[0].Value <= 0 || rep.Ratios[1].Value <= 0 {
 		t.Fatalf("ratios: %+v", rep.Ratios)
+	}
+	for _, r := range rep.Results[:2] {
+		if r.PubThreadCPU <= 0 || r.PubThreadCPU > 150 {
+			t.Errorf("%s %s: publisher thread CPU %.0f%%, want measured (0, 100]", r.Transport, r.Test, r.PubThreadCPU)
+		}
 	}
 	var out bytes.Buffer
 	if err := rep.WriteTable(&out); err != nil || !strings.Contains(out.String(), "memcpy MB/s") {

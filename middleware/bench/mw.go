@@ -41,10 +41,11 @@ type mwOptions struct {
 	reliable  bool
 	loan      bool
 	size      int
+	depth     int // contract history depth; 0: 1 (ring of 3 slots on shm)
 }
 
 func (o mwOptions) contract(topic string, udp middleware.UDPConfig) middleware.Contract {
-	c := middleware.Contract{Topic: topic, MaxPayload: o.size, Transport: o.transport, UDP: udp, Depth: 1}
+	c := middleware.Contract{Topic: topic, MaxPayload: o.size, Transport: o.transport, UDP: udp, Depth: max(o.depth, 1)}
 	if o.reliable {
 		c.Reliability = middleware.Reliable
 	}
@@ -78,7 +79,7 @@ func newMWEnd(node *middleware.Node, o mwOptions) *mwEnd {
 }
 
 func (e *mwEnd) subscribe(c middleware.Contract, wait middleware.WaitStrategy) error {
-	s, err := e.node.NewSubscriber(c, &middleware.SubscriberOptions{Wait: wait, CPU: -1})
+	s, err := e.node.NewSubscriber(c, &middleware.SubscriberOptions{Wait: wait})
 	if err != nil {
 		return mwErr("subscribe "+c.Topic, err)
 	}

@@ -61,6 +61,7 @@ type endSpec struct {
 	pingCPU   int
 	pongCPU   int
 	launcher  Launcher
+	depth     int // contract history depth; 0: 1
 }
 
 // session is one set-up ping-pong: the local pinger and either a child
@@ -174,7 +175,7 @@ func (e endSpec) mwOptions() (mwOptions, error) {
 	if err != nil {
 		return mwOptions{}, err
 	}
-	o := mwOptions{wait: w, reliable: e.reliable, loan: e.path == "loan", size: e.size}
+	o := mwOptions{wait: w, reliable: e.reliable, loan: e.path == "loan", size: e.size, depth: e.depth}
 	switch e.transport {
 	case TShm:
 		o.transport = middleware.TransportShm

@@ -28,7 +28,8 @@ type ReceiverConfig struct {
 	// ReassemblyBytes bounds the reassembly pool: it holds
 	// ReassemblyBytes/MaxPayload slots (2..4096), each MaxPayload bytes plus
 	// a fragment bitmap, allocated on first use and never more. Default
-	// max(4×MaxPayload, 1 MiB) capped at 256 MiB.
+	// max(4×MaxPayload, 1 MiB), in reliable mode at least Depth×MaxPayload,
+	// capped at 256 MiB.
 	ReassemblyBytes int
 	// ReassemblyTimeout is how long an incomplete message (best effort) or
 	// an unfilled gap announced by a heartbeat may wait before it is counted
@@ -71,7 +72,14 @@ func (c *ReceiverConfig) withDefaults() (ReceiverConfig, error) {
 		o.Depth = 16
 	}
 	if o.ReassemblyBytes == 0 {
-		o.ReassemblyBytes = min(max(4*o.MaxPayload, 1<<20), 256<<20)
+		o.ReassemblyBytes = max(4*o.MaxPayload, 1<<20)
+		if o.Reliable {
+			// Hold the publisher's whole send window (Depth messages):
+			// a smaller pool drops the window's tail as overruns, which
+			// then cost a retransmission each.
+			o.ReassemblyBytes = max(o.ReassemblyBytes, o.Depth*max(o.MaxPayload, 1))
+		}
+		o.ReassemblyBytes = min(o.ReassemblyBytes, 256<<20)
 	}
 	if o.ReassemblyTimeout == 0 {
 		o.ReassemblyTimeout = 200 * time.Millisecond
@@ -167,6 +175,12 @@ type slot struct {
 	lost      uint64
 }
 
+// nackMark records when a message was NACKed whole.
+type nackMark struct {
+	seq uint64
+	at  int64
+}
+
 type stream struct {
 	used       bool
 	epoch      uint32
@@ -184,6 +198,12 @@ type stream struct {
 	unacked    int    // reliable: deliveries since the last ACKNACK
 	created    int64
 	delivered  uint64
+	// wholeNack[seq&mask] is when seq was last NACKed as a whole message
+	// (no fragment of it held, so no per-fragment NACK bits): it is not
+	// asked for again before NackRetry, like a fragment. Re-asking every
+	// NackInterval retransmitted whole 1 MiB messages that were still on
+	// their way, which overflowed the socket buffer and fed a storm.
+	wholeNack []nackMark
 }
 
 // Receiver is the receiving side of one topic. A goroutine it owns reads
@@ -203,7 +223,21 @@ type Receiver struct {
 	once  sync.Once
 	ionce sync.Once
 
-	// receive-goroutine state
+	// Socket ownership (docs/udp.md, "Receive path"). mu guards the
+	// socket's reads and all receive state below; whoever holds it reads.
+	// A consumer in Next/TryNext reads directly on its own thread (dc); the
+	// background goroutine reads through the netpoller only while no
+	// consumer has read for consumerLease, so it keeps timers, heartbeats
+	// and ACKNACKs going when nobody calls Next.
+	dc       directConn // nil: conn has no direct read (fallback: goroutine only)
+	mu       sync.Mutex
+	want     atomic.Bool  // a consumer waits for mu: the goroutine must let go
+	inRead   atomic.Bool  // a consumer holds mu
+	touched  atomic.Int64 // r.now() when a consumer last released mu
+	nextTick int64
+	deadline int64 // the read deadline the goroutine last set (0: unknown)
+
+	// receive state (guarded by mu)
 	streams   []stream
 	mask      uint64
 	seenAny   bool
@@ -243,6 +277,9 @@ func newReceiver(conn Conn, cfg ReceiverConfig, start bool) (*Receiver, error) {
 	slotBytes := max(c.MaxPayload, 1)
 	n := min(max(c.ReassemblyBytes/slotBytes, 2), 4096)
 	r := &Receiver{cfg: c, conn: conn, base: time.Now(), done: make(chan struct{}), intr: make(chan struct{})}
+	r.dc, _ = conn.(directConn)
+	r.touched.Store(-int64(consumerLease))
+	r.nextTick = int64(c.Tick)
 	r.slots = make([]slot, n)
 	r.ready = make(chan int32, n)
 	r.free = make(chan int32, n)
@@ -254,6 +291,7 @@ func newReceiver(conn Conn, cfg ReceiverConfig, start bool) (*Receiver, error) {
 	r.streams = make([]stream, c.MaxWriters)
 	for i := range r.streams {
 		r.streams[i].win = make([]int32, w)
+		r.streams[i].wholeNack = make([]nackMark, w)
 	}
 	r.maxFrags = FragCountFor(c.MaxPayload, MinFragSize)
 	r.rbuf = make([]byte, MaxDatagram+1)
@@ -300,28 +338,50 @@ func (r *Receiver) Stats() ReceiverStats {
 
 // Next blocks until a message is complete (or ctx is done, or the receiver
 // is closed: ErrClosed) and calls fn with it. The Delivery and its Payload
-// are valid only during fn. 0 allocs.
+// are valid only during fn. On a Socket the caller's goroutine reads the
+// socket itself while it waits (ppoll + recvmsg on its own thread), so the
+// kernel wakes exactly the thread that delivers. ctx and Interrupt are
+// noticed within maxSleep. 0 allocs.
 func (r *Receiver) Next(ctx context.Context, fn func(*Delivery)) error {
+	for {
+		select {
+		case idx := <-r.ready:
+			r.deliver(idx, fn)
+			return nil
+		default:
+		}
+		if r.dc == nil {
+			return r.nextChan(ctx, fn)
+		}
+		if err := r.readDirect(ctx, true); err != nil {
+			return err
+		}
+	}
+}
+
+// nextChan waits for the background goroutine (a Conn without direct reads).
+func (r *Receiver) nextChan(ctx context.Context, fn func(*Delivery)) error {
 	var idx int32
 	select {
 	case idx = <-r.ready:
-	default:
-		select {
-		case idx = <-r.ready:
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-r.done:
-			return ErrClosed
-		case <-r.intr:
-			return ErrClosed
-		}
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-r.done:
+		return ErrClosed
+	case <-r.intr:
+		return ErrClosed
 	}
 	r.deliver(idx, fn)
 	return nil
 }
 
-// TryNext is Next without blocking: false when no message is complete.
+// TryNext is Next without waiting for the network: it reads what the socket
+// already holds (busy polling, for the spin strategies) and returns false
+// when no message is complete.
 func (r *Receiver) TryNext(fn func(*Delivery)) bool {
+	if r.dc != nil && len(r.ready) == 0 {
+		_ = r.readDirect(nil, false)
+	}
 	select {
 	case idx := <-r.ready:
 		r.deliver(idx, fn)
@@ -329,6 +389,110 @@ func (r *Receiver) TryNext(fn func(*Delivery)) bool {
 	default:
 		return false
 	}
+}
+
+// maxSleep bounds one blocking wait of a consumer, so that ctx, Interrupt
+// and Close are noticed without a per-call wake-up mechanism (which would
+// allocate); consumerLease is how long after a consumer's last read the
+// background goroutine leaves the socket alone.
+const (
+	maxSleep      = 20 * time.Millisecond
+	consumerLease = 2 * maxSleep
+)
+
+// readDirect takes the socket and reads on the caller's thread until a
+// message is ready (block) or the socket is empty (!block), running the
+// receive timers as they fall due. ctx may be nil when !block.
+func (r *Receiver) readDirect(ctx context.Context, block bool) error {
+	r.inRead.Store(true)
+	if !r.mu.TryLock() {
+		// The background goroutine is reading through the netpoller:
+		// make it let go. Only on a hand-over, never per message.
+		r.want.Store(true)
+		_ = r.conn.SetReadDeadline(time.Unix(1, 0))
+		r.mu.Lock()
+		r.want.Store(false)
+		r.deadline = 0 // the goroutine must set its deadline again
+	}
+	err := r.readLocked(ctx, block)
+	r.touched.Store(r.now())
+	r.mu.Unlock()
+	r.inRead.Store(false)
+	return err
+}
+
+func (r *Receiver) readLocked(ctx context.Context, block bool) error {
+	for {
+		select {
+		case <-r.done:
+			return ErrClosed
+		case <-r.intr:
+			return ErrClosed
+		default:
+		}
+		if ctx != nil {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		now := r.now()
+		var wait time.Duration
+		if block {
+			until := now + int64(maxSleep)
+			if r.pending() {
+				until = min(until, r.nextTick)
+			}
+			if r.cfg.Announce.enabled() {
+				until = min(until, r.nextAnn)
+			}
+			wait = time.Duration(max(until-now, 1000))
+		}
+		n, from, rx, err := r.dc.ReadDirect(r.rbuf, wait)
+		now = r.now()
+		switch {
+		case err == nil:
+			r.handle(r.rbuf[:n], from, rx, now)
+		case err == errWouldBlock:
+		case errors.Is(err, net.ErrClosed):
+			return ErrClosed
+		default:
+			r.cfg.Logger.Warn("udp: receive error", "local", r.conn.LocalAddr(), "err", err)
+		}
+		r.timers(now)
+		if len(r.ready) > 0 || (!block && err != nil) {
+			return nil
+		}
+	}
+}
+
+// timers runs the housekeeping tick and the announce when due (mu held).
+func (r *Receiver) timers(now int64) {
+	if now >= r.nextTick {
+		r.tick(now)
+		r.nextTick = now + int64(r.cfg.Tick)
+	}
+	if r.cfg.Announce.enabled() && now >= r.nextAnn {
+		r.announce()
+		r.nextAnn = now + int64(r.cfg.Announce.period())
+		r.deadline = 0 // recompute
+	}
+}
+
+// consumerActive reports whether a consumer reads the socket now or did
+// within consumerLease, and if so how long the goroutine should stay away.
+func (r *Receiver) consumerActive(now int64) (bool, time.Duration) {
+	if r.want.Load() || r.inRead.Load() {
+		return true, consumerLease
+	}
+	if left := r.touched.Load() + int64(consumerLease) - now; left > 0 {
+		return true, time.Duration(left)
+	}
+	return false, 0
+}
+
+// directConn is a Conn the consumer can read on its own thread (*Socket).
+type directConn interface {
+	ReadDirect(b []byte, wait time.Duration) (int, netip.AddrPort, int64, error)
 }
 
 // Interrupt makes blocked and future Next calls return ErrClosed without
@@ -384,48 +548,78 @@ func (r *Receiver) now() int64 { return int64(time.Since(r.base)) }
 
 func (r *Receiver) loop() {
 	defer r.wg.Done()
-	nextTick := r.now() + int64(r.cfg.Tick)
-	deadline := int64(0)
+	var sleep *time.Timer
 	for {
-		now := r.now()
-		want := now + int64(50*time.Millisecond)
-		if r.pending() {
-			want = nextTick
-		}
-		if r.cfg.Announce.enabled() {
-			want = min(want, r.nextAnn)
-		}
-		if want < deadline || deadline <= now {
-			deadline = want
-			_ = r.conn.SetReadDeadline(r.base.Add(time.Duration(deadline)))
-		}
-		n, from, rx, err := r.conn.ReadFrom(r.rbuf)
-		now = r.now()
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return
+		if active, d := r.consumerActive(r.now()); active {
+			// A consumer owns the socket: wake once per lease to see
+			// whether it is gone (a slow callback, nobody calling Next).
+			if sleep == nil {
+				sleep = time.NewTimer(d)
+			} else {
+				sleep.Reset(d)
 			}
 			select {
 			case <-r.done:
+				sleep.Stop()
 				return
-			default:
+			case <-sleep.C:
 			}
-			if !errors.Is(err, os.ErrDeadlineExceeded) {
-				r.cfg.Logger.Warn("udp: receive error", "local", r.conn.LocalAddr(), "err", err)
-			}
-		} else {
-			r.handle(r.rbuf[:n], from, rx, now)
+			continue
 		}
-		if now >= nextTick {
-			r.tick(now)
-			nextTick = now + int64(r.cfg.Tick)
+		if !r.mu.TryLock() {
+			continue // a consumer just took it; consumerActive now says so
 		}
-		if r.cfg.Announce.enabled() && now >= r.nextAnn {
-			r.announce()
-			r.nextAnn = now + int64(r.cfg.Announce.period())
-			deadline = 0 // recompute
+		if active, _ := r.consumerActive(r.now()); active {
+			r.mu.Unlock()
+			continue
+		}
+		stop := r.serve()
+		r.mu.Unlock()
+		if stop {
+			return
 		}
 	}
+}
+
+// serve is one netpoller read of the background goroutine, with the timers
+// (mu held). true: the receiver is closed.
+func (r *Receiver) serve() bool {
+	now := r.now()
+	want := now + int64(50*time.Millisecond)
+	if r.pending() {
+		want = r.nextTick
+	}
+	if r.cfg.Announce.enabled() {
+		want = min(want, r.nextAnn)
+	}
+	if want < r.deadline || r.deadline <= now {
+		r.deadline = want
+		_ = r.conn.SetReadDeadline(r.base.Add(time.Duration(r.deadline)))
+	}
+	// A consumer that arrives from here on sets want and then pushes the
+	// deadline into the past, which ends the read below at once.
+	if r.want.Load() {
+		return false
+	}
+	n, from, rx, err := r.conn.ReadFrom(r.rbuf)
+	now = r.now()
+	if err != nil {
+		if errors.Is(err, net.ErrClosed) {
+			return true
+		}
+		select {
+		case <-r.done:
+			return true
+		default:
+		}
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			r.cfg.Logger.Warn("udp: receive error", "local", r.conn.LocalAddr(), "err", err)
+		}
+	} else {
+		r.handle(r.rbuf[:n], from, rx, now)
+	}
+	r.timers(now)
+	return false
 }
 
 // pending reports whether timers matter now (gaps, incomplete messages,
@@ -595,6 +789,7 @@ func (r *Receiver) stream(epoch uint32, from netip.AddrPort, seq uint64, now int
 	st.created, st.delivered = now, 0
 	for i := range st.win {
 		st.win[i] = -1
+		st.wholeNack[i] = nackMark{}
 	}
 	if r.seenAny {
 		r.st.epochs.Add(1)
@@ -904,6 +1099,11 @@ func (r *Receiver) sendAckNack(si int, now int64, nack bool) {
 	for q := st.next; q <= top && st.next > 0; q++ {
 		idx := st.win[q&r.mask]
 		if idx < 0 || r.slots[idx].seq != q {
+			m := &st.wholeNack[q&r.mask]
+			if m.seq == q && now-m.at <= max(int64(r.cfg.NackRetry), 2*r.srtt) {
+				continue // asked for already; its retransmission may be queued
+			}
+			m.seq, m.at = q, now
 			if !add(NackEntry{Seq: q}) {
 				break
 			}

@@ -39,7 +39,8 @@ type SenderConfig struct {
 	// 1 s best effort.
 	HeartbeatPeriod time.Duration
 	// SubscriberTimeout is the silence after which a subscriber is dropped
-	// from the send window. Default 2 s.
+	// from the send window, counted only over time the control loop found
+	// its socket empty (see heardUpTo). Default 2 s.
 	SubscriberTimeout time.Duration
 	// SendTimeout bounds a reliable send's wait for the window. Default 1 s.
 	SendTimeout time.Duration
@@ -193,6 +194,15 @@ type Sender struct {
 	an   AckNack
 
 	learned []learnedDest // guarded by mu
+	// heardUpTo (ns since base, guarded by mu) is the start of the control
+	// loop's latest read that found the socket empty until its deadline:
+	// every ACKNACK sent before then has been read. A subscriber counts as
+	// dead only when it was silent for SubscriberTimeout *before* that
+	// point. Measuring silence against the wall clock instead blamed the
+	// subscriber for the publisher's own deafness (the loop busy
+	// retransmitting, or starved of CPU), dropped it from the window,
+	// overwrote unacknowledged history and turned into message loss.
+	heardUpTo int64
 
 	st struct {
 		published, datagrams, bytes, batches, batched, retrans, nacks, acks, hbs,
@@ -400,9 +410,9 @@ func (s *Sender) minAck(now int64) uint64 {
 	live := 0
 	for i := 0; i < len(s.subs); i++ {
 		sub := &s.subs[i]
-		if now-sub.lastSeen > int64(s.cfg.SubscriberTimeout) {
+		if s.heardUpTo-sub.lastSeen > int64(s.cfg.SubscriberTimeout) {
 			s.st.dropped.Add(1)
-			s.cfg.Logger.Warn("udp: subscriber dropped as dead", "peer", sub.addr, "silent", time.Duration(now-sub.lastSeen))
+			s.cfg.Logger.Warn("udp: subscriber dropped as dead", "peer", sub.addr, "silent", time.Duration(s.heardUpTo-sub.lastSeen))
 			s.subs[i] = s.subs[len(s.subs)-1]
 			s.subs = s.subs[:len(s.subs)-1]
 			i--
@@ -576,7 +586,13 @@ func (s *Sender) loop() {
 		}
 		_ = s.conn.SetReadDeadline(s.base.Add(time.Duration(nextHB)))
 		s.mu.Unlock()
+		listen := s.now()
 		n, from, _, err := s.conn.ReadFrom(s.rbuf)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			s.mu.Lock()
+			s.heardUpTo = max(s.heardUpTo, listen)
+			s.mu.Unlock()
+		}
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return

@@ -8,6 +8,9 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"os"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -39,13 +42,32 @@ type SocketConfig struct {
 	Logger *slog.Logger
 }
 
-// Socket is a UDP socket with the options of SocketConfig. ReadFrom must be
-// called by one goroutine at a time (it owns the control-message buffer);
-// WriteTo is safe concurrently.
+// Socket is a UDP socket with the options of SocketConfig. ReadFrom and
+// ReadDirect must be called by one goroutine at a time (they own the
+// control-message buffer); WriteTo and SetReadDeadline are safe
+// concurrently.
+//
+// The descriptor is deliberately kept out of Go's netpoller (docs/udp.md,
+// "Receive path"): a socket registered with the runtime's epoll wakes the
+// thread parked in epoll_wait on every datagram received and on every send
+// (write-space edge), even when no goroutine waits on it. On this VM each of
+// those wake-ups costs as much as the message itself. All I/O is raw
+// syscalls on a non-blocking descriptor; blocking waits are ppoll on the
+// caller's thread, with an eventfd that Close (and a moved read deadline)
+// signals.
 type Socket struct {
-	c     *net.UDPConn
+	fd    int
+	cfd   int // eventfd, written once by Close: wakes every waiter for good
+	kfd   int // eventfd, written by SetReadDeadline: wakes ReadFrom to recompute
 	local netip.AddrPort
 	oob   [128]byte
+	d     directIO     // ReadDirect's state (one caller at a time)
+	rdl   atomic.Int64 // read deadline, ns since the epoch (wall clock); 0 none
+	// ops is held shared by every call that uses fd and exclusively by
+	// Close, so the descriptor number is never closed (and reused) under a
+	// call in progress.
+	ops    sync.RWMutex
+	closed atomic.Bool
 	// RcvBuf/SndBuf are the sizes the kernel granted (as getsockopt reports
 	// them, i.e. doubled for bookkeeping).
 	RcvBuf, SndBuf int
@@ -93,18 +115,42 @@ func Open(cfg SocketConfig) (*Socket, error) {
 		return nil, fmt.Errorf("udp: listen %s: %w", bind, err)
 	}
 	c := pc.(*net.UDPConn)
-	s := &Socket{c: c, local: c.LocalAddr().(*net.UDPAddr).AddrPort()}
+	local := c.LocalAddr().(*net.UDPAddr).AddrPort()
 	rc, err := c.SyscallConn()
 	if err != nil {
 		c.Close()
 		return nil, fmt.Errorf("udp: %s: %w", bind, err)
 	}
+	s := &Socket{fd: -1, cfd: -1, kfd: -1, local: netip.AddrPortFrom(local.Addr().Unmap(), local.Port())}
 	var serr error
-	err = rc.Control(func(fd uintptr) { serr = s.setup(int(fd), cfg, ifi, log) })
+	err = rc.Control(func(fd uintptr) {
+		if serr = s.setup(int(fd), cfg, ifi, log); serr != nil {
+			return
+		}
+		// Our own descriptor for the same socket. Closing the UDPConn below
+		// removes its descriptor from the runtime's epoll set (EPOLL_CTL_DEL),
+		// so nothing but our own ppoll ever waits on this socket.
+		s.fd, serr = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0)
+	})
+	c.Close()
 	if err = errors.Join(err, serr); err != nil {
-		c.Close()
+		if s.fd >= 0 {
+			unix.Close(s.fd)
+		}
 		return nil, fmt.Errorf("udp: socket %s: %w", s.local, err)
 	}
+	if s.cfd, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK); err == nil {
+		s.kfd, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	}
+	if err != nil {
+		for _, fd := range []int{s.fd, s.cfd, s.kfd} {
+			if fd >= 0 {
+				unix.Close(fd)
+			}
+		}
+		return nil, fmt.Errorf("udp: socket %s: eventfd: %w", s.local, err)
+	}
+	s.d.fds[1] = unix.PollFd{Fd: int32(s.cfd), Events: unix.POLLIN}
 	return s, nil
 }
 
@@ -174,19 +220,170 @@ func sizeBuf(fd, opt, force, want int, sysctl string, log *slog.Logger) (int, er
 	return got, nil
 }
 
-// WriteTo sends b to to. 0 allocs.
+// WriteTo sends b to to. When the send buffer is full it waits (ppoll)
+// for room, like a blocking socket. Safe concurrently. 0 allocs.
 func (s *Socket) WriteTo(b []byte, to netip.AddrPort) error {
-	_, err := s.c.WriteToUDPAddrPort(b, to)
-	return err
+	s.ops.RLock()
+	defer s.ops.RUnlock()
+	if s.closed.Load() {
+		return net.ErrClosed
+	}
+	var sa unix.RawSockaddrInet4
+	sa.Family = unix.AF_INET
+	pb := (*[2]byte)(unsafe.Pointer(&sa.Port))
+	binary.BigEndian.PutUint16(pb[:], to.Port())
+	sa.Addr = to.Addr().Unmap().As4()
+	var p unsafe.Pointer
+	if len(b) > 0 {
+		p = unsafe.Pointer(&b[0])
+	}
+	for {
+		// Non-blocking: the cheaper RawSyscall (no scheduler hand-off).
+		_, _, e := unix.RawSyscall6(unix.SYS_SENDTO, uintptr(s.fd), uintptr(p), uintptr(len(b)), 0,
+			uintptr(unsafe.Pointer(&sa)), unsafe.Sizeof(sa))
+		switch e {
+		case 0:
+			return nil
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			fds := [2]unix.PollFd{{Fd: int32(s.fd), Events: unix.POLLOUT}, {Fd: int32(s.cfd), Events: unix.POLLIN}}
+			ts := unix.NsecToTimespec(int64(maxSleep))
+			_, _, e = unix.Syscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&fds[0])), 2, uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
+			if s.closed.Load() {
+				return net.ErrClosed
+			}
+			if e != 0 && e != unix.EINTR {
+				return os.NewSyscallError("ppoll", e)
+			}
+		default:
+			return os.NewSyscallError("sendto", e)
+		}
+	}
 }
 
-// ReadFrom reads one datagram; see Conn. 0 allocs.
+// ReadFrom reads one datagram; see Conn. It blocks (ppoll on the caller's
+// thread) until a datagram, the read deadline or Close. 0 allocs.
 func (s *Socket) ReadFrom(b []byte) (int, netip.AddrPort, int64, error) {
-	n, oobn, _, from, err := s.c.ReadMsgUDPAddrPort(b, s.oob[:])
-	if err != nil {
-		return 0, netip.AddrPort{}, 0, err
+	s.ops.RLock()
+	defer s.ops.RUnlock()
+	fds := [3]unix.PollFd{{Fd: int32(s.fd), Events: unix.POLLIN}, {Fd: int32(s.cfd), Events: unix.POLLIN}, {Fd: int32(s.kfd), Events: unix.POLLIN}}
+	var ts unix.Timespec
+	for {
+		if s.closed.Load() {
+			return 0, netip.AddrPort{}, 0, net.ErrClosed
+		}
+		n, from, rx, err := s.recv(b)
+		if err != errWouldBlock {
+			return n, from, rx, err
+		}
+		tsp := uintptr(0) // no deadline: wait for a datagram or a signal
+		if dl := s.rdl.Load(); dl != 0 {
+			left := dl - time.Now().UnixNano()
+			if left <= 0 {
+				return 0, netip.AddrPort{}, 0, os.ErrDeadlineExceeded
+			}
+			ts = unix.NsecToTimespec(left)
+			tsp = uintptr(unsafe.Pointer(&ts))
+		}
+		fds[0].Revents, fds[1].Revents, fds[2].Revents = 0, 0, 0
+		_, _, e := unix.Syscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&fds[0])), 3, tsp, 0, 0, 0)
+		if e != 0 && e != unix.EINTR {
+			return 0, netip.AddrPort{}, 0, os.NewSyscallError("ppoll", e)
+		}
+		if fds[2].Revents != 0 {
+			var buf [8]byte
+			_, _ = unix.Read(s.kfd, buf[:]) // re-arm: the deadline moved
+		}
 	}
-	return n, netip.AddrPortFrom(from.Addr().Unmap(), from.Port()), parseRxStamp(s.oob[:oobn]), nil
+}
+
+// recv is one non-blocking recvmsg into b (s.oob for control messages);
+// errWouldBlock when the socket is empty.
+func (s *Socket) recv(b []byte) (int, netip.AddrPort, int64, error) {
+	d := &s.d
+	if len(b) == 0 {
+		return 0, netip.AddrPort{}, 0, errWouldBlock
+	}
+	for {
+		d.iov.Base = &b[0]
+		d.iov.SetLen(len(b))
+		d.msg = unix.Msghdr{Name: (*byte)(unsafe.Pointer(&d.rsa)), Namelen: uint32(unsafe.Sizeof(d.rsa)), Iov: &d.iov, Control: &s.oob[0]}
+		d.msg.SetIovlen(1)
+		d.msg.SetControllen(len(s.oob))
+		// Non-blocking, so the cheaper RawSyscall is safe.
+		n, _, e := unix.RawSyscall(unix.SYS_RECVMSG, uintptr(s.fd), uintptr(unsafe.Pointer(&d.msg)), unix.MSG_DONTWAIT)
+		switch e {
+		case 0:
+			var from netip.AddrPort
+			if d.rsa.Addr.Family == unix.AF_INET {
+				sa := (*unix.RawSockaddrInet4)(unsafe.Pointer(&d.rsa))
+				pb := (*[2]byte)(unsafe.Pointer(&sa.Port))
+				from = netip.AddrPortFrom(netip.AddrFrom4(sa.Addr), binary.BigEndian.Uint16(pb[:]))
+			}
+			d.iov.Base = nil
+			return int(n), from, parseRxStamp(s.oob[:min(int(d.msg.Controllen), len(s.oob))]), nil
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			d.iov.Base = nil
+			return 0, netip.AddrPort{}, 0, errWouldBlock
+		default:
+			d.iov.Base = nil
+			return 0, netip.AddrPort{}, 0, os.NewSyscallError("recvmsg", e)
+		}
+	}
+}
+
+// errWouldBlock is ReadDirect's "nothing arrived within wait". Internal:
+// never returned by an exported call.
+var errWouldBlock = errors.New("udp: no datagram")
+
+// directIO holds the raw syscalls' arguments in the Socket, so they are
+// stable, heap-resident and nothing allocates per call.
+type directIO struct {
+	rsa unix.RawSockaddrAny
+	iov unix.Iovec
+	msg unix.Msghdr
+	fds [2]unix.PollFd // the socket, Close's eventfd
+	ts  unix.Timespec
+}
+
+// ReadDirect reads one datagram on the calling thread: recvmsg and, when
+// nothing is queued and wait > 0, one ppoll of at most wait followed by
+// one more recvmsg. It returns errWouldBlock when nothing arrived, and
+// net.ErrClosed after Close (which wakes the ppoll at once). The receive
+// path of a subscriber waiting in Next uses it, so that the kernel wakes
+// the waiting thread itself: no netpoller thread, no goroutine hand-off,
+// no second thread wake-up per message (see docs/udp.md, "Receive path").
+// One caller at a time, never concurrently with ReadFrom (the Receiver's
+// lock guarantees it). Blocks up to wait. 0 allocs.
+func (s *Socket) ReadDirect(b []byte, wait time.Duration) (int, netip.AddrPort, int64, error) {
+	s.ops.RLock()
+	defer s.ops.RUnlock()
+	if s.closed.Load() {
+		return 0, netip.AddrPort{}, 0, net.ErrClosed
+	}
+	n, from, rx, err := s.recv(b)
+	if err != errWouldBlock || wait <= 0 {
+		return n, from, rx, err
+	}
+	d := &s.d
+	d.fds[0] = unix.PollFd{Fd: int32(s.fd), Events: unix.POLLIN}
+	d.fds[1].Revents = 0
+	d.ts = unix.NsecToTimespec(int64(wait))
+	// Blocking: Syscall6 lets the runtime hand this thread's P on.
+	_, _, e := unix.Syscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&d.fds[0])), 2, uintptr(unsafe.Pointer(&d.ts)), 0, 0, 0)
+	if s.closed.Load() {
+		return 0, netip.AddrPort{}, 0, net.ErrClosed
+	}
+	if e != 0 && e != unix.EINTR {
+		return 0, netip.AddrPort{}, 0, os.NewSyscallError("ppoll", e)
+	}
+	if d.fds[0].Revents == 0 {
+		return 0, netip.AddrPort{}, 0, errWouldBlock
+	}
+	return s.recv(b)
 }
 
 // parseRxStamp finds SCM_TIMESTAMPNS in control messages without
@@ -219,12 +416,42 @@ func cmsgAlign(l int) int {
 	return (l + a - 1) &^ (a - 1)
 }
 
-// SetReadDeadline bounds ReadFrom.
-func (s *Socket) SetReadDeadline(t time.Time) error { return s.c.SetReadDeadline(t) }
+// SetReadDeadline bounds ReadFrom (the zero time: no deadline). A reader
+// blocked in ReadFrom recomputes its wait at once. Safe concurrently.
+func (s *Socket) SetReadDeadline(t time.Time) error {
+	if s.closed.Load() {
+		return net.ErrClosed
+	}
+	var dl int64
+	if !t.IsZero() {
+		dl = max(t.UnixNano(), 1)
+	}
+	if s.rdl.Swap(dl) == dl {
+		return nil
+	}
+	s.ops.RLock()
+	defer s.ops.RUnlock()
+	if s.closed.Load() {
+		return net.ErrClosed
+	}
+	one := [8]byte{1}
+	_, _ = unix.Write(s.kfd, one[:]) // native-endian 1 on little-endian hosts; any non-zero value wakes
+	return nil
+}
 
 // LocalAddr is the bound address.
 func (s *Socket) LocalAddr() netip.AddrPort { return s.local }
 
-// Close closes the socket. Idempotent (a second call returns net.ErrClosed
-// wrapped by the net package, which callers may ignore).
-func (s *Socket) Close() error { return s.c.Close() }
+// Close closes the socket: blocked ReadFrom/ReadDirect/WriteTo calls return
+// net.ErrClosed at once, and Close returns when they have. Idempotent (a
+// second call returns net.ErrClosed, which callers may ignore).
+func (s *Socket) Close() error {
+	if s.closed.Swap(true) {
+		return net.ErrClosed
+	}
+	one := [8]byte{1}
+	_, _ = unix.Write(s.cfd, one[:])
+	s.ops.Lock() // every call in progress has seen closed and returned
+	defer s.ops.Unlock()
+	return errors.Join(unix.Close(s.fd), unix.Close(s.cfd), unix.Close(s.kfd))
+}

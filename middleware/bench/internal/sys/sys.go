@@ -176,6 +176,19 @@ func Self() (Rusage, error) {
 	return Rusage{User: time.Duration(ru.Utime.Nano()), System: time.Duration(ru.Stime.Nano())}, nil
 }
 
+// Thread returns getrusage(RUSAGE_THREAD): the calling OS thread's CPU
+// time (lock the goroutine to its thread around the measured span).
+func Thread() (Rusage, error) {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_THREAD, &ru); err != nil {
+		return Rusage{}, fmt.Errorf("getrusage(thread): %w", err)
+	}
+	return Rusage{User: time.Duration(ru.Utime.Nano()), System: time.Duration(ru.Stime.Nano())}, nil
+}
+
+// CPU is User+System.
+func (r Rusage) CPU() time.Duration { return r.User + r.System }
+
 // Monotonic returns CLOCK_MONOTONIC in ns, comparable across processes of
 // one host (unlike time.Time's hidden monotonic reading).
 func Monotonic() int64 {

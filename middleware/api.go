@@ -104,6 +104,17 @@ type NodeOptions struct {
 	HugePages bool
 	// Logger receives warnings (fallbacks, dropped subscribers). Default: discard.
 	Logger *slog.Logger
+	// ShmReserveAll commits the tmpfs pages of a segment's whole slot pool
+	// (Slots+17 slots) when this node creates the segment or opens a
+	// publisher on it. By default only the working set (Slots+2 slots) is
+	// reserved then, and a further slot, used only while subscribers hold
+	// several messages at once, is reserved on its first use (one
+	// fallocate syscall, once per slot per publisher) and may then fail
+	// with ErrNoSpace. With ShmReserveAll a full filesystem is reported at
+	// NewPublisher/NewSubscriber and never later, at the cost of
+	// (Slots+17) × slot size of memory per topic (about 200 MiB for a
+	// 10 MiB contract with Depth 1). docs/middleware.md, "Space".
+	ShmReserveAll bool
 }
 
 // PublisherOptions configures a publisher. nil means defaults.
@@ -128,16 +139,26 @@ type SubscriberOptions struct {
 	Priority int
 }
 
-// Header is the frame header carried with every message. Layout on the wire
-// and in shared memory is documented in header.go.
+// Header is the frame header carried with every message. Layout in shared
+// memory: docs/middleware.md ("Slot header"); on the wire: docs/udp.md.
+//
+// SendMono and SendClock are one reading, taken back to back, of when the
+// caller handed the message over. On shared memory and intra-process that
+// is the entry of Publisher.Send (before the Reliable back-pressure wait
+// and before the payload copy) or the entry of Loan.Publish (before the
+// commit; the loan's own Reliable wait and the filling happened earlier,
+// in the caller's time). Message.RecvMono − SendMono is therefore what a
+// scope sees between a marker raised just before Send/Publish and one
+// raised in the callback, minus the callback's own entry cost: it
+// includes blocking, copy, commit, wake-up and scheduling.
 type Header struct {
 	Version   uint8   // frame layout version
 	Flags     uint8   // FlagXxx bits
 	TopicID   uint32  // hash of the topic name
 	Epoch     uint32  // publisher epoch; a restarted publisher bumps it
 	Seq       uint64  // per-epoch sequence number, first message is 1
-	SendMono  int64   // publisher send time, ns, CLOCK_MONOTONIC
-	SendClock int64   // publisher send time, ns, on Clock
+	SendMono  int64   // hand-over time (see above), ns, CLOCK_MONOTONIC
+	SendClock int64   // the same instant, ns, on Clock
 	Clock     ClockID // which clock SendClock was read from
 	Len       uint32  // payload length in bytes
 }

@@ -10,7 +10,9 @@ import (
 const (
 	maxTopicLen  = 64
 	maxDomainLen = 32
-	// maxShmPayload bounds a slot (the pool holds Slots+17 of them, sparse).
+	// maxShmPayload bounds a slot (the pool holds Slots+17 of them; only
+	// the Slots+2 of the working set are reserved up front, see
+	// internal/shm/reserve.go).
 	maxShmPayload = 1 << 30
 )
 

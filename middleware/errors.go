@@ -24,6 +24,14 @@ var (
 	// ErrLoanOutstanding is returned by Loan while a previous loan of the
 	// same publisher is neither published nor discarded.
 	ErrLoanOutstanding = errors.New("middleware: loan outstanding")
+	// ErrNoSpace is returned when the filesystem of a shared-memory
+	// segment (tmpfs, e.g. Docker's 64 MB /dev/shm) cannot hold the pages
+	// the segment needs: by NewPublisher/NewSubscriber for the segment's
+	// working set, by Send/Loan for a pool slot first used while
+	// subscribers hold several messages. The error names the file, the
+	// bytes needed and the filesystem's free space. Nothing is written
+	// when it is returned (the alternative is SIGBUS on the first store).
+	ErrNoSpace = errors.New("middleware: no space for shared-memory segment")
 )
 
 // ErrBusy is returned when a topic already has a live publisher (the

@@ -154,6 +154,7 @@ func mapErr(err error) error {
 		{shm.ErrBusy, ErrBusy},
 		{shm.ErrTimeout, ErrTimeout},
 		{shm.ErrLoanOutstanding, ErrLoanOutstanding},
+		{shm.ErrNoSpace, ErrNoSpace},
 	} {
 		if errors.Is(err, m.inner) {
 			return &mappedErr{msg: strings.Replace(err.Error(), m.inner.Error(), m.outer.Error(), 1), outer: m.outer, inner: err}

@@ -115,6 +115,9 @@ func runHelper(role string) error {
 		fmt.Println("ok")
 		return n.Close()
 	}
+	if role == "smallshm" {
+		return smallShmChild(os.Getenv("HILRIG_SHMDIR"), os.Getenv("HILRIG_DOMAIN"))
+	}
 	n, err := middleware.OpenNode("helper-"+role, &middleware.NodeOptions{Domain: os.Getenv("HILRIG_DOMAIN")})
 	if err != nil {
 		return err
@@ -165,6 +168,8 @@ func runHelper(role string) error {
 		fmt.Println("ready")
 		time.Sleep(time.Hour) // until killed
 		return nil
+	case "shrinkself": // see TestSegmentTruncatedAfterCreation
+		return shrinkSelfChild(n, c)
 	case "open": // try to subscribe, report the outcome on stdout
 		if _, err := n.NewSubscriber(c, nil); err != nil {
 			fmt.Println("err:", err)

@@ -42,6 +42,14 @@ func (n *Node) acquireRing(p shm.Params, intra bool) (*sharedRing, error) {
 		if err := shm.Compare(name, sr.r.P, p); err != nil {
 			return nil, mapErr(err)
 		}
+		if sr.seg != nil {
+			// Already mapped here: check the file did not shrink since
+			// (another process truncating it would make the next access
+			// past the new end a SIGBUS).
+			if err := sr.seg.CheckSize(); err != nil {
+				return nil, mapErr(err)
+			}
+		}
 		sr.refs++
 		return sr, nil
 	}
@@ -63,7 +71,7 @@ func (n *Node) acquireRing(p shm.Params, intra bool) (*sharedRing, error) {
 		}
 		seg, err := shm.Open(key[len("shm:"):], p, shm.OpenOptions{
 			Mode: mode, Gid: n.gid, AllowForeign: n.opts.AllowForeignOwner,
-			HugePages: n.opts.HugePages, PID: n.pid, NowNs: now,
+			HugePages: n.opts.HugePages, PID: n.pid, NowNs: now, ReserveAll: n.opts.ShmReserveAll,
 		})
 		if err != nil {
 			return nil, mapErr(err)

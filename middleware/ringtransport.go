@@ -38,6 +38,13 @@ func (n *Node) newRingPub(c Contract, o *PublisherOptions, intra bool) (*ringPub
 		releaseRing(sr)
 		return nil, mapErr(err)
 	}
+	if n.opts.ShmReserveAll {
+		if err := w.ReserveAll(); err != nil {
+			w.Close()
+			releaseRing(sr)
+			return nil, mapErr(err)
+		}
+	}
 	topic, log := c.Topic, n.opts.Logger
 	w.OnDrop = func(pid int) {
 		log.Warn("middleware: dropped dead subscriber", "topic", topic, "pid", pid)
@@ -57,19 +64,35 @@ func (t *ringPub) loan() ([]byte, error) {
 	return b, nil
 }
 
+// publish commits a loaned slot. The header is stamped here, at the
+// entry of Loan.Publish, before the commit and the wake: the interval
+// SendMono..RecvMono covers commit, wake-up and delivery. (The Reliable
+// wait of the loan path happened in Loan, before the caller filled the
+// slot; it is the caller's time, not the message's.)
 func (t *ringPub) publish(n int) error {
+	mono, other := stampNow(t.clock)
+	return t.commit(n, mono, other)
+}
+
+func (t *ringPub) commit(n int, mono, other int64) error {
 	if n < 0 || n > t.max {
 		t.w.Abort()
 		return fmt.Errorf("%w: topic %q: %d bytes, contract max %d", ErrTooLarge, t.sr.r.P.Topic, n, t.max)
 	}
-	mono, other := stampNow(t.clock)
 	t.w.Commit(n, shm.Meta{SendMono: mono, SendClock: other, Clock: int32(t.clock), Flags: t.flags})
 	return nil
 }
 
 func (t *ringPub) discard() { t.w.Abort() }
 
+// send is the copy path. The header is stamped at its entry, before the
+// Reliable back-pressure wait and before the copy, so SendMono..RecvMono
+// covers everything a caller's "about to publish" marker would: waiting
+// for the slowest subscriber, copying the payload, commit, wake-up and
+// delivery. A send that fails (ErrTimeout, ErrTooLarge, ErrNoSpace)
+// publishes nothing, so its stamp is simply dropped.
 func (t *ringPub) send(payload []byte) error {
+	mono, other := stampNow(t.clock)
 	if len(payload) > t.max {
 		return fmt.Errorf("%w: topic %q: %d bytes, contract max %d", ErrTooLarge, t.sr.r.P.Topic, len(payload), t.max)
 	}
@@ -78,7 +101,7 @@ func (t *ringPub) send(payload []byte) error {
 		return err
 	}
 	copy(b, payload)
-	return t.publish(len(payload))
+	return t.commit(len(payload), mono, other)
 }
 
 func (t *ringPub) stats(s *PublisherStats) {

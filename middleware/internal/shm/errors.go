@@ -17,4 +17,7 @@ var (
 	ErrTimeout = errors.New("timeout")
 	// ErrLoanOutstanding: Acquire while a slot is already acquired.
 	ErrLoanOutstanding = errors.New("loan outstanding")
+	// ErrNoSpace: the filesystem holding the segment (tmpfs) cannot
+	// commit the pages the segment needs.
+	ErrNoSpace = errors.New("no space for segment")
 )

@@ -67,7 +67,7 @@ func ParseHeader(mem []byte, fileSize int64, name string) (HeaderInfo, error) {
 		return bad("header says %d bytes, expected %d", got, hi.TotalSize)
 	}
 	if fileSize < int64(hi.TotalSize) {
-		return bad("truncated: file has %d bytes, header needs %d", fileSize, hi.TotalSize)
+		return bad("truncated: file has %d bytes, header needs %d (the file was shortened after it was created; remove it with `hilrig shm clean` once nobody uses it)", fileSize, hi.TotalSize)
 	}
 	return hi, nil
 }

@@ -1,6 +1,7 @@
 package shm
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -111,14 +112,15 @@ func Inspect(path string) Info {
 		in.PublisherPID = int(owner >> 32)
 		in.PublisherAlive = rt.Alive(in.PublisherPID, atomic.LoadUint64(r.u64(offPubStart)))
 	}
-	if full, err := unix.Mmap(fd, 0, hi.TotalSize, unix.PROT_READ, unix.MAP_SHARED); err == nil {
-		fr := &Region{mem: full, base: unsafe.Pointer(&full[0]), P: hi.Params, G: hi.Geometry}
-		for k := 0; k < hi.PoolLen; k++ {
-			if atomic.LoadUint64(fr.slotVer(k))&1 == 1 {
-				in.WritingSlots++
-			}
+	// Slot versions are read with pread, not through a mapping: a read
+	// fault on a tmpfs hole allocates a page (and raises SIGBUS when the
+	// filesystem is full), and a file that shrinks while we look would
+	// fault too. pread of a hole returns zeros and allocates nothing.
+	var ver [8]byte
+	for k := 0; k < hi.PoolLen; k++ {
+		if n, err := unix.Pread(fd, ver[:], int64(hi.SlotsOff+k*hi.SlotSize+slVer)); err == nil && n == 8 && binary.LittleEndian.Uint64(ver[:])&1 == 1 {
+			in.WritingSlots++
 		}
-		unix.Munmap(full)
 	}
 	in.Epoch = atomic.LoadUint32(r.u32(offEpoch))
 	in.Head = atomic.LoadUint64(r.u64(offHead)) >> posShift

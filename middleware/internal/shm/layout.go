@@ -122,6 +122,13 @@ type Geometry struct {
 	RingOff   int
 	SlotsOff  int
 	TotalSize int
+	// WorkSlots is the steady-state working set of the pool: the ring,
+	// the slot being written (or pre-picked for the next publish) and one
+	// slot a subscriber may hold after it left the ring. The publisher pops
+	// free slots LIFO, lowest index first, so these are slots
+	// [0, WorkSlots); further slots are touched only while subscribers
+	// hold several at once. See reserve.go.
+	WorkSlots int
 }
 
 func alignUp(n, a int) int { return (n + a - 1) / a * a }
@@ -138,6 +145,7 @@ func (p Params) Geometry() Geometry {
 	g.RingOff = alignUp(offTable+MaxSubscribers*subEntrySize, 64)
 	g.SlotsOff = alignUp(g.RingOff+8*p.RingLen, 4096)
 	g.TotalSize = g.SlotsOff + g.PoolLen*g.SlotSize
+	g.WorkSlots = min(p.RingLen+2, g.PoolLen)
 	return g
 }
 
@@ -148,6 +156,15 @@ type Region struct {
 	base unsafe.Pointer
 	P    Params
 	G    Geometry
+	// file is the segment file behind the mapping; nil for anonymous
+	// (intra-process) rings. The writer reserves slots through it.
+	file *fileRef
+}
+
+// fileRef names the file a Region maps, for fallocate and fstat.
+type fileRef struct {
+	fd   int
+	path string
 }
 
 func (r *Region) u64(off int) *uint64 { return (*uint64)(unsafe.Add(r.base, off)) }

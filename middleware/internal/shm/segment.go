@@ -38,8 +38,11 @@ type OpenOptions struct {
 	Gid          int         // -1: leave the group alone
 	AllowForeign bool        // accept a segment owned by another uid
 	HugePages    bool        // madvise(MADV_HUGEPAGE) the slots
-	PID          int         // recorded as creator
-	NowNs        int64       // recorded as creation time (CLOCK_REALTIME)
+	// ReserveAll reserves the whole pool at creation instead of the
+	// working set (see reserve.go).
+	ReserveAll bool
+	PID        int   // recorded as creator
+	NowNs      int64 // recorded as creation time (CLOCK_REALTIME)
 	// InitWait bounds how long to wait for another process to finish
 	// creating the segment. Default 1 s.
 	InitWait time.Duration
@@ -126,11 +129,23 @@ func openOnce(path string, p Params, o OpenOptions) (s *Segment, retry bool, err
 		if err := unix.Ftruncate(fd, int64(g.TotalSize)); err != nil {
 			return nil, false, fmt.Errorf("%s: size %d bytes: %w", path, g.TotalSize, err)
 		}
+		// ftruncate leaves the file sparse; reserve before the first
+		// touch so a full tmpfs is an error here, not a SIGBUS later
+		// (reserve.go says what is reserved when).
+		what, n := fmt.Sprintf("the header plus the working set of %d slots (%d bytes each)", g.WorkSlots, g.SlotSize), g.SlotsOff+g.WorkSlots*g.SlotSize
+		if o.ReserveAll {
+			what, n = fmt.Sprintf("the header plus all %d slots (%d bytes each)", g.PoolLen, g.SlotSize), g.TotalSize
+		}
+		f := &fileRef{fd: fd, path: path}
+		if err := f.fallocate(0, int64(n)); err != nil {
+			return nil, false, f.fail(err, 0, int64(n), what, int64(g.TotalSize))
+		}
 		mem, err := unix.Mmap(fd, 0, g.TotalSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 		if err != nil {
 			return nil, false, fmt.Errorf("%s: mmap %d bytes: %w", path, g.TotalSize, err)
 		}
 		r := format(mem, p, o.PID, o.NowNs)
+		r.file = &fileRef{fd: fd, path: path}
 		s = &Segment{Region: r, Path: path, Created: true, fd: fd}
 	} else {
 		if int(st.Uid) != os.Geteuid() && !o.AllowForeign {
@@ -148,6 +163,7 @@ func openOnce(path string, p Params, o OpenOptions) (s *Segment, retry bool, err
 			unix.Munmap(r.mem)
 			return nil, false, err
 		}
+		r.file = &fileRef{fd: fd, path: path}
 		s = &Segment{Region: r, Path: path, fd: fd}
 	}
 	if o.HugePages {
@@ -173,6 +189,14 @@ func attachFile(fd int, path string, initWait time.Duration) (*Region, error) {
 				return nil, fmt.Errorf("%s: mmap: %w", path, err)
 			}
 			hi, err := ParseHeader(mem, st.Size, path)
+			if err != nil && hi.TotalSize > 0 {
+				// A valid header over a file shorter than its layout:
+				// a creator sizes the file before it writes the header,
+				// so nobody is still making this one. It was truncated
+				// after creation; waiting would not help.
+				unix.Munmap(mem)
+				return nil, err
+			}
 			if err == nil && hi.Ready {
 				if int64(hi.TotalSize) < st.Size {
 					// Map exactly the layout; extra bytes are ignored.

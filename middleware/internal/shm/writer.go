@@ -34,8 +34,11 @@ type Writer struct {
 	inRing   []bool
 	free     []int32 // LIFO of slots neither in the ring nor being written
 	skipped  []int32 // scratch for held slots popped during selection
-	cur      int32   // acquired slot, -1 none
-	next     int32   // slot picked for the next Acquire, -1 none
+	// reserved marks the slots whose file pages this writer has
+	// reserved (nil for anonymous rings); see reserve.go.
+	reserved []bool
+	cur      int32 // acquired slot, -1 none
+	next     int32 // slot picked for the next Acquire, -1 none
 	curPos   uint64
 	// OnDrop is called (outside the hot path) when a dead subscriber is
 	// dropped; may be nil.
@@ -49,7 +52,24 @@ type Writer struct {
 // dead owner's ring is recovered: a message it committed but had not
 // announced is announced, the slot it was writing is reclaimed, and a new
 // epoch starts at the current head so positions stay continuous.
+//
+// On a file-backed ring it first reserves the pool's working set (see
+// reserve.go) and fails with ErrNoSpace, naming the file, if the
+// filesystem cannot hold it.
 func NewWriter(r *Region, pid int, start uint64) (*Writer, error) {
+	var reserved []bool
+	if r.file != nil {
+		if err := r.checkSize(); err != nil {
+			return nil, err
+		}
+		if err := r.reserveSlots(0, r.G.WorkSlots); err != nil {
+			return nil, err
+		}
+		reserved = make([]bool, r.G.PoolLen)
+		for k := 0; k < r.G.WorkSlots; k++ {
+			reserved[k] = true
+		}
+	}
 	ownerW := r.u64(offPubOwner)
 	for {
 		owner := atomic.LoadUint64(ownerW)
@@ -65,7 +85,7 @@ func NewWriter(r *Region, pid int, start uint64) (*Writer, error) {
 	}
 	atomic.StoreUint64(r.u64(offPubStart), start)
 	w := &Writer{
-		r: r, pid: pid, cur: -1, next: -1,
+		r: r, pid: pid, cur: -1, next: -1, reserved: reserved,
 		ringSlot: make([]int32, r.P.RingLen),
 		inRing:   make([]bool, r.G.PoolLen),
 		free:     make([]int32, 0, r.G.PoolLen),
@@ -116,6 +136,24 @@ func NewWriter(r *Region, pid int, start uint64) (*Writer, error) {
 	return w, nil
 }
 
+// ReserveAll reserves every slot of the pool now (Slots+17 slots), so no
+// later Acquire pays a first-use fallocate or fails with ErrNoSpace. A
+// no-op for anonymous rings. Blocks for the fallocate (roughly 10 ms per
+// 100 MiB on tmpfs).
+func (w *Writer) ReserveAll() error {
+	if w.reserved == nil {
+		return nil
+	}
+	r := w.r
+	if err := r.reserveSlots(0, r.G.PoolLen); err != nil {
+		return err
+	}
+	for k := range w.reserved {
+		w.reserved[k] = true
+	}
+	return nil
+}
+
 // Epoch is the writer's epoch.
 func (w *Writer) Epoch() uint32 { return w.epoch }
 
@@ -138,6 +176,21 @@ func (w *Writer) Acquire(deadline int64, now func() int64) ([]byte, error) {
 		k = w.pickFree()
 	}
 	w.next = -1
+	if w.reserved != nil && !w.reserved[k] {
+		// First use of a slot outside the working set by this writer:
+		// commit its pages now, so a full tmpfs is ErrNoSpace instead
+		// of SIGBUS at the first store. Once per slot per writer.
+		if err := w.r.reserveSlots(k, 1); err != nil {
+			// Still free, but put it at the bottom of the free list so
+			// the next Acquire takes a reserved slot when one is free
+			// again, instead of retrying this one.
+			w.free = append(w.free, 0) // cap is PoolLen: no allocation
+			copy(w.free[1:], w.free)
+			w.free[0] = int32(k)
+			return nil, err
+		}
+		w.reserved[k] = true
+	}
 	// Odd version first (RMW: ordered before the payload stores on every
 	// architecture), so a seqlock reader never accepts a half-written slot.
 	atomic.SwapUint64(w.r.slotVer(k), 2*p-1)

@@ -1,0 +1,113 @@
+package middleware_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/hilrig/hilrig/middleware"
+)
+
+// Header.SendMono is taken at the entry of Send, before the Reliable
+// back-pressure wait and the copy: a slow subscriber that makes Send block
+// shows up in RecvMono − SendMono of the message that waited, as it does
+// on a scope whose marker is raised just before Send. On the loan path the
+// stamp is taken at the entry of Loan.Publish: after the loan and the
+// filling, which are the caller's time.
+func TestSendStampPrecedesReliableWait(t *testing.T) {
+	const slow = 50 * time.Millisecond // how long the subscriber sits on message 1
+	for _, tc := range transports[:2] {
+		t.Run(tc.name, func(t *testing.T) {
+			d := testDomain(t)
+			n := openNode(t, "stamp", d)
+			c := middleware.Contract{Topic: "stamp", MaxPayload: 64, Slots: 1, Reliability: middleware.Reliable, Transport: tc.tr}
+			sub, err := n.NewSubscriber(c, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pub, err := n.NewPublisher(c, &middleware.PublisherOptions{SendTimeout: 10 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			type got struct {
+				seq        uint64
+				send, recv int64
+			}
+			res := make(chan got, 3)
+			errc := make(chan error, 1)
+			entered, sendStarted := make(chan struct{}), make(chan struct{})
+			ctx := ctxT(t, 20*time.Second)
+			go func() {
+				for i := 0; i < 3; i++ {
+					if err := sub.Next(ctx, func(m *middleware.Message) {
+						res <- got{m.Header.Seq, m.Header.SendMono, m.RecvMono}
+						if m.Header.Seq == 1 {
+							close(entered)
+							<-sendStarted
+							time.Sleep(slow) // the slow subscriber: Send 2 waits for this ack
+						}
+					}); err != nil {
+						errc <- err
+						return
+					}
+				}
+				errc <- nil
+			}()
+			if err := pub.Send([]byte("one")); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-entered:
+			case err := <-errc:
+				t.Fatalf("subscriber: %v", err)
+			case <-ctx.Done():
+				t.Fatal("message 1 never reached the callback")
+			}
+			before := middleware.MonoNow()
+			close(sendStarted)
+			if err := pub.Send([]byte("two")); err != nil { // blocks until message 1 is acked
+				t.Fatal(err)
+			}
+			after := middleware.MonoNow()
+			blocked := pub.Stats().Blocked
+			if blocked < 20*time.Millisecond {
+				t.Fatalf("Send blocked only %v; the test needs ≥ 20 ms of Reliable back-pressure", blocked)
+			}
+
+			l, err := pub.Loan() // waits for message 2's ack (short)
+			if err != nil {
+				t.Fatal(err)
+			}
+			copy(l.Bytes(), "three")
+			filled := middleware.MonoNow()
+			if err := l.Publish(5); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-errc; err != nil {
+				t.Fatalf("subscriber: %v", err)
+			}
+			close(res)
+			var ms []got
+			for g := range res {
+				ms = append(ms, g)
+			}
+			if len(ms) != 3 || ms[1].seq != 2 || ms[2].seq != 3 {
+				t.Fatalf("delivered %+v", ms)
+			}
+			m2, m3 := ms[1], ms[2]
+			// The stamp lies in [entry of Send, end of Send − blocked]:
+			// it was taken before the wait, not after it.
+			if m2.send < before || m2.send > after-int64(blocked) {
+				t.Errorf("message 2 stamped at +%v into a Send of %v that blocked %v; want before the wait",
+					time.Duration(m2.send-before), time.Duration(after-before), blocked)
+			}
+			if lat := time.Duration(m2.recv - m2.send); lat < blocked {
+				t.Errorf("message 2: RecvMono − SendMono = %v < %v blocked in Send", lat, blocked)
+			} else {
+				t.Logf("Send blocked %v; message 2 one-way %v", blocked, lat)
+			}
+			if m3.send < filled {
+				t.Errorf("message 3 (loan) stamped %v before Publish was called; want at Publish", time.Duration(filled-m3.send))
+			}
+		})
+	}
+}

@@ -3,10 +3,19 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+
+	"github.com/hilrig/hilrig/fixtures/vmboard/vmcli"
 )
 
-// runVM is the "hilrig vm" sub-command. Placeholder until its area lands.
+// runVM is the "hilrig vm" sub-command: build and run the virtual board
+// (QEMU, a real kernel with gpio-sim and ptp-sim). The logic lives in
+// fixtures/vmboard/vmcli.
 func runVM(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return errors.New("not implemented yet")
+	err := vmcli.Run(ctx, args, stdout, stderr)
+	if errors.Is(err, vmcli.ErrUsage) {
+		return fmt.Errorf("%w: %w", errUsage, err)
+	}
+	return err
 }

@@ -202,12 +202,15 @@ func Run(t *testing.T, h Harness) {
 		if err := h.Pull(3, false); err != nil {
 			t.Fatal(err)
 		}
-		w, err := gpio.Watch(ctx, spec(3))
+		const n = 200
+		// The kernel buffers 16 events per line by default; all n pulls
+		// happen before the first read, so ask for room for all of them
+		// (a real chip would otherwise drop n-16 and report overflow).
+		w, err := gpio.WatchWith(ctx, &gpio.WatchOptions{EventBufferSize: 256}, spec(3))
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer w.Close()
-		const n = 200
 		before := gpio.MonotonicNs()
 		for i := range n {
 			if err := h.Pull(3, i%2 == 0); err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hilrig/hilrig/middleware/internal/rt"
 	"github.com/hilrig/hilrig/middleware/internal/shm"
+	"github.com/hilrig/hilrig/middleware/internal/udp"
 )
 
 // Node is a participant in a domain. It owns its publishers and
@@ -30,6 +31,9 @@ type Node struct {
 	closed bool
 	pubs   map[*Publisher]struct{}
 	subs   map[*Subscriber]struct{}
+	// ann holds the node's UDP announcers, one per (group, interface,
+	// network namespace), shared by its UDP endpoints (udp.go).
+	ann map[annKey]*udp.Announcer
 }
 
 // OpenNode opens a node named name (recorded in segment subscriber tables

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/hilrig/hilrig/middleware/internal/udp"
@@ -238,6 +240,8 @@ func parseUDP(c Contract) (udpParams, error) {
 type udpPub struct {
 	s     *udp.Sender
 	fault *udp.FaultConn
+	n     *Node
+	ann   *udp.AnnounceEndpoint // nil without UDP.Announce
 }
 
 func newUDPPublisher(n *Node, c Contract, o *PublisherOptions) (pubTransport, error) {
@@ -260,7 +264,7 @@ func newUDPPublisher(n *Node, c Contract, o *PublisherOptions) (pubTransport, er
 		return nil, fmt.Errorf("topic %q: %w", c.Topic, mapUDPErr(err))
 	}
 	var conn udp.Conn = sock
-	t := &udpPub{}
+	t := &udpPub{n: n}
 	if f := c.UDP.Fault; f != nil {
 		fc := udp.FaultConfig{Seed: f.Seed, Drop: f.Drop, Duplicate: f.Duplicate, Reorder: f.Reorder, DelayRate: f.DelayRate, Delay: f.Delay}
 		if f.DataOnly {
@@ -268,17 +272,6 @@ func newUDPPublisher(n *Node, c Contract, o *PublisherOptions) (pubTransport, er
 		}
 		t.fault = udp.NewFaultConn(sock, fc)
 		conn = t.fault
-	}
-	var ann udp.AnnounceConfig
-	var annConn udp.Conn
-	if p.announce.IsValid() {
-		ann = udp.AnnounceConfig{To: p.announce, Period: c.UDP.AnnouncePeriod, Topic: c.Topic, Node: n.name}
-		as, err := udp.Open(udp.SocketConfig{Group: p.announce, Interface: c.UDP.Interface, Logger: n.opts.Logger})
-		if err != nil {
-			conn.Close()
-			return nil, fmt.Errorf("topic %q: announce socket: %w", c.Topic, mapUDPErr(err))
-		}
-		annConn = as
 	}
 	timeout := c.UDP.SubscriberTimeout
 	sendTimeout := timeoutOr(o)
@@ -288,14 +281,20 @@ func newUDPPublisher(n *Node, c Contract, o *PublisherOptions) (pubTransport, er
 		Peers: dests, AllowFrom: p.allow, HeartbeatPeriod: c.UDP.HeartbeatPeriod, SubscriberTimeout: timeout,
 		SendTimeout: sendTimeout, BatchBytes: c.UDP.BatchBytes, BatchDelay: c.UDP.BatchDelay,
 		Clock: int32(clock), Stamp: func() (int64, int64) { return stampNow(clock) },
-		HeaderVersion: 1, Announce: ann, AnnounceConn: annConn, Logger: n.opts.Logger,
+		HeaderVersion: 1, LearnTTL: 3 * annPeriod(c), PaceRate: c.UDP.PaceRate, PaceBurst: c.UDP.PaceBurst,
+		Logger: n.opts.Logger,
 	})
 	if err != nil {
 		conn.Close()
-		if annConn != nil {
-			annConn.Close()
-		}
 		return nil, fmt.Errorf("topic %q: %w", c.Topic, mapUDPErr(err))
+	}
+	if p.announce.IsValid() {
+		e := udp.AnnounceEntry{Role: udp.RolePublisher, Port: t.s.LocalAddr().Port(), Epoch: t.s.Epoch()}
+		e.SetTopic(c.Topic)
+		if t.ann, err = n.announce(c, p.announce, e, t.s.LearnAnnounce); err != nil {
+			t.s.Close()
+			return nil, err
+		}
 	}
 	return t, nil
 }
@@ -322,6 +321,7 @@ func (t *udpPub) publish(n int) error       { return mapUDPErr(t.s.Publish(n)) }
 func (t *udpPub) discard()                  { t.s.Discard() }
 func (t *udpPub) send(payload []byte) error { return mapUDPErr(t.s.Send(payload)) }
 func (t *udpPub) close() error {
+	t.n.unannounce(t.ann) // first: the announcer stops feeding the sender
 	err := t.s.Close()
 	if errors.Is(err, net.ErrClosed) {
 		err = nil
@@ -338,6 +338,8 @@ func (t *udpPub) stats(s *PublisherStats) {
 }
 
 type udpSub struct {
+	n    *Node
+	ann  *udp.AnnounceEndpoint // nil without UDP.Announce
 	r    *udp.Receiver
 	wait WaitStrategy
 	msg  Message
@@ -375,13 +377,24 @@ func newUDPSubscriber(n *Node, c Contract, o *SubscriberOptions) (subTransport, 
 		TopicID: p.topicID, MaxPayload: c.MaxPayload, Reliable: p.reliable, Depth: p.depth,
 		ReassemblyBytes: c.UDP.ReassemblyBytes, ReassemblyTimeout: c.UDP.ReassemblyTimeout,
 		NackInterval: c.UDP.NackInterval, AllowFrom: p.allow, Logger: n.opts.Logger,
-		Announce: udp.AnnounceConfig{To: p.announce, Period: c.UDP.AnnouncePeriod, Topic: c.Topic, Node: n.name},
 	})
 	if err != nil {
 		sock.Close()
 		return nil, fmt.Errorf("topic %q: %w", c.Topic, mapUDPErr(err))
 	}
-	t := &udpSub{r: r, wait: wait}
+	t := &udpSub{r: r, wait: wait, n: n}
+	if p.announce.IsValid() {
+		local := r.LocalAddr()
+		e := udp.AnnounceEntry{Role: udp.RoleSubscriber, Port: local.Port()}
+		if a := local.Addr(); a.Is4() && !a.IsUnspecified() && !a.IsMulticast() {
+			e.Addr = a.As4()
+		}
+		e.SetTopic(c.Topic)
+		if t.ann, err = n.announce(c, p.announce, e, nil); err != nil {
+			r.Close()
+			return nil, err
+		}
+	}
 	t.cb = t.deliver // bound once: no per-call closure allocation
 	return t, nil
 }
@@ -433,6 +446,7 @@ func (t *udpSub) stats(s *SubscriberStats) {
 }
 
 func (t *udpSub) close() error {
+	t.n.unannounce(t.ann)
 	err := t.r.Close()
 	if errors.Is(err, net.ErrClosed) {
 		err = nil
@@ -440,18 +454,110 @@ func (t *udpSub) close() error {
 	return err
 }
 
-// UDPAnnounce is one endpoint's announce as seen by ListenUDPAnnounces.
+// annKey names one announcer of a node: endpoints announcing on the same
+// group and interface in the same network namespace share one datagram.
+type annKey struct {
+	group netip.AddrPort
+	iface string
+	netns uint64 // inode of the calling thread's network namespace
+}
+
+// threadNetns is the inode of the calling thread's network namespace (0
+// when /proc does not tell). Sockets are created in that namespace, so
+// endpoints a test creates inside two (*netns.NS).Do calls get two
+// announcers even on one Node.
+func threadNetns() uint64 {
+	fi, err := os.Stat("/proc/thread-self/ns/net")
+	if err != nil {
+		return 0
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return st.Ino
+	}
+	return 0
+}
+
+func annPeriod(c Contract) time.Duration {
+	if c.UDP.AnnouncePeriod > 0 {
+		return c.UDP.AnnouncePeriod
+	}
+	return time.Second
+}
+
+// announce registers an endpoint with the node's announcer for the
+// contract's announce group, opening the announcer (one socket joined to
+// the group, in the calling thread's namespace) for the first endpoint.
+func (n *Node) announce(c Contract, group netip.AddrPort, e udp.AnnounceEntry, learn udp.LearnFunc) (*udp.AnnounceEndpoint, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return nil, fmt.Errorf("node %q: %w", n.name, ErrClosed)
+	}
+	k := annKey{group: group, iface: c.UDP.Interface, netns: threadNetns()}
+	a := n.ann[k]
+	if a == nil {
+		sock, err := udp.Open(udp.SocketConfig{Group: group, Interface: c.UDP.Interface, Logger: n.opts.Logger})
+		if err != nil {
+			return nil, fmt.Errorf("topic %q: announce socket %s on %s: %w", c.Topic, group, c.UDP.Interface, mapUDPErr(err))
+		}
+		a = udp.NewAnnouncer(sock, udp.AnnouncerConfig{To: group, Period: annPeriod(c), Node: n.name, Logger: n.opts.Logger})
+		if n.ann == nil {
+			n.ann = map[annKey]*udp.Announcer{}
+		}
+		n.ann[k] = a
+	} else if a.Period() != annPeriod(c) {
+		return nil, udpContractErr(c, "announce_period", annPeriod(c),
+			fmt.Sprintf("node %q already announces on %s every %v; one node sends one announce per period", n.name, group, a.Period()))
+	}
+	ep, err := a.Add(e, learn)
+	if err != nil {
+		return nil, fmt.Errorf("topic %q: announce: %w", c.Topic, mapUDPErr(err))
+	}
+	return ep, nil
+}
+
+// unannounce removes an endpoint (nil: none) and closes its announcer when
+// it was the last one.
+func (n *Node) unannounce(ep *udp.AnnounceEndpoint) {
+	if ep == nil {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if ep.Remove() > 0 {
+		return
+	}
+	for k, a := range n.ann {
+		if a == ep.Announcer() {
+			delete(n.ann, k)
+			_ = a.Close()
+		}
+	}
+}
+
+// UDPAnnounce is one endpoint listed in a node's announce, as seen by
+// ListenUDPAnnounces. A node sends one datagram per period listing all its
+// endpoints on that group (docs/udp.md, "Addressing").
 type UDPAnnounce struct {
 	From  netip.AddrPort // source of the datagram
 	Role  string         // "publisher" or "subscriber"
 	Topic string
 	Node  string
-	Port  uint16 // the endpoint's data port
+	Port  uint16 // a subscriber's data port, a publisher's ACKNACK port
 	Epoch uint32 // publisher epoch (0 for subscribers)
+	// Addr is the address the endpoint is bound to; invalid when it is
+	// bound to 0.0.0.0 (then From's address reaches it).
+	Addr netip.Addr
+	// NodeEpoch is random per node announcer: it changes when the node
+	// restarts or all its announcing endpoints closed and reopened.
+	NodeEpoch uint32
+	// Entries is the number of endpoints the datagram listed.
+	Entries int
 }
 
 // ListenUDPAnnounces joins the announce group ("addr:port") on iface (lo or
-// a namespace veth) and calls fn for every valid announce until ctx is done
+// a namespace veth) and calls fn for every endpoint listed in every valid
+// announce datagram until ctx is done
 // (returns ctx.Err()). For tools listing live endpoints. Blocks; fn runs on
 // the calling goroutine.
 func ListenUDPAnnounces(ctx context.Context, group, iface string, fn func(UDPAnnounce)) error {
@@ -465,11 +571,20 @@ func ListenUDPAnnounces(ctx context.Context, group, iface string, fn func(UDPAnn
 	}
 	defer sock.Close()
 	err = udp.ListenAnnounces(ctx, sock, func(from netip.AddrPort, a *udp.Announce) {
-		role := "publisher"
-		if a.Role == udp.RoleSubscriber {
-			role = "subscriber"
+		node := a.NodeName()
+		for i := 0; i < a.N; i++ {
+			e := &a.Entries[i]
+			role := "publisher"
+			if e.Role == udp.RoleSubscriber {
+				role = "subscriber"
+			}
+			u := UDPAnnounce{From: from, Role: role, Topic: e.TopicName(), Node: node, Port: e.Port, Epoch: e.Epoch,
+				NodeEpoch: a.NodeEpoch, Entries: a.N}
+			if e.Addr != [4]byte{} {
+				u.Addr = netip.AddrFrom4(e.Addr)
+			}
+			fn(u)
 		}
-		fn(UDPAnnounce{From: from, Role: role, Topic: a.TopicName(), Node: a.NodeName(), Port: a.Port, Epoch: a.Epoch})
 	})
 	return err
 }

@@ -30,11 +30,14 @@ type UDPConfig struct {
 	AllowFrom []string `yaml:"allow_from,omitempty" json:"allow_from,omitempty"`
 
 	// Announce is a multicast group "addr:port" (on Interface) for the
-	// light periodic announce: each UDP endpoint sends one small ANNOUNCE
-	// datagram per AnnouncePeriod there. A publisher listening on it adds
-	// announcing subscribers of its topic (from allowed sources) as
+	// light periodic announce: each node sends one small ANNOUNCE datagram
+	// per AnnouncePeriod there, listing all its UDP endpoints that announce
+	// on this group (several datagrams only when they exceed 1472 bytes,
+	// about 17 endpoints with 64-byte names). A node's publishers add the
+	// announced subscribers of their topic (from allowed sources) as
 	// destinations, so Peers may be empty; tools list endpoints with
-	// ListenUDPAnnounces. Empty: no announces.
+	// ListenUDPAnnounces. All endpoints of one node on one group must use
+	// the same AnnouncePeriod. Empty: no announces.
 	Announce string `yaml:"announce,omitempty" json:"announce,omitempty"`
 	// AnnouncePeriod is the announce interval. Default 1 s.
 	AnnouncePeriod time.Duration `yaml:"announce_period,omitempty" json:"announce_period,omitempty"`
@@ -53,6 +56,18 @@ type UDPConfig struct {
 	BatchBytes int `yaml:"batch_bytes,omitempty" json:"batch_bytes,omitempty"`
 	// BatchDelay is the longest a batched message waits. Default 200 µs.
 	BatchDelay time.Duration `yaml:"batch_delay,omitempty" json:"batch_delay,omitempty"`
+
+	// PaceRate > 0 paces the publisher's DATA datagrams (fragments and
+	// retransmissions, counted once per destination) to PaceRate bytes/s
+	// with a token bucket of PaceBurst bytes, so a large message does not
+	// reach a receiver faster than it drains its socket buffer (kernel
+	// drops show as RcvbufErrors in /proc/net/snmp; reliable mode repairs
+	// them, at the cost of NACK round trips). Send blocks while it paces.
+	// 0 (default): no pacing, fragments go out back to back.
+	PaceRate int64 `yaml:"pace_rate,omitempty" json:"pace_rate,omitempty"`
+	// PaceBurst is the bucket depth in bytes: how much goes out back to
+	// back after an idle period. Default 256 KiB.
+	PaceBurst int `yaml:"pace_burst,omitempty" json:"pace_burst,omitempty"`
 
 	// HeartbeatPeriod is the publisher's heartbeat interval (reveals tail
 	// loss, prompts ACKNACKs). Default 50 ms reliable, 1 s best effort.

@@ -134,10 +134,26 @@ func udpSNMP(s string) string {
 // publisher (ErrTimeout is retried here, as a caller that must not lose
 // would), and every message published is delivered once, intact and in
 // order. Regression for the suites' 47-of-310 loss.
+//
+// The paced case runs the same stream with SenderConfig.PaceRate, so
+// that the receiver's kernel drops (RcvbufErrors) can be compared with
+// the unpaced run in the log.
 func TestReliable1MiBMaxRateAcrossNamespaces(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: 1 MiB messages at full rate across namespaces")
 	}
+	for _, tc := range []struct {
+		name string
+		rate int64 // bytes/s, 0 unpaced
+	}{
+		{"unpaced", 0},
+		{"paced-100MBps", 100e6},
+	} {
+		t.Run(tc.name, func(t *testing.T) { reliable1MiBMaxRate(t, tc.rate) })
+	}
+}
+
+func reliable1MiBMaxRate(t *testing.T, paceRate int64) {
 	const (
 		mtu   = 1500
 		size  = 1 << 20
@@ -162,6 +178,7 @@ func TestReliable1MiBMaxRateAcrossNamespaces(t *testing.T) {
 		// (retransmitting, or starved of CPU) is caught mistaking its own
 		// deafness for a dead subscriber.
 		SubscriberTimeout: 150 * time.Millisecond,
+		PaceRate:          paceRate,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -189,9 +206,9 @@ func TestReliable1MiBMaxRateAcrossNamespaces(t *testing.T) {
 	})
 	c.finish()
 	rst, sst, fst := rcv.Stats(), snd.Stats(), fc.Stats()
-	t.Logf("sent %d × 1 MiB in %v (%d send timeouts, window waits %v); delivered %d, lost %d; "+
+	t.Logf("pace %d B/s (slept %v): sent %d × 1 MiB in %v (%d send timeouts, window waits %v); delivered %d, lost %d; "+
 		"retransmits %d on %d NACKs; overruns %d, pool exhausted %d, evicted %d, reassembly timeouts %d, dropped subs %d; fault %+v",
-		sent, dur, timeouts, sst.Blocked, rst.Delivered, rst.Lost, sst.Retransmits, sst.NacksReceived,
+		paceRate, sst.Paced, sent, dur, timeouts, sst.Blocked, rst.Delivered, rst.Lost, sst.Retransmits, sst.NacksReceived,
 		rst.Overruns, rst.PoolExhausted, rst.Evicted, rst.ReassemblyTimeouts, sst.DroppedSubs, fst)
 	var rcvbufErrors uint64
 	if out, err := p.B.Command(context.Background(), "cat", "/proc/net/snmp").Output(); err == nil {

@@ -56,11 +56,7 @@ type ReceiverConfig struct {
 	// WriterTimeout is the silence after which a stream is forgotten and its
 	// slots freed. Default 3 s.
 	WriterTimeout time.Duration
-	// Announce, when To is valid, sends this subscriber's ANNOUNCE (role
-	// subscriber, its local port) every Period from its data socket, so
-	// publishers listening on To learn it.
-	Announce AnnounceConfig
-	Logger   *slog.Logger
+	Logger        *slog.Logger
 }
 
 func (c *ReceiverConfig) withDefaults() (ReceiverConfig, error) {
@@ -251,8 +247,6 @@ type Receiver struct {
 	maxFrags  int
 	poolBytes int
 	srtt      int64 // smoothed NACK→retransmission delay, ns
-	nextAnn   int64
-	abuf      []byte
 
 	st struct {
 		datagrams, bytes, malformed, unknownTopic, unknownSource, forged, duplicates,
@@ -442,9 +436,6 @@ func (r *Receiver) readLocked(ctx context.Context, block bool) error {
 			if r.pending() {
 				until = min(until, r.nextTick)
 			}
-			if r.cfg.Announce.enabled() {
-				until = min(until, r.nextAnn)
-			}
 			wait = time.Duration(max(until-now, 1000))
 		}
 		n, from, rx, err := r.dc.ReadDirect(r.rbuf, wait)
@@ -465,16 +456,12 @@ func (r *Receiver) readLocked(ctx context.Context, block bool) error {
 	}
 }
 
-// timers runs the housekeeping tick and the announce when due (mu held).
+// timers runs the housekeeping tick when due (mu held). The announce is
+// the node's (Announcer), not the receiver's.
 func (r *Receiver) timers(now int64) {
 	if now >= r.nextTick {
 		r.tick(now)
 		r.nextTick = now + int64(r.cfg.Tick)
-	}
-	if r.cfg.Announce.enabled() && now >= r.nextAnn {
-		r.announce()
-		r.nextAnn = now + int64(r.cfg.Announce.period())
-		r.deadline = 0 // recompute
 	}
 }
 
@@ -533,17 +520,6 @@ func (r *Receiver) Close() error {
 	return err
 }
 
-func (r *Receiver) announce() {
-	if r.abuf == nil {
-		r.abuf = make([]byte, AnnounceLen)
-	}
-	a := Announce{TopicID: r.cfg.TopicID, Role: RoleSubscriber, Port: r.conn.LocalAddr().Port()}
-	a.SetNames(r.cfg.Announce.Topic, r.cfg.Announce.Node)
-	if n, err := a.MarshalBinaryTo(r.abuf); err == nil {
-		_ = r.conn.WriteTo(r.abuf[:n], r.cfg.Announce.To)
-	}
-}
-
 func (r *Receiver) now() int64 { return int64(time.Since(r.base)) }
 
 func (r *Receiver) loop() {
@@ -588,9 +564,6 @@ func (r *Receiver) serve() bool {
 	want := now + int64(50*time.Millisecond)
 	if r.pending() {
 		want = r.nextTick
-	}
-	if r.cfg.Announce.enabled() {
-		want = min(want, r.nextAnn)
 	}
 	if want < r.deadline || r.deadline <= now {
 		r.deadline = want

@@ -53,14 +53,19 @@ type SenderConfig struct {
 	// Clock ns). Default: time.Now for both with Clock 0 (REALTIME).
 	Clock int32
 	Stamp func() (mono, other int64)
-	// Announce, when To is valid, sends this publisher's ANNOUNCE every
-	// Period on AnnounceConn, and subscribers' ANNOUNCEs read from
-	// AnnounceConn (same topic, allowed source) add them as destinations
-	// until they fall silent for 3 periods.
-	Announce     AnnounceConfig
-	AnnounceConn Conn
+	// LearnTTL is how long a destination learned from a subscriber's
+	// ANNOUNCE (LearnAnnounce) stays without being announced again;
+	// 3 announce periods in the middleware. Default 3 s.
+	LearnTTL time.Duration
 	// HeaderVersion is stamped into every message header (Version).
 	HeaderVersion uint8
+	// PaceRate > 0 paces DATA datagrams (first sends and retransmissions,
+	// counted once per destination) with a token bucket of PaceRate
+	// bytes/s and PaceBurst bytes, so a large message does not arrive at a
+	// receiver faster than its socket buffer drains. 0: no pacing.
+	PaceRate int64
+	// PaceBurst is the bucket depth in bytes. Default 256 KiB.
+	PaceBurst int
 	// MaxSubscribers bounds the learned subscriber table. Default 64.
 	MaxSubscribers int
 	Logger         *slog.Logger
@@ -109,6 +114,15 @@ func (c *SenderConfig) withDefaults() (SenderConfig, error) {
 	if o.Stamp == nil {
 		o.Stamp = func() (int64, int64) { t := time.Now(); return t.UnixNano(), t.UnixNano() }
 	}
+	if o.PaceRate < 0 || o.PaceBurst < 0 {
+		return o, fmt.Errorf("%w: PaceRate %d B/s, PaceBurst %d B: want ≥ 0", ErrConfig, o.PaceRate, o.PaceBurst)
+	}
+	if o.PaceRate > 0 && o.PaceBurst == 0 {
+		o.PaceBurst = 256 << 10
+	}
+	if o.LearnTTL <= 0 {
+		o.LearnTTL = 3 * time.Second
+	}
 	if o.MaxSubscribers == 0 {
 		o.MaxSubscribers = 64
 	}
@@ -137,6 +151,7 @@ type SenderStats struct {
 	UnknownSource uint64        // ACKNACKs from outside AllowFrom/Peers
 	StaleEpoch    uint64        // ACKNACKs for another epoch or topic
 	WriteErrors   uint64        // socket write failures
+	Paced         time.Duration // time slept pacing (PaceRate)
 }
 
 type histEntry struct {
@@ -194,6 +209,13 @@ type Sender struct {
 	an   AckNack
 
 	learned []learnedDest // guarded by mu
+
+	// Pacing token bucket (guarded by mu): tokens in bytes, refilled at
+	// PaceRate from paceAt (ns since base). It may go negative by up to
+	// paceSlack before the sender sleeps, so sleeps are few and long
+	// enough for the timer to honour; oversleeping is credited back.
+	tokens, paceAt, paceSlack int64
+	paced                     atomic.Int64 // ns slept pacing
 	// heardUpTo (ns since base, guarded by mu) is the start of the control
 	// loop's latest read that found the socket empty until its deadline:
 	// every ACKNACK sent before then has been read. A subscriber counts as
@@ -231,6 +253,10 @@ func NewSender(conn Conn, cfg SenderConfig) (*Sender, error) {
 		}
 	}
 	s.rbuf = make([]byte, MaxDatagram+1)
+	if c.PaceRate > 0 {
+		s.tokens = int64(c.PaceBurst)
+		s.paceSlack = max(c.PaceRate/5000, int64(DataHeaderLen+c.FragSize)) // 200 µs of traffic, ≥ 1 datagram
+	}
 	s.timer = time.NewTimer(time.Hour)
 	s.timer.Stop()
 	if c.Reliable {
@@ -247,10 +273,6 @@ func NewSender(conn Conn, cfg SenderConfig) (*Sender, error) {
 	if s.btim != nil {
 		s.wg.Add(1)
 		go s.batchLoop()
-	}
-	if c.Announce.enabled() && c.AnnounceConn != nil {
-		s.wg.Add(1)
-		go s.announceLoop()
 	}
 	return s, nil
 }
@@ -275,7 +297,7 @@ func (s *Sender) Stats() SenderStats {
 		NacksReceived: t.nacks.Load(), AcksReceived: t.acks.Load(), Heartbeats: t.hbs.Load(),
 		Blocked: time.Duration(t.blocked.Load()), Timeouts: t.timeouts.Load(), DroppedSubs: t.dropped.Load(),
 		LiveSubs: t.live.Load(), Malformed: t.malformed.Load(), UnknownSource: t.unknownSource.Load(),
-		StaleEpoch: t.stale.Load(), WriteErrors: t.werr.Load(),
+		StaleEpoch: t.stale.Load(), WriteErrors: t.werr.Load(), Paced: time.Duration(s.paced.Load()),
 	}
 }
 
@@ -319,8 +341,11 @@ func (s *Sender) Discard() {
 	s.mu.Unlock()
 }
 
-// Publish publishes the first n bytes of the loaned area. 0 allocs.
+// Publish publishes the first n bytes of the loaned area. 0 allocs. The
+// header is stamped at entry: the loan's window wait and the filling of
+// the area happened before, in the caller's time.
 func (s *Sender) Publish(n int) error {
+	mono, other := s.cfg.Stamp()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.loaned {
@@ -330,12 +355,16 @@ func (s *Sender) Publish(n int) error {
 	if n < 0 || n > s.cfg.MaxPayload {
 		return ErrTooLarge
 	}
-	return s.publishLocked(n)
+	return s.publishLocked(n, mono, other)
 }
 
 // Send copies payload and publishes it. Blocks up to SendTimeout for the
-// window (reliable). 0 allocs in steady state.
+// window (reliable). 0 allocs in steady state. The header is stamped at
+// entry, before the lock, the window wait and the copy, as on shared
+// memory: RecvMono − SendMono then covers back-pressure too, as a scope
+// marker raised just before Send does.
 func (s *Sender) Send(payload []byte) error {
+	mono, other := s.cfg.Stamp()
 	if len(payload) > s.cfg.MaxPayload {
 		return ErrTooLarge
 	}
@@ -352,7 +381,7 @@ func (s *Sender) Send(payload []byte) error {
 		return err
 	}
 	copy(h.buf, payload)
-	return s.publishLocked(len(payload))
+	return s.publishLocked(len(payload), mono, other)
 }
 
 // slotFor waits for the window to admit seq and returns its history entry.
@@ -459,10 +488,11 @@ func (s *Sender) Destinations() []netip.AddrPort {
 	return out
 }
 
-func (s *Sender) publishLocked(n int) error {
+// publishLocked sends message seq+1 (already in its history slot) with the
+// send stamps taken by the caller at Send/Publish entry.
+func (s *Sender) publishLocked(n int, mono, other int64) error {
 	s.seq++
 	h := &s.hist[(s.seq-1)%uint64(len(s.hist))]
-	mono, other := s.cfg.Stamp()
 	h.seq, h.n = s.seq, n
 	h.hdr = MsgHeader{Seq: s.seq, SendMono: mono, SendClock: other, Clock: s.cfg.Clock, Version: s.cfg.HeaderVersion}
 	s.st.published.Add(1)
@@ -506,6 +536,13 @@ func (s *Sender) sendMessage(h *histEntry, first, count uint32, retrans bool, to
 		if err != nil {
 			continue
 		}
+		if s.cfg.PaceRate > 0 {
+			nd := 1
+			if !to.IsValid() {
+				nd = len(s.dests) + len(s.learned)
+			}
+			s.pace(int64(m * nd))
+		}
 		if to.IsValid() {
 			s.write(s.scratch[:m], to)
 		} else {
@@ -515,6 +552,25 @@ func (s *Sender) sendMessage(h *histEntry, first, count uint32, retrans bool, to
 	}
 	d.Payload = nil
 	return sent
+}
+
+// pace takes n bytes from the token bucket, sleeping (mu held: a paced
+// publisher is busy sending, as it is while writing) when the bucket is
+// more than paceSlack in debt.
+func (s *Sender) pace(n int64) {
+	now := s.now()
+	// Elapsed time beyond what fills the bucket adds nothing (and capping
+	// it keeps elapsed × rate from overflowing after a long idle).
+	full := int64(s.cfg.PaceBurst) * 1e9 / s.cfg.PaceRate
+	s.tokens = min(s.tokens+min(now-s.paceAt, full+1)*s.cfg.PaceRate/1e9, int64(s.cfg.PaceBurst))
+	s.paceAt = now
+	s.tokens -= n
+	if s.tokens >= -s.paceSlack {
+		return
+	}
+	d := time.Duration(-s.tokens * 1e9 / s.cfg.PaceRate)
+	time.Sleep(d)
+	s.paced.Add(int64(d))
 }
 
 // Flush sends the open batch now.
@@ -562,9 +618,6 @@ func (s *Sender) Close() error {
 		s.mu.Unlock()
 		close(s.done)
 		err = s.conn.Close()
-		if s.cfg.AnnounceConn != nil {
-			_ = s.cfg.AnnounceConn.Close()
-		}
 		if s.btim != nil {
 			_ = s.btim.close()
 		}
@@ -582,6 +635,7 @@ func (s *Sender) loop() {
 		if now >= nextHB {
 			s.heartbeatLocked()
 			s.minAck(now)
+			s.pruneLearnedLocked(now)
 			nextHB = now + int64(s.cfg.HeartbeatPeriod)
 		}
 		_ = s.conn.SetReadDeadline(s.base.Add(time.Duration(nextHB)))
@@ -745,65 +799,51 @@ func (s *Sender) subscriber(addr netip.AddrPort, now int64) *subState {
 	return &s.subs[len(s.subs)-1]
 }
 
-// announceLoop sends this publisher's ANNOUNCE every period and learns
-// subscribers from theirs.
-func (s *Sender) announceLoop() {
-	defer s.wg.Done()
-	ac := s.cfg.AnnounceConn
-	per := s.cfg.Announce.period()
-	buf := make([]byte, MaxDatagram+1)
-	out := make([]byte, AnnounceLen)
-	var a Announce
-	next := s.now()
-	for {
-		now := s.now()
-		if now >= next {
-			me := Announce{TopicID: s.cfg.TopicID, Epoch: s.cfg.Epoch, Role: RolePublisher, Port: s.conn.LocalAddr().Port()}
-			me.SetNames(s.cfg.Announce.Topic, s.cfg.Announce.Node)
-			if n, err := me.MarshalBinaryTo(out); err == nil {
-				_ = ac.WriteTo(out[:n], s.cfg.Announce.To)
-			}
-			s.mu.Lock()
-			for i := 0; i < len(s.learned); i++ {
-				if now-s.learned[i].lastSeen > 3*int64(per) {
-					s.learned = append(s.learned[:i], s.learned[i+1:]...)
-					i--
-				}
-			}
-			s.mu.Unlock()
-			next = now + int64(per)
+// pruneLearnedLocked forgets destinations not announced for LearnTTL
+// (mu held).
+func (s *Sender) pruneLearnedLocked(now int64) {
+	for i := 0; i < len(s.learned); i++ {
+		if now-s.learned[i].lastSeen > int64(s.cfg.LearnTTL) {
+			s.cfg.Logger.Info("udp: learned subscriber no longer announced", "peer", s.learned[i].addr)
+			s.learned = append(s.learned[:i], s.learned[i+1:]...)
+			i--
 		}
-		_ = ac.SetReadDeadline(s.base.Add(time.Duration(next)))
-		n, from, _, err := ac.ReadFrom(buf)
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return
-			}
-			select {
-			case <-s.done:
-				return
-			default:
-			}
-			continue
+	}
+}
+
+// LearnAnnounce adds the subscriber announced in e (from the ANNOUNCE
+// datagram's source `from`) as a destination when it announces this
+// topic from an allowed source, or refreshes it; it is forgotten after
+// LearnTTL without another announce. At most MaxSubscribers are learned.
+// Safe concurrently (the node's Announcer calls it).
+func (s *Sender) LearnAnnounce(from netip.AddrPort, e *AnnounceEntry) {
+	if e.Role != RoleSubscriber || e.TopicID != s.cfg.TopicID || !s.allowed(from) {
+		return
+	}
+	addr := from.Addr()
+	if e.Addr != [4]byte{} {
+		addr = netip.AddrFrom4(e.Addr)
+	}
+	dst := netip.AddrPortFrom(addr, e.Port)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	now := s.now()
+	for _, d := range s.dests {
+		if d == dst {
+			return
 		}
-		if a.UnmarshalBinary(buf[:n]) != nil || a.Role != RoleSubscriber || a.TopicID != s.cfg.TopicID || !s.allowed(from) {
-			continue
+	}
+	for i := range s.learned {
+		if s.learned[i].addr == dst {
+			s.learned[i].lastSeen = now
+			return
 		}
-		dst := netip.AddrPortFrom(from.Addr(), a.Port)
-		s.mu.Lock()
-		known := false
-		for _, d := range s.dests {
-			known = known || d == dst
-		}
-		for i := range s.learned {
-			if s.learned[i].addr == dst {
-				s.learned[i].lastSeen, known = s.now(), true
-			}
-		}
-		if !known && len(s.learned) < s.cfg.MaxSubscribers {
-			s.learned = append(s.learned, learnedDest{addr: dst, lastSeen: s.now()})
-			s.cfg.Logger.Info("udp: subscriber learned from announce", "peer", dst, "topic", s.cfg.Announce.Topic)
-		}
-		s.mu.Unlock()
+	}
+	if len(s.learned) < s.cfg.MaxSubscribers {
+		s.learned = append(s.learned, learnedDest{addr: dst, lastSeen: now})
+		s.cfg.Logger.Info("udp: subscriber learned from announce", "peer", dst, "topic_id", s.cfg.TopicID)
 	}
 }

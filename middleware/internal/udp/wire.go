@@ -38,8 +38,6 @@ const (
 	NackEntryLen = 16
 	// MaxNackEntries bounds the entries of one ACKNACK.
 	MaxNackEntries = 64
-	// AnnounceLen is the size of an ANNOUNCE datagram.
-	AnnounceLen = CommonLen + 8 + 1 + MaxNameLen + 1 + MaxNameLen
 	// MaxNameLen bounds topic and node names in ANNOUNCE.
 	MaxNameLen = 64
 
@@ -524,43 +522,115 @@ const (
 	RoleSubscriber uint8 = 2
 )
 
-// Announce is the periodic liveness datagram of one endpoint.
-type Announce struct {
-	TopicID, Epoch uint32
-	Role           uint8
-	Port           uint16 // the endpoint's local UDP port
-	Topic          [MaxNameLen]byte
-	TopicLen       uint8
-	Node           [MaxNameLen]byte
-	NodeLen        uint8
+const (
+	// AnnounceHeaderLen is the fixed part of an ANNOUNCE: the common header,
+	// entry count u16, node name length u8, reserved u8; the node name and
+	// the entries follow.
+	AnnounceHeaderLen = CommonLen + 4
+	// AnnounceEntryLen is the fixed part of one ANNOUNCE entry (role u8,
+	// topic length u8, port u16, IPv4 address, topic id u32, epoch u32);
+	// the topic name follows.
+	AnnounceEntryLen = 16
+	// MaxAnnounceEntries bounds the entries of one ANNOUNCE datagram.
+	MaxAnnounceEntries = 128
+	// AnnounceMTU is the default size limit of an ANNOUNCE datagram (an
+	// Ethernet MTU minus IP and UDP headers); a node with more endpoints
+	// than fit sends several.
+	AnnounceMTU = 1472
+)
+
+// AnnounceEntry is one endpoint listed in a node's ANNOUNCE.
+type AnnounceEntry struct {
+	Role uint8
+	// Port is a subscriber's data port or a publisher's ACKNACK port.
+	Port uint16
+	// Addr is the endpoint's bound IPv4 address; zero means "the source
+	// address of the ANNOUNCE" (the endpoint is bound to 0.0.0.0).
+	Addr [4]byte
+	// TopicID must be the FNV-1a hash of Topic (checked on decode).
+	TopicID uint32
+	// Epoch is a publisher's epoch; 0 for subscribers.
+	Epoch    uint32
+	Topic    [MaxNameLen]byte
+	TopicLen uint8
 }
 
-// SetNames copies topic and node names (truncated to MaxNameLen).
-func (a *Announce) SetNames(topic, node string) {
-	a.TopicLen = uint8(copy(a.Topic[:], topic))
-	a.NodeLen = uint8(copy(a.Node[:], node))
+// SetTopic copies the topic name (truncated to MaxNameLen) and sets
+// TopicID to its hash.
+func (e *AnnounceEntry) SetTopic(topic string) {
+	e.TopicLen = uint8(copy(e.Topic[:], topic))
+	e.TopicID = TopicID(string(e.Topic[:e.TopicLen]))
+}
+
+// TopicName returns the topic (allocates; tools only).
+func (e *AnnounceEntry) TopicName() string { return string(e.Topic[:e.TopicLen]) }
+
+// WireLen is the entry's encoded size.
+func (e *AnnounceEntry) WireLen() int { return AnnounceEntryLen + int(e.TopicLen) }
+
+// Announce is one ANNOUNCE datagram: the periodic liveness message of a
+// node, listing its UDP endpoints announcing on one group. The common
+// header carries topic id 0 and the node's announce epoch (random per
+// announcer, so a tool sees a node restart).
+type Announce struct {
+	NodeEpoch uint32
+	Node      [MaxNameLen]byte
+	NodeLen   uint8
+	N         int // entries used
+	Entries   [MaxAnnounceEntries]AnnounceEntry
+}
+
+// SetNode copies the node name (truncated to MaxNameLen).
+func (a *Announce) SetNode(node string) { a.NodeLen = uint8(copy(a.Node[:], node)) }
+
+// NodeName returns the announcing node's name (allocates; tools only).
+func (a *Announce) NodeName() string { return string(a.Node[:a.NodeLen]) }
+
+// WireLen is the encoded size of a.
+func (a *Announce) WireLen() int {
+	n := AnnounceHeaderLen + int(a.NodeLen)
+	for i := 0; i < a.N && i < MaxAnnounceEntries; i++ {
+		n += a.Entries[i].WireLen()
+	}
+	return n
 }
 
 // MarshalBinaryTo encodes a into b. 0 allocs.
 func (a *Announce) MarshalBinaryTo(b []byte) (int, error) {
-	if len(b) < AnnounceLen {
-		return 0, ErrBuffer
-	}
-	if a.TopicLen > MaxNameLen || a.NodeLen > MaxNameLen {
+	if a.N < 1 || a.N > MaxAnnounceEntries || a.NodeLen > MaxNameLen {
 		return 0, ErrField
 	}
-	clear(b[20:AnnounceLen])
-	b[20] = a.Role
-	be.PutUint16(b[22:], a.Port)
-	b[28] = a.TopicLen
-	copy(b[29:], a.Topic[:a.TopicLen])
-	b[29+MaxNameLen] = a.NodeLen
-	copy(b[30+MaxNameLen:], a.Node[:a.NodeLen])
-	putCommon(b, AnnounceLen, KindAnnounce, a.TopicID, a.Epoch)
-	return AnnounceLen, nil
+	n := a.WireLen()
+	if n > MaxDatagram {
+		return 0, ErrField
+	}
+	if len(b) < n {
+		return 0, ErrBuffer
+	}
+	be.PutUint16(b[20:], uint16(a.N))
+	b[22] = a.NodeLen
+	b[23] = 0
+	off := AnnounceHeaderLen + copy(b[AnnounceHeaderLen:], a.Node[:a.NodeLen])
+	for i := 0; i < a.N; i++ {
+		e := &a.Entries[i]
+		if e.TopicLen == 0 || e.TopicLen > MaxNameLen || (e.Role != RolePublisher && e.Role != RoleSubscriber) {
+			return 0, ErrField
+		}
+		b[off] = e.Role
+		b[off+1] = e.TopicLen
+		be.PutUint16(b[off+2:], e.Port)
+		copy(b[off+4:off+8], e.Addr[:])
+		be.PutUint32(b[off+8:], e.TopicID)
+		be.PutUint32(b[off+12:], e.Epoch)
+		off += AnnounceEntryLen + copy(b[off+AnnounceEntryLen:], e.Topic[:e.TopicLen])
+	}
+	putCommon(b, n, KindAnnounce, 0, a.NodeEpoch)
+	return n, nil
 }
 
-// UnmarshalBinary decodes and validates an ANNOUNCE.
+// UnmarshalBinary decodes and validates an ANNOUNCE: common header, entry
+// count 1..MaxAnnounceEntries, name lengths, roles, topic id = hash of the
+// topic, non-zero ports, entries covering the datagram exactly. 0 allocs.
 func (a *Announce) UnmarshalBinary(b []byte) error {
 	c, err := Parse(b)
 	if err != nil {
@@ -569,27 +639,54 @@ func (a *Announce) UnmarshalBinary(b []byte) error {
 	if c.Kind != KindAnnounce {
 		return ErrKind
 	}
-	if len(b) != AnnounceLen {
-		return ErrLength
+	if len(b) < AnnounceHeaderLen {
+		return ErrShort
 	}
-	a.TopicID, a.Epoch = c.TopicID, c.Epoch
-	a.Role = b[20]
-	a.Port = be.Uint16(b[22:])
-	a.TopicLen = b[28]
-	a.NodeLen = b[29+MaxNameLen]
-	if (a.Role != RolePublisher && a.Role != RoleSubscriber) || a.TopicLen > MaxNameLen || a.NodeLen > MaxNameLen {
+	cnt, nl := int(be.Uint16(b[20:])), b[22]
+	if c.TopicID != 0 || cnt < 1 || cnt > MaxAnnounceEntries || nl > MaxNameLen || b[23] != 0 || len(b) < AnnounceHeaderLen+int(nl) {
 		return ErrField
 	}
-	copy(a.Topic[:], b[29:29+MaxNameLen])
-	copy(a.Node[:], b[30+MaxNameLen:30+2*MaxNameLen])
+	off := AnnounceHeaderLen + int(nl)
+	// Walk every entry before filling a: a bad datagram leaves a unchanged.
+	for i, o := 0, off; i < cnt; i++ {
+		if len(b)-o < AnnounceEntryLen {
+			return ErrLength
+		}
+		tl := int(b[o+1])
+		if r := b[o]; (r != RolePublisher && r != RoleSubscriber) || tl == 0 || tl > MaxNameLen ||
+			be.Uint16(b[o+2:]) == 0 || len(b)-o-AnnounceEntryLen < tl ||
+			TopicIDBytes(b[o+AnnounceEntryLen:o+AnnounceEntryLen+tl]) != be.Uint32(b[o+8:]) {
+			return ErrField
+		}
+		o += AnnounceEntryLen + tl
+		if i == cnt-1 && o != len(b) {
+			return ErrLength
+		}
+	}
+	a.NodeEpoch, a.NodeLen, a.N = c.Epoch, nl, cnt
+	clear(a.Node[:])
+	copy(a.Node[:], b[AnnounceHeaderLen:off])
+	for i := 0; i < cnt; i++ {
+		e := &a.Entries[i]
+		tl := b[off+1]
+		*e = AnnounceEntry{Role: b[off], TopicLen: tl, Port: be.Uint16(b[off+2:]),
+			TopicID: be.Uint32(b[off+8:]), Epoch: be.Uint32(b[off+12:])}
+		copy(e.Addr[:], b[off+4:off+8])
+		copy(e.Topic[:], b[off+AnnounceEntryLen:off+AnnounceEntryLen+int(tl)])
+		off += AnnounceEntryLen + int(tl)
+	}
 	return nil
 }
 
-// TopicName returns the announced topic (allocates; tools only).
-func (a *Announce) TopicName() string { return string(a.Topic[:a.TopicLen]) }
-
-// NodeName returns the announcing node's name (allocates; tools only).
-func (a *Announce) NodeName() string { return string(a.Node[:a.NodeLen]) }
+// TopicIDBytes is TopicID of a name held in bytes (no allocation).
+func TopicIDBytes(name []byte) uint32 {
+	h := uint32(2166136261)
+	for _, c := range name {
+		h ^= uint32(c)
+		h *= 16777619
+	}
+	return h
+}
 
 // TopicID returns the 32-bit FNV-1a hash of a topic name, the TopicID on
 // the wire.

@@ -167,12 +167,26 @@ func TestControlRoundTrip(t *testing.T) {
 		t.Fatalf("acknack: %v %+v", err, a2)
 	}
 	var an udp.Announce
-	an.TopicID, an.Epoch, an.Role, an.Port = 1, 2, udp.RoleSubscriber, 7400
-	an.SetNames("cam/front", "board-a")
-	n, _ = an.MarshalBinaryTo(b)
+	an.NodeEpoch, an.N = 9, 2
+	an.SetNode("board-a")
+	an.Entries[0] = udp.AnnounceEntry{Role: udp.RoleSubscriber, Port: 7400, Addr: [4]byte{10, 0, 0, 2}}
+	an.Entries[0].SetTopic("cam/front")
+	an.Entries[1] = udp.AnnounceEntry{Role: udp.RolePublisher, Port: 7401, Epoch: 77}
+	an.Entries[1].SetTopic("imu")
+	n, err := an.MarshalBinaryTo(b)
+	if err != nil || n != an.WireLen() || n != udp.AnnounceHeaderLen+7+2*udp.AnnounceEntryLen+9+3 {
+		t.Fatalf("announce encode: %v, %d bytes", err, n)
+	}
 	var an2 udp.Announce
-	if err := an2.UnmarshalBinary(b[:n]); err != nil || an2 != an || an2.TopicName() != "cam/front" || an2.NodeName() != "board-a" {
-		t.Fatalf("announce: %v %+v", err, an2)
+	if err := an2.UnmarshalBinary(b[:n]); err != nil || an2 != an || an2.Entries[0].TopicName() != "cam/front" || an2.NodeName() != "board-a" {
+		t.Fatalf("announce: %v %+v", err, an2.Entries[:2])
+	}
+	// A topic id that is not the hash of the topic is rejected (a forged
+	// or corrupted entry must not steer a publisher to another topic).
+	an.Entries[1].TopicID++
+	n, _ = an.MarshalBinaryTo(b)
+	if err := an2.UnmarshalBinary(b[:n]); !errors.Is(err, udp.ErrField) {
+		t.Fatalf("announce with a wrong topic id: %v, want ErrField", err)
 	}
 }
 
@@ -235,7 +249,12 @@ func FuzzDecode(f *testing.F) {
 			}
 		}
 		var an udp.Announce
-		_ = an.UnmarshalBinary(in)
+		if an.UnmarshalBinary(in) == nil {
+			m, _ := an.MarshalBinaryTo(out)
+			if !bytes.Equal(out[:m], in) {
+				t.Fatal("ANNOUNCE re-encode differs")
+			}
+		}
 	})
 }
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 )
 
@@ -205,6 +206,14 @@ func (s *ScopeComparison) Compare() {
 // Finalize computes Summary from Histogram (when present), the scope
 // comparison, and the checks and verdict against Bounds. Call it after the
 // case is complete and before writing.
+//
+// Checks the caller put in c.Checks before (judged elsewhere, e.g. the
+// soak verdicts) are kept: the result is the bound checks of Bounds.Judge
+// followed by the caller's checks, minus any caller check whose Bound
+// name a bound check of this call also has (so calling Finalize again
+// re-judges instead of duplicating). The verdict is Fail when any check
+// fails or Failure is set, else Pass when there is any check, else
+// NoBounds.
 func (c *Case) Finalize() {
 	if c.Histogram != nil {
 		c.Summary = c.Histogram.Summary()
@@ -218,9 +227,23 @@ func (c *Case) Finalize() {
 		}
 		c.Scope.Compare()
 	}
+	caller := c.Checks
 	c.Checks, c.Verdict = nil, NoBounds
 	if c.Bounds != nil {
 		c.Checks, c.Verdict = c.Bounds.Judge(c)
+	}
+	judged := len(c.Checks)
+	for _, ck := range caller {
+		if slices.ContainsFunc(c.Checks[:judged], func(b Check) bool { return b.Bound == ck.Bound }) {
+			continue // a bound check of an earlier Finalize: re-judged above
+		}
+		c.Checks = append(c.Checks, ck)
+		switch {
+		case ck.Verdict == Fail:
+			c.Verdict = Fail
+		case ck.Verdict == Pass && c.Verdict == NoBounds:
+			c.Verdict = Pass
+		}
 	}
 	if c.Failure != "" {
 		c.Verdict = Fail

@@ -218,3 +218,36 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestFinalizeKeepsCallerChecks: checks judged by the caller (e.g. soak
+// verdicts) survive Finalize next to the bound checks, decide the verdict,
+// and a second Finalize re-judges the bound checks instead of doubling them.
+func TestFinalizeKeepsCallerChecks(t *testing.T) {
+	lost := int64(0)
+	tests := []struct {
+		name   string
+		bounds *report.Bounds
+		caller []report.Check
+		want   report.Verdict
+		checks int
+	}{
+		{"no bounds, no checks", nil, nil, report.NoBounds, 0},
+		{"caller pass only", nil, []report.Check{{Bound: "trend rss", Verdict: report.Pass}}, report.Pass, 1},
+		{"caller fail only", nil, []report.Check{{Bound: "trend rss", Verdict: report.Fail}}, report.Fail, 1},
+		{"bound pass, caller fail", &report.Bounds{MaxLost: &lost}, []report.Check{{Bound: "trend p99", Verdict: report.Fail}}, report.Fail, 2},
+		{"bound pass, caller pass", &report.Bounds{MaxLost: &lost}, []report.Check{{Bound: "trend p99", Verdict: report.Pass}}, report.Pass, 2},
+		// a caller check named like a bound check is the bound's to judge
+		{"same name as a bound", &report.Bounds{MaxLost: &lost}, []report.Check{{Bound: "lost", Verdict: report.Fail}}, report.Pass, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := report.Case{Name: "c", Sent: 10, Delivered: 10, Bounds: tt.bounds, Checks: append([]report.Check(nil), tt.caller...)}
+			for i := range 2 {
+				c.Finalize()
+				if c.Verdict != tt.want || len(c.Checks) != tt.checks {
+					t.Errorf("Finalize #%d: verdict %s, %d checks %+v; want %s, %d", i+1, c.Verdict, len(c.Checks), c.Checks, tt.want, tt.checks)
+				}
+			}
+		})
+	}
+}

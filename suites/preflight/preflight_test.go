@@ -2,7 +2,6 @@ package preflight_test
 
 import (
 	"fmt"
-	"os/exec"
 	"strings"
 	"time"
 
@@ -32,22 +31,28 @@ var _ = Describe("preflight", Ordered, ContinueOnFailure, Label(labels.Smoke), f
 	}, NodeTimeout(5*time.Minute))
 
 	It("reaches every board, whose agent runs this build of hilrig", func(ctx SpecContext) {
-		want, err := exec.CommandContext(ctx, rc.Binary(), "version").Output()
-		Expect(err).NotTo(HaveOccurred(), "%s version", rc.Binary())
-		version := strings.TrimSpace(string(want))
-		for _, b := range rc.Rack.Boards {
-			a, err := rc.Agent(ctx, b.Name)
-			Expect(err).NotTo(HaveOccurred(), "board %s (%s) unreachable", b.Name, b.Reach)
-			Expect(harness.RecordBoard(report.BoardInfo{Name: b.Name, Kernel: a.Hello.Kernel, AgentVersion: a.Hello.Agent})).To(Succeed())
-			Expect(a.Hello.Agent).To(Equal(version), "board %s (%s) runs another hilrig build", b.Name, a.Where())
-			Expect(a.Hello.Board).To(Equal(b.Name), "agent on %s answers as another board", a.Where())
+		// The same check every suite's health gate runs (harness.CheckHealth);
+		// here each board is also recorded for the report.
+		version, err := harness.AgentVersion(ctx, rc.Binary())
+		Expect(err).NotTo(HaveOccurred())
+		boards, err := harness.CheckBoards(ctx, rc.Rig, version)
+		for _, b := range boards {
+			if b.Agent != "" {
+				Expect(harness.RecordBoard(report.BoardInfo{Name: b.Name, Kernel: b.Kernel, AgentVersion: b.Agent})).To(Succeed())
+			}
+			_, _ = rc.Agent(ctx, b.Name) // lists the agent in the failure diagnostics
+
 		}
+		Expect(boards).To(HaveLen(len(rc.Rack.Boards)))
+		Expect(err).NotTo(HaveOccurred(), "rack %s: every board reachable, answering as itself, running %s", rc.Rack.Name, version)
 	}, SpecTimeout(3*time.Minute))
 
 	It("finds every capability the rack claims working", func(ctx SpecContext) {
 		// A claimed capability that does not work fails here; specs needing
 		// it fail too (they are not skipped: the rack claims it).
 		Expect(rc.Rig.CheckClaims(ctx)).To(Succeed(), "rack %s claims %v", rc.Rack.Name, rc.Rack.Capabilities)
+		// and the whole health gate every other suite runs before measuring:
+		Expect(harness.CheckHealth(ctx, rc.Rig, rc.Binary())).To(Succeed())
 	}, SpecTimeout(time.Minute))
 
 	It("reports the CPU governor and online CPUs of every board", func(ctx SpecContext) {

@@ -48,13 +48,16 @@ func runSoak(ctx context.Context, profile string) {
 		Expect(harness.Note("soak %s: %s", profile, n)).To(Succeed())
 	}
 
-	r, err := openRig(ctx, tc)
+	r, err := openRig(ctx, tc, plan)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(r.Close)
 
 	cp, prior, err := openCheckpoint(tc, plan)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(cp.Close)
+	// Filed now, so the run report renders even a soak that fails or
+	// times out from what its checkpoint holds.
+	Expect(harness.SoakCheckpoint(cp.Path())).To(Succeed())
 
 	// Publishers get a generous end (start-up of agents counts against
 	// nothing); the soak's own clock starts once the traffic runs.
@@ -71,9 +74,7 @@ func runSoak(ctx context.Context, profile string) {
 	lg, err := soak.Read(cp.Path())
 	Expect(err).NotTo(HaveOccurred())
 	v := soak.Judge(lg, plan.Bounds)
-	html, herr := soakrun.WriteHTML(lg, &v, fmt.Sprintf("hilrig soak %s — rack %s", profile, tc.Rack.Name))
-	Expect(herr).NotTo(HaveOccurred())
-	Expect(harness.Note("soak %s: checkpoint %s, soak report %s", profile, cp.Path(), html)).To(Succeed())
+	Expect(harness.Note("soak %s: checkpoint %s (its time series and verdicts are in the run report's soak section)", profile, cp.Path())).To(Succeed())
 	for _, c := range soakrun.Cases("soak", profile, lg, v, plan.Bounds) {
 		Expect(harness.Record(&c)).To(Succeed())
 	}
@@ -90,8 +91,11 @@ func runSoak(ctx context.Context, profile string) {
 	Expect(v.Verdict).To(Equal(report.Pass))
 }
 
-func openRig(ctx context.Context, tc *harness.TestContext) (*rig.Rig, error) {
-	return rig.Open(ctx, soakrun.WithoutMarkers(tc.Rack), &rig.Options{Logger: tc.Log})
+// openRig opens the rack as every suite does (the rig names its sim GPIO
+// chips per rig, so the soak coexists with other rigs of the same rack),
+// with room for one checkpoint period of agent windows per endpoint.
+func openRig(ctx context.Context, tc *harness.TestContext, plan *soakrun.Plan) (*rig.Rig, error) {
+	return rig.Open(ctx, tc.Rack, &rig.Options{Logger: tc.Log, Binary: tc.Binary, MaxWindows: plan.RigMaxWindows()})
 }
 
 // controllerRSS is the controller's RSS in the first and last window.

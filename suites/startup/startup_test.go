@@ -20,7 +20,7 @@ const starts = 10
 
 // startBound bounds node start → first delivered message on any rack: a
 // start that takes longer than this is a hang, not a slow start.
-const startBound = 2 * time.Second
+const startBound = 5 * time.Second
 
 // Start-up: node start → first delivered message per transport, and
 // publisher restart → subscriber resumption.

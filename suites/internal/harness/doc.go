@@ -7,7 +7,9 @@
 // merges it with the other suite packages of the same `ginkgo -r` run and
 // regenerates the self-contained HTML report.
 //
-// The harness registers no Ginkgo nodes itself; a suite's thin
+// The harness registers one Ginkgo node itself: [RunSuite] adds the
+// suite's SynchronizedBeforeSuite, the health gate (the cheap preflight
+// checks of [CheckHealth], once per suite binary). A suite's thin
 // <area>_suite_test.go calls [RunSuite] and registers [WriteReport] with
 // ReportAfterSuite. Helpers here return errors; only specs assert.
 //

@@ -10,4 +10,7 @@ var (
 	ErrReport = errors.New("harness: report")
 	// ErrEmpty: a result has no cases, or a case measured nothing.
 	ErrEmpty = errors.New("harness: empty result")
+	// ErrHealth: the rack failed a health check (a board unreachable or
+	// running another build, a claimed capability not working).
+	ErrHealth = errors.New("harness: rack not healthy")
 )

@@ -120,8 +120,12 @@ func Load(suite, dir string) (*TestContext, error) {
 // the test with the loader's message when ginkgo.config or the rack is
 // wrong), prints which needs:X specs the rack filters out and why, ANDs
 // the rack's label filter into Ginkgo's suite configuration, defaults
-// Ginkgo's JUnit and JSON reports into the run directory, and runs the
-// specs. Blocks until the suite ends.
+// Ginkgo's JUnit and JSON reports into the run directory, registers the
+// suite's SynchronizedBeforeSuite — the health gate ([CheckHealth]: every
+// board reachable with the controller's build, every claimed capability
+// working; failing it fails the suite, so no suite measures on an
+// unhealthy rack) — and runs the specs. Suites must not register a
+// BeforeSuite of their own. Blocks until the suite ends.
 func RunSuite(t *testing.T, suite string) {
 	t.Helper()
 	gomega.RegisterFailHandler(ginkgo.Fail)
@@ -154,6 +158,7 @@ func RunSuite(t *testing.T, suite string) {
 	if ginkgo.GinkgoParallelProcess() == 1 {
 		printSkips(os.Stdout, tc)
 	}
+	registerHealthGate(tc)
 	ginkgo.RunSpecs(t, "hilrig "+suite, sc, rc)
 }
 

@@ -3,6 +3,7 @@ package harness
 import (
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/onsi/ginkgo/v2"
@@ -19,6 +20,7 @@ const (
 	entryCase  = "hilrig.case"
 	entryBoard = "hilrig.board"
 	entryNote  = "hilrig.note"
+	entrySoak  = "hilrig.soak"
 )
 
 // entryJSON is a report entry value that is already JSON; String keeps
@@ -98,11 +100,30 @@ func Note(format string, args ...any) error {
 	return addEntry(entryNote, s, s)
 }
 
+// SoakCheckpoint files the path of a soak's JSONL checkpoint for the
+// report: the suite's result and the merged run result carry it
+// (report.Result.SoakCheckpoint, made absolute), and the run's HTML
+// report renders the soak section (time series, verdicts, events, gaps)
+// from it — also for a partial soak whose spec failed or timed out, as
+// long as the spec filed the path. Call it from the spec as soon as the
+// checkpoint exists. A run with several soaks keeps the last one filed.
+// Returns an encoding error only.
+func SoakCheckpoint(path string) error {
+	if path == "" {
+		return fmt.Errorf("%w: empty soak checkpoint path", ErrReport)
+	}
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	return addEntry(entrySoak, path, "soak checkpoint "+path)
+}
+
 // collected is what WriteReport found in Ginkgo's report.
 type collected struct {
 	cases  []report.Case
 	boards []report.BoardInfo
 	notes  []string
+	soak   string // the last soak checkpoint filed
 }
 
 func decodeEntry(e types.ReportEntry, v any) error {
@@ -145,10 +166,22 @@ func collect(suite string, r types.Report) (collected, error) {
 				if err = decodeEntry(e, &s); err == nil {
 					out.notes = append(out.notes, s)
 				}
+			case entrySoak:
+				var s string
+				if err = decodeEntry(e, &s); err == nil {
+					out.soak = s
+				}
 			}
 			if err != nil {
 				errs = append(errs, err.Error())
 			}
+		}
+		if sr.State.Is(types.SpecStateFailureStates) && sr.LeafNodeType.Is(types.NodeTypeBeforeSuite|types.NodeTypeSynchronizedBeforeSuite) {
+			// The health gate (or another suite set-up) failed: no spec ran,
+			// so say why in the report instead of leaving it empty.
+			out.cases = append(out.cases, report.Case{Suite: suite, Name: "health gate (before the suite)", Verdict: report.Fail,
+				Failure: fmt.Sprintf("%s: %s (%s)", sr.State, sr.Failure.Message, sr.Failure.Location)})
+			continue
 		}
 		if sr.State.Is(types.SpecStateFailureStates) && !hasCase && sr.LeafNodeType.Is(types.NodeTypeIt) {
 			name := sr.FullText()

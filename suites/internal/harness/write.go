@@ -18,6 +18,7 @@ import (
 	"github.com/hilrig/hilrig/fixtures"
 	"github.com/hilrig/hilrig/report"
 	"github.com/hilrig/hilrig/report/reporthtml"
+	"github.com/hilrig/hilrig/report/soak"
 )
 
 // SuiteOrder is the order suites appear in the merged report; others
@@ -55,6 +56,7 @@ func (tc *TestContext) WriteReport(r types.Report, w io.Writer) (Paths, error) {
 	res.Cases = col.cases
 	res.Run.Boards = mergeBoards(nil, col.boards)
 	res.Notes = append(skipNotes(tc.Filter), col.notes...)
+	res.SoakCheckpoint = col.soak
 	if cerr != nil {
 		res.Notes = append(res.Notes, "some report entries could not be read: "+cerr.Error())
 	}
@@ -76,16 +78,17 @@ func (tc *TestContext) WriteReport(r types.Report, w io.Writer) (Paths, error) {
 	if err != nil {
 		return p, err
 	}
+	soakLog := readSoak(merged)
 	if err := merged.WriteFile(p.RunResult); err != nil {
 		return p, fmt.Errorf("%w: %w", ErrReport, err)
 	}
-	if err := writeHTML(p.RunHTML, merged); err != nil {
+	if err := writeHTML(p.RunHTML, merged, soakLog); err != nil {
 		return p, err
 	}
 	if err := merged.WriteFile(p.Result); err != nil {
 		return p, fmt.Errorf("%w: %w", ErrReport, err)
 	}
-	if err := writeHTML(p.HTML, merged); err != nil {
+	if err := writeHTML(p.HTML, merged, soakLog); err != nil {
 		return p, err
 	}
 	pruneRuns(filepath.Join(tc.ReportDir, "runs"), KeepRuns)
@@ -163,6 +166,9 @@ func MergeRun(dir string) (*report.Result, error) {
 		}
 		m.Run.Boards = mergeBoards(m.Run.Boards, p.Run.Boards)
 		m.Cases = append(m.Cases, p.Cases...)
+		if p.SoakCheckpoint != "" {
+			m.SoakCheckpoint = p.SoakCheckpoint // suites in SuiteOrder: the last soak wins
+		}
 		for _, n := range p.Notes {
 			if !slices.Contains(m.Notes, n) {
 				m.Notes = append(m.Notes, n)
@@ -220,7 +226,24 @@ func mergeBoards(into, bs []report.BoardInfo) []report.BoardInfo {
 	return into
 }
 
-func writeHTML(path string, r *report.Result) error {
+// readSoak reads the run's soak checkpoint (nil when there is none). A
+// checkpoint that cannot be read becomes a note of r, so the report still
+// appears and says why its soak section is missing.
+func readSoak(r *report.Result) *soak.Log {
+	if r.SoakCheckpoint == "" {
+		return nil
+	}
+	lg, err := soak.Read(r.SoakCheckpoint)
+	if err != nil {
+		r.Notes = append(r.Notes, fmt.Sprintf("soak checkpoint %s not rendered: %v", r.SoakCheckpoint, err))
+		return nil
+	}
+	return lg
+}
+
+// writeHTML renders r (and the soak section of lg when not nil) to path
+// atomically.
+func writeHTML(path string, r *report.Result, lg *soak.Log) error {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
 	if err != nil {
@@ -228,7 +251,7 @@ func writeHTML(path string, r *report.Result) error {
 	}
 	defer os.Remove(f.Name())
 	title := fmt.Sprintf("hilrig report — rack %s — %s", r.Run.Rack, r.Run.Start.UTC().Format("2006-01-02 15:04Z"))
-	if err := reporthtml.Render(f, reporthtml.Input{Title: title, Result: r}); err != nil {
+	if err := reporthtml.Render(f, reporthtml.Input{Title: title, Result: r, Soak: lg}); err != nil {
 		f.Close()
 		return fmt.Errorf("%w: render %s: %w", ErrReport, path, err)
 	}

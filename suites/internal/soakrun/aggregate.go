@@ -15,31 +15,18 @@ type Source interface {
 	Take() []agentproto.Window
 }
 
-// WindowLister is what the rig's *rig.Endpoint offers: every window
-// received so far (a growing slice).
-type WindowLister interface {
-	Windows() []agentproto.Window
+// WindowTaker is what the rig's *rig.Endpoint offers: the windows that
+// arrived since the previous call, handed over (the rig keeps no copy, so
+// the controller's memory does not grow with the soak's length).
+type WindowTaker interface {
+	TakeWindows() []agentproto.Window
 }
 
-// Cumulative adapts a WindowLister to a Source by remembering how many
-// windows were taken. The rig keeps every window it received for the
-// endpoint's lifetime (see the package report on what the rig should grow);
-// this adapter at least keeps the soak from holding a second copy.
-type Cumulative struct {
-	L    WindowLister
-	seen int
-}
+// Drain adapts a WindowTaker (a rig endpoint) to a Source.
+type Drain struct{ E WindowTaker }
 
-// Take returns the windows not yet taken.
-func (c *Cumulative) Take() []agentproto.Window {
-	ws := c.L.Windows()
-	if c.seen >= len(ws) {
-		return nil
-	}
-	out := ws[c.seen:]
-	c.seen = len(ws)
-	return out
-}
+// Take returns the windows that arrived since the previous call.
+func (d Drain) Take() []agentproto.Window { return d.E.TakeWindows() }
 
 // Track is one endpoint feeding the soak.
 type Track struct {

@@ -7,8 +7,10 @@
 // minute and answers Ginkgo progress reports on demand.
 //
 // It reads the rig's endpoints through the small interfaces declared here
-// (the rig streams windows into a slice; soakrun polls for new ones each
-// window), so the same loop runs on a lab rack, on the sim rack, and on
+// (each checkpoint period soakrun takes the windows that arrived from
+// every rig endpoint with rig.Endpoint.TakeWindows; the rig keeps no copy
+// and releases finished endpoints, so the controller's memory is constant
+// over a 72-hour soak), so the same loop runs on a lab rack, on the sim rack, and on
 // the synthetic feed used by the benchmarks and the controller-kill fault.
 //
 // Helpers return errors; only specs assert.

@@ -120,14 +120,11 @@ func NewPlan(profile string, cfg *fixtures.Config, rack *fixtures.Rack, prof *fi
 	if p.Window < 100*time.Millisecond {
 		return nil, fmt.Errorf("%w: window %v: want at least 100ms", ErrPlan, p.Window)
 	}
-	// The agents' window sets the resolution of restart recovery. The rig
-	// keeps every window it receives for an endpoint's lifetime (each with
-	// a decoded HDR histogram of ~210 KiB), so long soaks use 1 s agent
-	// windows to slow that growth; see the package report.
-	p.AgentWindow = min(p.Window, time.Second)
-	if profile == ProfileSmoke {
-		p.AgentWindow = min(p.Window, 250*time.Millisecond)
-	}
+	// The agents' window sets the resolution of restart recovery. The
+	// runner drains every endpoint's windows each checkpoint
+	// (rig.Endpoint.TakeWindows) and the rig releases finished endpoints,
+	// so a short agent window costs no controller memory over a long soak.
+	p.AgentWindow = min(p.Window, 250*time.Millisecond)
 	switch c := *churnFlag; {
 	case c >= 0:
 		p.Churn = c
@@ -212,4 +209,14 @@ func sizeName(n int) string {
 		return fmt.Sprintf("%dKiB", n>>10)
 	}
 	return fmt.Sprintf("%dB", n)
+}
+
+// RigMaxWindows is the rig.Options.MaxWindows a soak of this plan needs:
+// every endpoint buffers the agent windows of one checkpoint period (and
+// of a restart or the final drain, each bounded by 30 s) between two
+// drains by the runner; twice that plus margin, so no window is dropped.
+// Memory stays constant: the bound is per endpoint, not per soak hour.
+func (p *Plan) RigMaxWindows() int {
+	per := int((p.Window+p.AgentWindow-1)/p.AgentWindow) + int(30*time.Second/p.AgentWindow)
+	return 2*per + 64
 }

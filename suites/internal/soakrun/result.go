@@ -2,22 +2,19 @@ package soakrun
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/hilrig/hilrig/report"
-	"github.com/hilrig/hilrig/report/reporthtml"
 	"github.com/hilrig/hilrig/report/soak"
 )
 
 // Cases turns a judged soak into report cases for the run's result: one
 // per stream (totals over the PTP-locked windows, judged against zero loss
 // and the window max bound) and one "verdicts" case that carries every
-// soak check as a note and fails when the soak verdict failed, so the run
-// report shows the soak's outcome even though the result model has no
-// soak section of its own.
+// soak check (loss, memory and latency trends, window max, PTP, restart
+// recovery) as a real report check, so its verdict is the soak verdict
+// (report.Case.Finalize keeps caller checks). The soak's time series
+// reach the run report through harness.SoakCheckpoint.
 func Cases(suite, name string, lg *soak.Log, v soak.Verdicts, b soak.Bounds) []report.Case {
 	sent, delivered, lost, excluded := map[string]int64{}, map[string]int64{}, map[string]int64{}, map[string]int64{}
 	var method *report.Method
@@ -65,17 +62,15 @@ func Cases(suite, name string, lg *soak.Log, v soak.Verdicts, b soak.Bounds) []r
 	}
 	vc := report.Case{Suite: suite, Name: name + " verdicts", Delivered: sumMap(delivered), Sent: sumMap(sent), Lost: sumMap(lost),
 		Extra: map[string]float64{"windows": float64(v.Windows), "unlocked_windows": float64(v.UnlockedWindows)}}
-	for _, ck := range v.Checks {
-		vc.Notes = append(vc.Notes, ck.String())
-	}
+	vc.Checks = append(vc.Checks, v.Checks...)
 	for _, tr := range v.Trends {
 		vc.Extra["trend "+tr.Subject+" ("+tr.Unit+")"] = tr.Slope
 		if tr.Note != "" {
 			vc.Notes = append(vc.Notes, "trend "+tr.Subject+": "+tr.Note)
 		}
 	}
-	if v.Verdict == report.Fail {
-		vc.Failure = "soak verdict failed: " + strings.Join(FailedChecks(v), "; ")
+	if v.Verdict == report.Fail && len(FailedChecks(v)) == 0 {
+		vc.Failure = "soak verdict failed" // no failed check to say why: keep the verdict
 	}
 	out = append(out, vc)
 	return out
@@ -105,32 +100,4 @@ func spanOf(lg *soak.Log) time.Duration {
 		return 0
 	}
 	return lg.Windows[len(lg.Windows)-1].End.Sub(lg.Windows[0].Start)
-}
-
-// WriteHTML renders the soak section (time series, verdicts, events,
-// gaps) of lg as a self-contained HTML file next to the checkpoint and
-// returns its path. The harness's run report does not render soak input
-// yet; this file is linked from a run note.
-func WriteHTML(lg *soak.Log, v *soak.Verdicts, title string) (string, error) {
-	path := strings.TrimSuffix(lg.Path, filepath.Ext(lg.Path)) + ".html"
-	f, err := os.CreateTemp(filepath.Dir(path), ".soak-*.html")
-	if err != nil {
-		return "", fmt.Errorf("soakrun: soak HTML: %w", err)
-	}
-	defer os.Remove(f.Name())
-	if err := reporthtml.Render(f, reporthtml.Input{Title: title, Soak: lg, SoakVerdicts: v}); err != nil {
-		f.Close()
-		return "", fmt.Errorf("soakrun: render %s: %w", path, err)
-	}
-	if err := f.Chmod(0o644); err != nil { // a report is for sharing
-		f.Close()
-		return "", fmt.Errorf("soakrun: soak HTML: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return "", fmt.Errorf("soakrun: soak HTML: %w", err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return "", fmt.Errorf("soakrun: soak HTML: %w", err)
-	}
-	return path, nil
 }

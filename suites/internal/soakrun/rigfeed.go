@@ -20,6 +20,8 @@ type RigFeed struct {
 	Until time.Time
 	eps   map[*Track]*rig.Endpoint
 	seq   int
+	// droppedGone counts windows the rig dropped for replaced endpoints.
+	droppedGone uint64
 }
 
 // StartRig starts every flow of the plan (subscribers first, then the
@@ -40,11 +42,11 @@ func StartRig(ctx context.Context, r *rig.Rig, p *Plan, until time.Time) (*RigFe
 		}
 		m := &report.Method{Kind: report.OneWay, Clocks: "CLOCK_MONOTONIC (boards share this machine's clock)"}
 		for i, s := range flow.Subscribers {
-			t := &Track{Agent: flow.Spec.To[i], Flow: fl.Name, Role: agentproto.Subscriber, Src: &Cumulative{L: s}, Method: m}
+			t := &Track{Agent: flow.Spec.To[i], Flow: fl.Name, Role: agentproto.Subscriber, Src: Drain{s}, Method: m}
 			f.eps[t] = s
 			tracks = append(tracks, t)
 		}
-		t := &Track{Agent: flow.Spec.From, Flow: fl.Name, Role: agentproto.Publisher, Src: &Cumulative{L: flow.Publisher}}
+		t := &Track{Agent: flow.Spec.From, Flow: fl.Name, Role: agentproto.Publisher, Src: Drain{flow.Publisher}}
 		f.eps[t] = flow.Publisher
 		tracks = append(tracks, t)
 	}
@@ -67,6 +69,7 @@ func (f *RigFeed) Restart(ctx context.Context, t *Track) (*Track, []agentproto.W
 		return nil, t.Src.Take(), time.Time{}, fmt.Errorf("waiting for the stopped endpoint's final: %w", err)
 	}
 	left := t.Src.Take()
+	f.droppedGone += ep.DroppedWindows()
 	delete(f.eps, t)
 	a, err := f.Rig.Agent(ctx, t.Agent)
 	if err != nil {
@@ -82,7 +85,7 @@ func (f *RigFeed) Restart(ctx context.Context, t *Track) (*Track, []agentproto.W
 		return nil, left, at, err
 	}
 	nt := *t
-	nt.Src = &Cumulative{L: nep}
+	nt.Src = Drain{nep}
 	f.eps[&nt] = nep
 	return &nt, left, at, nil
 }
@@ -160,5 +163,18 @@ func (f *RigFeed) Finish(ctx context.Context) (map[*Track][]agentproto.Window, e
 		}
 		left[t] = append(left[t], t.Src.Take()...)
 	}
+	if n := f.dropped(); n > 0 {
+		errs = append(errs, fmt.Errorf("%w: %d agent windows were dropped by the rig before the soak took them (rig.Options.MaxWindows too small: use Plan.RigMaxWindows)", ErrFeed, n))
+	}
 	return left, errors.Join(errs...)
+}
+
+// dropped sums the windows the rig dropped for the current endpoints
+// (restarted ones were checked when they were replaced).
+func (f *RigFeed) dropped() uint64 {
+	var n uint64
+	for _, ep := range f.eps {
+		n += ep.DroppedWindows()
+	}
+	return n + f.droppedGone
 }

@@ -3,8 +3,6 @@ package steps
 import (
 	"context"
 	"fmt"
-	"net/netip"
-	"os"
 	"sync/atomic"
 	"time"
 
@@ -120,21 +118,19 @@ func (rc *RigContext) Start(ctx context.Context, p Params) (*rig.Flow, string, s
 			return nil, "", "", err
 		}
 	}
-	var f *rig.Flow
 	switch {
 	case p.Transport == Intra:
-		spec.Transport = "intra"
-		f, err = rc.startCustom(ctx, spec, middleware.TransportIntra, nil)
+		spec.Transport = "intra" // the rig runs both ends in from's agent
 	case p.Transport == UDP && p.BatchBytes > 0:
-		spec.Link, spec.Transport = link, "udp"
-		f, err = rc.startCustom(ctx, spec, middleware.TransportUDP, func(u *middleware.UDPConfig) { u.BatchBytes = p.BatchBytes })
+		spec.Link = link
+		spec.UDP = &middleware.UDPConfig{BatchBytes: p.BatchBytes}
 	default:
 		spec.Link = link
 		if p.Transport == ShmLoan {
 			spec.Send = agentproto.SendLoan
 		}
-		f, err = rc.Rig.Flow(ctx, spec)
 	}
+	f, err := rc.Rig.Flow(ctx, spec)
 	return f, from, to, err
 }
 
@@ -257,105 +253,6 @@ func ClockReadNs() int64 {
 	v := max(h.ValueAtQuantile(99), 1)
 	clockReadNs.Store(v)
 	return v
-}
-
-var portSeq atomic.Uint32
-
-// udpPort picks a subscriber port for adapter-made UDP flows, in a range
-// disjoint from the rig's own (20000 + 64×(pid mod 500) + n < 52000), so
-// the two never collide.
-func udpPort() int {
-	return 52000 + 64*(os.Getpid()%200) + int(portSeq.Add(1)%64)
-}
-
-// startCustom is the thin adapter for the two flows fixtures/rig.Flow does
-// not start: intra-process (publisher and subscribers in one agent,
-// TransportIntra) and UDP with extra UDPConfig (batching). It mirrors
-// rig.Flow (subscribers first, then the publisher; same contract shape,
-// same domain) and returns a *rig.Flow, so Flow.Wait and FlowResult.Case
-// work unchanged. To be replaced by FlowSpec fields in the rig (see the
-// report to the lead).
-func (rc *RigContext) startCustom(ctx context.Context, spec rig.FlowSpec, tr middleware.Transport, tweak func(*middleware.UDPConfig)) (*rig.Flow, error) {
-	rel := middleware.Reliable
-	if spec.BestEffort {
-		rel = middleware.BestEffort
-	}
-	c := middleware.Contract{Topic: "hilrig/" + rc.Rig.Domain + "/" + spec.Name, MaxPayload: max(spec.Payload, 8),
-		Reliability: rel, Depth: 64, Transport: tr}
-	listen := make([]string, len(spec.To))
-	if tr == middleware.TransportUDP {
-		for i, to := range spec.To {
-			addr, err := rc.boardAddr(spec.Link, to)
-			if err != nil {
-				return nil, err
-			}
-			listen[i] = netip.AddrPortFrom(addr, uint16(udpPort())).String()
-			c.UDP.Peers = append(c.UDP.Peers, listen[i])
-		}
-		if tweak != nil {
-			tweak(&c.UDP)
-		}
-	}
-	base := agentproto.Start{Domain: rc.Rig.Domain, Contract: c, Payload: spec.Payload, RateHz: spec.RateHz,
-		Count: spec.Count, DurationNs: int64(spec.Duration), WarmUp: spec.WarmUp, Send: spec.Send,
-		Latency: spec.Latency, WindowNs: int64(spec.Window)}
-	f := &rig.Flow{Spec: spec, Transport: spec.Transport}
-	for i, to := range spec.To {
-		a, err := rc.Agent(ctx, to)
-		if err != nil {
-			return nil, err
-		}
-		s := base
-		s.Role, s.Endpoint, s.Payload = agentproto.Subscriber, fmt.Sprintf("%s-sub%d", spec.Name, i), 0
-		if tr == middleware.TransportUDP {
-			s.Contract.UDP = middleware.UDPConfig{Listen: listen[i]}
-			if tweak != nil {
-				tweak(&s.Contract.UDP)
-			}
-		}
-		ep, err := a.Start(ctx, s)
-		if err != nil {
-			stopAll(f)
-			return nil, fmt.Errorf("flow %s: subscriber on %s: %w", spec.Name, to, err)
-		}
-		f.Subscribers = append(f.Subscribers, ep)
-	}
-	a, err := rc.Agent(ctx, spec.From)
-	if err != nil {
-		stopAll(f)
-		return nil, err
-	}
-	s := base
-	s.Role, s.Endpoint = agentproto.Publisher, spec.Name+"-pub"
-	if f.Publisher, err = a.Start(ctx, s); err != nil {
-		stopAll(f)
-		return nil, fmt.Errorf("flow %s: publisher on %s: %w", spec.Name, spec.From, err)
-	}
-	return f, nil
-}
-
-func stopAll(f *rig.Flow) {
-	for _, s := range f.Subscribers {
-		_ = s.Stop()
-	}
-	if f.Publisher != nil {
-		_ = f.Publisher.Stop()
-	}
-}
-
-func (rc *RigContext) boardAddr(link, board string) (netip.Addr, error) {
-	a, b, err := rc.Rig.LinkAddrs(link)
-	if err != nil {
-		return netip.Addr{}, err
-	}
-	l, err := rc.Rack.Link(link)
-	if err != nil {
-		return netip.Addr{}, err
-	}
-	if board == l.A {
-		return a, nil
-	}
-	return b, nil
 }
 
 // SizeName renders a payload size for case names: "64B", "4KiB", "1MiB".

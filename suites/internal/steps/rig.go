@@ -4,8 +4,8 @@
 // measurement, the wake-up floor, the scope cross-check and PTP gating.
 //
 // Steps block, take a context first, and return errors; they never assert
-// (only specs do). Where the controller (fixtures/rig) lacks something a
-// suite needs, the thin adapter lives here and says so in its doc comment.
+// (only specs do). Flows of every transport (intra, shm, udp with
+// batching) run through fixtures/rig.
 package steps
 
 import (
@@ -79,10 +79,10 @@ func (rc *RigContext) name(prefix string) string {
 	return fmt.Sprintf("%s%d", prefix, rc.seq.Add(1))
 }
 
-// Diagnostics describes the agents this suite used: where they run and
-// every error they reported outside an endpoint. Registered by specs with
+// Diagnostics describes the agents this suite used: where they run,
+// every error they reported outside an endpoint and the tail of their
+// stderr (the rig keeps the last 64 KiB). Registered by specs with
 // DeferCleanup after the rig's cleanup, so it runs first, only on failure.
-// (The rig exposes no agent stderr; see the report to the lead.)
 func (rc *RigContext) Diagnostics() string {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
@@ -98,6 +98,16 @@ func (rc *RigContext) Diagnostics() string {
 		fmt.Fprintf(&b, "board %s: %s, agent %q\n", n, a.Where(), a.Hello.Agent)
 		for _, e := range a.Errors() {
 			fmt.Fprintf(&b, "  agent error: %v\n", &e)
+		}
+		if err := a.Dead(); err != nil {
+			fmt.Fprintf(&b, "  agent ended: %v\n", err)
+		}
+		if tail := strings.TrimSpace(a.Stderr()); tail != "" {
+			const keep = 4 << 10 // the end is where a crash says why
+			if len(tail) > keep {
+				tail = "…" + tail[len(tail)-keep:]
+			}
+			fmt.Fprintf(&b, "  stderr (tail):\n    %s\n", strings.ReplaceAll(tail, "\n", "\n    "))
 		}
 	}
 	if segs, err := os.ReadDir("/dev/shm"); err == nil {

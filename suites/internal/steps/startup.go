@@ -72,16 +72,28 @@ func (rc *RigContext) Restart(ctx context.Context, name, transport string, paylo
 	h := report.NewHistogram()
 	c := &report.Case{Suite: rc.Suite, Name: name, Transport: transport, PayloadBytes: int64(payload),
 		RateHz: 1000, Reliability: "reliable", Subscribers: 1, Histogram: h}
-	received := func(from int) (idx int, w *agentproto.Window) {
-		ws := sub.Windows()
-		for i := from; i < len(ws); i++ {
-			if ws[i].Received > 0 {
-				return i, &ws[i]
+	// The subscriber's windows are taken as they arrive (the rig buffers a
+	// bounded number): pending holds those since the last mark only.
+	var pending []agentproto.Window
+	var taken int
+	var after int64 // a window counts only if it ends after this (Unix ns)
+	take := func() {
+		ws := sub.TakeWindows()
+		taken += len(ws)
+		pending = append(pending, ws...)
+	}
+	firstRx := func() *agentproto.Window {
+		take()
+		for i := range pending {
+			// A window that ended before the new publisher started holds
+			// the old one's late (retransmitted) messages, not a resumption.
+			if pending[i].Received > 0 && pending[i].EndNs > after {
+				return &pending[i]
 			}
 		}
-		return len(ws), nil
+		return nil
 	}
-	if err := poll(ctx, 5*time.Second, func() bool { _, w := received(0); return w != nil }); err != nil {
+	if err := poll(ctx, 5*time.Second, func() bool { return firstRx() != nil }); err != nil {
 		return nil, fmt.Errorf("restart %s: first publisher never delivered: %w", transport, err)
 	}
 	a, err := rc.Agent(ctx, from)
@@ -98,14 +110,17 @@ func (rc *RigContext) Restart(ctx context.Context, name, transport string, paylo
 		}
 		c.Sent += int64(pf.Sent)
 		// Let the stopped publisher's last messages land in closed windows.
-		base := len(sub.Windows())
-		if err := poll(ctx, time.Second, func() bool { return len(sub.Windows()) >= base+2 }); err != nil {
+		take()
+		mark := taken
+		if err := poll(ctx, time.Second, func() bool { take(); return taken >= mark+2 }); err != nil {
 			return nil, fmt.Errorf("restart %s: subscriber stopped reporting windows: %w", transport, err)
 		}
-		base = len(sub.Windows())
+		take()
+		pending = nil // only windows after the new publisher's start count
 		spec := pub.Spec
 		spec.Endpoint = fmt.Sprintf("%s-r%d", f.Spec.Name, i+1)
 		t0, t0Wall := time.Now(), time.Now().UnixNano()
+		after = t0Wall
 		np, err := a.Start(ctx, spec)
 		if err != nil {
 			return nil, fmt.Errorf("restart %s: new publisher: %w", transport, err)
@@ -113,7 +128,7 @@ func (rc *RigContext) Restart(ctx context.Context, name, transport string, paylo
 		ack := time.Since(t0)
 		pub = np
 		var w *agentproto.Window
-		if err := poll(ctx, 5*time.Second, func() bool { _, w = received(base); return w != nil }); err != nil {
+		if err := poll(ctx, 5*time.Second, func() bool { w = firstRx(); return w != nil }); err != nil {
 			c.Failure = fmt.Sprintf("restart %d: the subscriber did not resume within 5s of the new publisher", i+1)
 			break
 		}

@@ -31,23 +31,7 @@ func TestParseLineSpec(t *testing.T) {
 		{in: "gpiochip0/1,consumer=" + strings.Repeat("x", 40), err: "field consumer is 40 bytes"},
 	}
 	for _, tc := range tests {
-		t.Run(tc.in, func(t *testing.T) {
-			got, err := gpio.ParseLineSpec(tc.in)
-			if tc.err != "" {
-				if !errors.Is(err, gpio.ErrInvalidSpec) || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("err = %v, want ErrInvalidSpec containing %q", err, tc.err)
-				}
-				return
-			}
-			if err != nil || got != tc.want {
-				t.Fatalf("got %+v, %v; want %+v", got, err, tc.want)
-			}
-			// Round trip through the text form.
-			back, err := gpio.ParseLineSpec(got.String())
-			if err != nil || back != got {
-				t.Fatalf("round trip %q: %+v, %v", got.String(), back, err)
-			}
-		})
+		t.Run(tc.in, func(t *testing.T) { checkParse(t, gpio.ParseLineSpec, tc.in, tc.want, tc.err) })
 	}
 }
 
@@ -105,22 +89,32 @@ func TestParseMode(t *testing.T) {
 		{in: "blink", err: "unknown part"},
 	}
 	for _, tc := range tests {
-		t.Run(tc.in, func(t *testing.T) {
-			got, err := gpio.ParseMode(tc.in)
-			if tc.err != "" {
-				if !errors.Is(err, gpio.ErrInvalidSpec) || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("err = %v, want ErrInvalidSpec containing %q", err, tc.err)
-				}
-				return
-			}
-			if err != nil || got != tc.want {
-				t.Fatalf("got %+v, %v; want %+v", got, err, tc.want)
-			}
-			back, err := gpio.ParseMode(got.String())
-			if err != nil || back != got {
-				t.Fatalf("round trip %q: %+v, %v", got.String(), back, err)
-			}
-		})
+		t.Run(tc.in, func(t *testing.T) { checkParse(t, gpio.ParseMode, tc.in, tc.want, tc.err) })
+	}
+}
+
+// checkParse parses in with parse and checks the result: an error wrapping
+// ErrInvalidSpec that contains wantErr, or else want, which must survive a
+// round trip through its text form.
+func checkParse[T interface {
+	comparable
+	String() string
+}](t *testing.T, parse func(string) (T, error), in string, want T, wantErr string) {
+	t.Helper()
+	got, err := parse(in)
+	if wantErr != "" {
+		if !errors.Is(err, gpio.ErrInvalidSpec) || !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("err = %v, want ErrInvalidSpec containing %q", err, wantErr)
+		}
+		return
+	}
+	if err != nil || got != want {
+		t.Fatalf("got %+v, %v; want %+v", got, err, want)
+	}
+	// Round trip through the text form.
+	back, err := parse(got.String())
+	if err != nil || back != got {
+		t.Fatalf("round trip %q: %+v, %v", got.String(), back, err)
 	}
 }
 

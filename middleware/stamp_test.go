@@ -28,18 +28,14 @@ func TestSendStampPrecedesReliableWait(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			type got struct {
-				seq        uint64
-				send, recv int64
-			}
-			res := make(chan got, 3)
+			res := make(chan stampGot, 3)
 			errc := make(chan error, 1)
 			entered, sendStarted := make(chan struct{}), make(chan struct{})
 			ctx := ctxT(t, 20*time.Second)
 			go func() {
 				for i := 0; i < 3; i++ {
 					if err := sub.Next(ctx, func(m *middleware.Message) {
-						res <- got{m.Header.Seq, m.Header.SendMono, m.RecvMono}
+						res <- stampGot{m.Header.Seq, m.Header.SendMono, m.RecvMono}
 						if m.Header.Seq == 1 {
 							close(entered)
 							<-sendStarted
@@ -62,52 +58,69 @@ func TestSendStampPrecedesReliableWait(t *testing.T) {
 			case <-ctx.Done():
 				t.Fatal("message 1 never reached the callback")
 			}
-			before := middleware.MonoNow()
-			close(sendStarted)
-			if err := pub.Send([]byte("two")); err != nil { // blocks until message 1 is acked
-				t.Fatal(err)
-			}
-			after := middleware.MonoNow()
-			blocked := pub.Stats().Blocked
-			if blocked < 20*time.Millisecond {
-				t.Fatalf("Send blocked only %v; the test needs ≥ 20 ms of Reliable back-pressure", blocked)
-			}
-
-			l, err := pub.Loan() // waits for message 2's ack (short)
-			if err != nil {
-				t.Fatal(err)
-			}
-			copy(l.Bytes(), "three")
-			filled := middleware.MonoNow()
-			if err := l.Publish(5); err != nil {
-				t.Fatal(err)
-			}
-			if err := <-errc; err != nil {
-				t.Fatalf("subscriber: %v", err)
-			}
-			close(res)
-			var ms []got
-			for g := range res {
-				ms = append(ms, g)
-			}
-			if len(ms) != 3 || ms[1].seq != 2 || ms[2].seq != 3 {
-				t.Fatalf("delivered %+v", ms)
-			}
-			m2, m3 := ms[1], ms[2]
-			// The stamp lies in [entry of Send, end of Send − blocked]:
-			// it was taken before the wait, not after it.
-			if m2.send < before || m2.send > after-int64(blocked) {
-				t.Errorf("message 2 stamped at +%v into a Send of %v that blocked %v; want before the wait",
-					time.Duration(m2.send-before), time.Duration(after-before), blocked)
-			}
-			if lat := time.Duration(m2.recv - m2.send); lat < blocked {
-				t.Errorf("message 2: RecvMono − SendMono = %v < %v blocked in Send", lat, blocked)
-			} else {
-				t.Logf("Send blocked %v; message 2 one-way %v", blocked, lat)
-			}
-			if m3.send < filled {
-				t.Errorf("message 3 (loan) stamped %v before Publish was called; want at Publish", time.Duration(filled-m3.send))
-			}
+			checkSendStamps(t, pub, sendStarted, "Reliable back-pressure", errc, res)
 		})
+	}
+}
+
+// stampGot is what the subscriber saw of one message: its sequence number,
+// Header.SendMono and RecvMono (monotonic ns).
+type stampGot struct {
+	seq        uint64
+	send, recv int64
+}
+
+// checkSendStamps drives messages 2 and 3 of a stamp test and checks their
+// stamps. Message 1 has been sent and its ack is being withheld until
+// release is closed; Send of message 2 must block on that back-pressure
+// (what names it) for ≥ 20 ms. Message 3 goes through a loan. errc reports
+// the end of the subscriber goroutine, which writes what it saw to res.
+func checkSendStamps(t *testing.T, pub *middleware.Publisher, release chan struct{}, what string, errc <-chan error, res chan stampGot) {
+	t.Helper()
+	before := middleware.MonoNow()
+	close(release)
+	if err := pub.Send([]byte("two")); err != nil { // blocks until message 1 is acked
+		t.Fatal(err)
+	}
+	after := middleware.MonoNow()
+	blocked := pub.Stats().Blocked
+	if blocked < 20*time.Millisecond {
+		t.Fatalf("Send blocked only %v; the test needs ≥ 20 ms of %s", blocked, what)
+	}
+
+	l, err := pub.Loan() // waits for message 2's ack (short)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copy(l.Bytes(), "three")
+	filled := middleware.MonoNow()
+	if err := l.Publish(5); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errc; err != nil {
+		t.Fatalf("subscriber: %v", err)
+	}
+	close(res)
+	var ms []stampGot
+	for g := range res {
+		ms = append(ms, g)
+	}
+	if len(ms) != 3 || ms[1].seq != 2 || ms[2].seq != 3 {
+		t.Fatalf("delivered %+v", ms)
+	}
+	m2, m3 := ms[1], ms[2]
+	// The stamp lies in [entry of Send, end of Send − blocked]:
+	// it was taken before the wait, not after it.
+	if m2.send < before || m2.send > after-int64(blocked) {
+		t.Errorf("message 2 stamped at +%v into a Send of %v that blocked %v; want before the wait",
+			time.Duration(m2.send-before), time.Duration(after-before), blocked)
+	}
+	if lat := time.Duration(m2.recv - m2.send); lat < blocked {
+		t.Errorf("message 2: RecvMono − SendMono = %v < %v blocked in Send", lat, blocked)
+	} else {
+		t.Logf("Send blocked %v; message 2 one-way %v", blocked, lat)
+	}
+	if m3.send < filled {
+		t.Errorf("message 3 (loan) stamped %v before Publish was called; want at Publish", time.Duration(filled-m3.send))
 	}
 }

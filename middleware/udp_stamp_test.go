@@ -78,18 +78,14 @@ func TestUDPSendStampPrecedesReliableWait(t *testing.T) {
 		}
 	}()
 
-	type got struct {
-		seq        uint64
-		send, recv int64
-	}
-	res := make(chan got, 3)
+	res := make(chan stampGot, 3)
 	errc := make(chan error, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	go func() {
 		for i := 0; i < 3; i++ {
 			if err := sub.Next(ctx, func(m *middleware.Message) {
-				res <- got{m.Header.Seq, m.Header.SendMono, m.RecvMono}
+				res <- stampGot{m.Header.Seq, m.Header.SendMono, m.RecvMono}
 			}); err != nil {
 				errc <- err
 				return
@@ -100,49 +96,7 @@ func TestUDPSendStampPrecedesReliableWait(t *testing.T) {
 	if err := pub.Send([]byte("one")); err != nil {
 		t.Fatal(err)
 	}
-	before := middleware.MonoNow()
-	close(release)
-	if err := pub.Send([]byte("two")); err != nil { // blocks until the fake peer acks 1
-		t.Fatal(err)
-	}
-	after := middleware.MonoNow()
-	blocked := pub.Stats().Blocked
-	if blocked < 20*time.Millisecond {
-		t.Fatalf("Send blocked only %v; the test needs ≥ 20 ms of window back-pressure", blocked)
-	}
-	l, err := pub.Loan() // waits for message 2's acks (short)
-	if err != nil {
-		t.Fatal(err)
-	}
-	copy(l.Bytes(), "three")
-	filled := middleware.MonoNow()
-	if err := l.Publish(5); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-errc; err != nil {
-		t.Fatalf("subscriber: %v", err)
-	}
-	close(res)
-	var ms []got
-	for g := range res {
-		ms = append(ms, g)
-	}
-	if len(ms) != 3 || ms[1].seq != 2 || ms[2].seq != 3 {
-		t.Fatalf("delivered %+v", ms)
-	}
-	m2, m3 := ms[1], ms[2]
-	if m2.send < before || m2.send > after-int64(blocked) {
-		t.Errorf("message 2 stamped at +%v into a Send of %v that blocked %v; want before the wait",
-			time.Duration(m2.send-before), time.Duration(after-before), blocked)
-	}
-	if lat := time.Duration(m2.recv - m2.send); lat < blocked {
-		t.Errorf("message 2: RecvMono − SendMono = %v < %v blocked in Send", lat, blocked)
-	} else {
-		t.Logf("Send blocked %v; message 2 one-way %v", blocked, lat)
-	}
-	if m3.send < filled {
-		t.Errorf("message 3 (loan) stamped %v before Publish was called; want at Publish", time.Duration(filled-m3.send))
-	}
+	checkSendStamps(t, pub, release, "window back-pressure", errc, res)
 	fake.Close()
 	if err := <-fakeDone; err != nil {
 		t.Errorf("fake peer: %v", err)

@@ -169,11 +169,11 @@ func TestRunID(t *testing.T) {
 	}
 }
 
-// TestWriteReport drives WriteReport with a Ginkgo report as a parallel
-// process delivers it (entries as JSON only): the suite result, the merged
-// result and the HTML are written, a failed spec without a case becomes a
-// failed case, and notes and boards arrive.
-func TestWriteReport(t *testing.T) {
+// simRackConfig returns the sim rack, its default bounds profile, a
+// fresh temporary directory and the path of a ginkgo.config in it that
+// selects the sim rack.
+func simRackConfig(t *testing.T) (*fixtures.Rack, *fixtures.BoundsProfile, string, string) {
+	t.Helper()
 	rack, err := fixtures.SimRackFor(fixtures.SimEnv{})
 	if err != nil {
 		t.Fatal(err)
@@ -184,6 +184,15 @@ func TestWriteReport(t *testing.T) {
 	if err := os.WriteFile(cfgPath, []byte("rack: sim\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return rack, prof, dir, cfgPath
+}
+
+// TestWriteReport drives WriteReport with a Ginkgo report as a parallel
+// process delivers it (entries as JSON only): the suite result, the merged
+// result and the HTML are written, a failed spec without a case becomes a
+// failed case, and notes and boards arrive.
+func TestWriteReport(t *testing.T) {
+	rack, prof, dir, cfgPath := simRackConfig(t)
 	tc := &harness.TestContext{Suite: "latency", ConfigPath: cfgPath, Rack: rack, Profile: prof, Filter: rack.LabelFilter(),
 		ReportDir: filepath.Join(dir, "report"), RunID: "test-run", Started: time.Now()}
 	tc.RunDir = filepath.Join(tc.ReportDir, "runs", tc.RunID)

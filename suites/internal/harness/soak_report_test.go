@@ -10,7 +10,6 @@ import (
 
 	"github.com/onsi/ginkgo/v2/types"
 
-	"github.com/hilrig/hilrig/fixtures"
 	"github.com/hilrig/hilrig/report"
 	"github.com/hilrig/hilrig/report/soak"
 	"github.com/hilrig/hilrig/suites/internal/harness"
@@ -21,16 +20,7 @@ import (
 // not drop it) and the run's index.html gains the soak section; a failed
 // health gate (SynchronizedBeforeSuite) becomes a failed case.
 func TestWriteReportSoakAndHealthGate(t *testing.T) {
-	rack, err := fixtures.SimRackFor(fixtures.SimEnv{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	prof, _ := rack.Profile("")
-	dir := t.TempDir()
-	cfgPath := filepath.Join(dir, "ginkgo.config")
-	if err := os.WriteFile(cfgPath, []byte("rack: sim\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	rack, prof, dir, cfgPath := simRackConfig(t)
 	cpPath := filepath.Join(dir, "soak.jsonl")
 	cp, err := soak.Create(cpPath, soak.Header{Name: "soak smoke", Window: time.Second})
 	if err != nil {

@@ -194,6 +194,14 @@ type stream struct {
 	unacked    int    // reliable: deliveries since the last ACKNACK
 	created    int64
 	delivered  uint64
+	// hbAt is when the stream's latest heartbeat arrived (-1 none) and
+	// hbGap the longest interval between two of its heartbeats: the
+	// publisher's heartbeat period as seen here, upper-bounded by what
+	// arrived. A stream silent for several of them has most likely been
+	// superseded (its publisher restarted under a new epoch), which lets a
+	// full writer table make room for the new epoch at once instead of
+	// after WriterTimeout.
+	hbAt, hbGap int64
 	// wholeNack[seq&mask] is when seq was last NACKed as a whole message
 	// (no fragment of it held, so no per-fragment NACK bits): it is not
 	// asked for again before NackRetry, like a fragment. Re-asking every
@@ -740,7 +748,7 @@ func (r *Receiver) stream(epoch uint32, from netip.AddrPort, seq uint64, now int
 			o := &r.streams[i]
 			silent := now-o.lastActive > int64(r.cfg.WriterTimeout)
 			barren := o.delivered == 0 && now-o.created > int64(r.cfg.ReassemblyTimeout)
-			if (silent || barren) && (old < 0 || o.lastActive < r.streams[old].lastActive) {
+			if (silent || barren || r.presumedDead(o, now)) && (old < 0 || o.lastActive < r.streams[old].lastActive) {
 				old = i
 			}
 		}
@@ -760,6 +768,7 @@ func (r *Receiver) stream(epoch uint32, from netip.AddrPort, seq uint64, now int
 	}
 	st.high, st.hbFirst, st.hbLast, st.hbLastAt, st.gapSince, st.lastNack, st.pendLost, st.unacked = 0, 0, 0, now, -1, 0, 0, 0
 	st.created, st.delivered = now, 0
+	st.hbAt, st.hbGap = -1, 0
 	for i := range st.win {
 		st.win[i] = -1
 		st.wholeNack[i] = nackMark{}
@@ -769,6 +778,26 @@ func (r *Receiver) stream(epoch uint32, from netip.AddrPort, seq uint64, now int
 	}
 	r.seenAny = true
 	return freeIdx
+}
+
+// missedHeartbeats is how many of a stream's heartbeat periods of silence
+// make it presumed dead when the writer table is full.
+const missedHeartbeats = 4
+
+// presumedDead reports whether stream o (in use) missed missedHeartbeats
+// of its own heartbeats, and at least ReassemblyTimeout: a live publisher
+// heartbeats every period, so this is a publisher that stopped, typically
+// one restarted under a new epoch. Only a full writer table evicts on it:
+// waiting for WriterTimeout there stalled every restart beyond MaxWriters
+// epochs for seconds, long enough for the new reliable publisher to drop
+// the (live) subscriber as dead and overwrite its unacknowledged history.
+// A stream that never heartbeated twice has no known period and waits for
+// WriterTimeout (or the barren rule).
+func (r *Receiver) presumedDead(o *stream, now int64) bool {
+	if o.hbGap <= 0 {
+		return false
+	}
+	return now-o.lastActive > max(missedHeartbeats*o.hbGap, int64(r.cfg.ReassemblyTimeout))
 }
 
 func (r *Receiver) dropStream(si int) {
@@ -963,6 +992,10 @@ func (r *Receiver) drain(si int) {
 // heartbeat applies a publisher's history range and answers it (reliable).
 func (r *Receiver) heartbeat(si int, hb *Heartbeat, now int64) {
 	st := &r.streams[si]
+	if st.hbAt >= 0 {
+		st.hbGap = max(st.hbGap, now-st.hbAt)
+	}
+	st.hbAt = now
 	if hb.LastSeq > st.hbLast {
 		st.hbLast, st.hbLastAt = hb.LastSeq, now
 	}

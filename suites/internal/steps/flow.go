@@ -2,6 +2,7 @@ package steps
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -138,6 +139,26 @@ func (rc *RigContext) Start(ctx context.Context, p Params) (*rig.Flow, string, s
 // with its method and the rack's bounds for the transport and payload
 // (best-effort flows have their loss reported, not bounded). Blocks.
 func (rc *RigContext) Measure(ctx context.Context, name string, p Params) (*Ran, error) {
+	var (
+		gate       *ptpGate
+		ungatedWhy string
+	)
+	if from, to, _, err := rc.Route(p.Transport); err == nil && rc.gated(from, to) {
+		// Watch both boards' PTP lock for the flow's whole life, from
+		// before its first window opens to after its last one closes.
+		w := p.Window
+		if w == 0 {
+			w = rc.Config.Window
+		}
+		switch gate, err = rc.startGate(ctx, from, to, w); {
+		case errors.Is(err, ErrPTPRemote):
+			gate, ungatedWhy = nil, err.Error()
+		case err != nil:
+			return nil, err
+		default:
+			defer gate.close()
+		}
+	}
 	t0 := time.Now()
 	f, from, to, err := rc.Start(ctx, p)
 	if err != nil {
@@ -151,6 +172,18 @@ func (rc *RigContext) Measure(ctx context.Context, name string, p Params) (*Ran,
 	c := res.Case(rc.Suite, name, f.Spec)
 	c.Transport = p.Transport
 	c.Method = rc.Method(from, to)
+	if gate != nil {
+		gate.settle(ctx, res.Windows)
+		gate.close() // judge on a finished series
+		if _, err := GateWindows(c, res.Windows, res.Subscribers, gate.mon, from, to); err != nil {
+			// The merged, ungated distribution stays for diagnosis; the
+			// case fails because its samples could not be vetted.
+			c.Failure = err.Error()
+		}
+	}
+	if ungatedWhy != "" {
+		c.Notes = append(c.Notes, "NOT PTP-gated: one-way samples include any time a clock was unlocked ("+ungatedWhy+")")
+	}
 	if b, ok := rc.Bounds(p.Transport, p.Payload); ok {
 		if p.BestEffort {
 			b.MaxLost = nil
@@ -216,7 +249,10 @@ func (rc *RigContext) Method(from, to string) report.Method {
 	}
 	m.Clocks = fmt.Sprintf("CLOCK_%s of %s and %s", upper(stamp), from, to)
 	if rc.Rack.Claims(fixtures.CapPTP) {
-		m.Clocks += ", disciplined by ptp4l (samples not gated per window: agents report no PTP state)"
+		// Measure gates the samples per agent window and replaces the
+		// uncertainty with the monitored bound (GateWindows); 2×max_offset
+		// is the a-priori bound for callers that do not gate.
+		m.Clocks += ", disciplined by ptp4l; samples gated per agent window (windows not locked throughout excluded)"
 		if rc.Rack.PTP != nil && rc.Rack.PTP.MaxOffset > 0 {
 			m.UncertaintyNs = 2 * int64(rc.Rack.PTP.MaxOffset)
 		}

@@ -132,10 +132,7 @@ func mainPingPong(ctx context.Context, l Launcher, args []string, stdout, stderr
 		return err
 	}
 	rep.Command = "hilrig bench pingpong " + strings.Join(args, " ")
-	if *asJSON {
-		return rep.WriteJSON(stdout)
-	}
-	return rep.WriteTable(stdout)
+	return writeReport(stdout, *asJSON, rep)
 }
 
 func fsHelp(args []string) bool {

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	_ "embed"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -451,10 +450,5 @@ func mainDDSPerf(ctx context.Context, l Launcher, args []string, stdout, stderr 
 		return err
 	}
 	rep.Command = "hilrig bench ddsperf " + strings.Join(args, " ")
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
-	}
-	return rep.WriteTable(stdout)
+	return writeReport(stdout, *asJSON, rep)
 }

@@ -84,10 +84,24 @@ func roundsOf(r *Report, q Ratio) int {
 }
 
 // WriteJSON prints the report as one indented JSON document.
-func (r *Report) WriteJSON(w io.Writer) error {
+func (r *Report) WriteJSON(w io.Writer) error { return writeJSON(w, r) }
+
+func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(r)
+	return enc.Encode(v)
+}
+
+// tableWriter is every bench report: pingpong, throughput, ddsperf.
+type tableWriter interface{ WriteTable(w io.Writer) error }
+
+// writeReport prints rep as indented JSON or as its table: the one output
+// step every bench sub-command ends with.
+func writeReport(w io.Writer, asJSON bool, rep tableWriter) error {
+	if asJSON {
+		return writeJSON(w, rep)
+	}
+	return rep.WriteTable(w)
 }
 
 // ParseSizes parses "16,1KiB,64k,1MiB,10M" (suffixes B, K/KB/KiB, M/MB/MiB

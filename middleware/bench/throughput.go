@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -649,10 +648,5 @@ func mainThroughput(ctx context.Context, l Launcher, args []string, stdout, stde
 		return err
 	}
 	rep.Command = "hilrig bench throughput " + strings.Join(args, " ")
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
-	}
-	return rep.WriteTable(stdout)
+	return writeReport(stdout, *asJSON, rep)
 }

@@ -183,3 +183,23 @@ func headRevision(gitDir string) string {
 	}
 	return ""
 }
+
+// ProcessRSS is the calling process's resident set in bytes, read from
+// /proc/self/statm (0 when unreadable). Agents put it in every window and
+// soak controllers in theirs, so both use this one reading. Does not block
+// beyond one procfs read; safe for concurrent use.
+func ProcessRSS() int64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0
+	}
+	pages, err := strconv.ParseInt(f[1], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return pages * int64(os.Getpagesize())
+}

@@ -318,7 +318,7 @@ func (r *Runner) closeWindow(agg *aggregator, tracks []*Track, gated map[subKey]
 	w := agg.close(start, end, ptp, gated)
 	if r.Controller != "" {
 		cpu := processCPU()
-		aw := soak.AgentWindow{Agent: r.Controller, RSSBytes: ProcessRSS()}
+		aw := soak.AgentWindow{Agent: r.Controller, RSSBytes: report.ProcessRSS()}
 		if span := end.Sub(start); span > 0 && r.lastCPU > 0 {
 			aw.CPUPercent = 100 * float64(cpu-r.lastCPU) / float64(span)
 		}

@@ -3,9 +3,6 @@ package soakrun
 import (
 	"math"
 	"math/rand/v2"
-	"os"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/hilrig/hilrig/fixtures/agentproto"
@@ -55,7 +52,7 @@ func (u synthSub) Take() []agentproto.Window {
 	h := report.NewHistogram()
 	s.RecordInto(h, n)
 	w := agentproto.Window{Index: s.idx, StartNs: s.last.UnixNano(), EndNs: now.UnixNano(), Received: n, Latency: h,
-		RSSBytes: ProcessRSS()}
+		RSSBytes: report.ProcessRSS()}
 	s.pending = append(s.pending, agentproto.Window{Index: s.idx, StartNs: w.StartNs, EndNs: w.EndNs, Sent: n, RSSBytes: w.RSSBytes})
 	s.idx++
 	s.last = now
@@ -70,22 +67,4 @@ func (s *Synth) RecordInto(h *report.Histogram, n uint64) {
 		v := s.MedianNs * math.Exp(0.25*s.rng.NormFloat64())
 		h.Record(int64(v))
 	}
-}
-
-// ProcessRSS is this process's resident set in bytes (VmRSS), 0 if
-// unreadable.
-func ProcessRSS() int64 {
-	b, err := os.ReadFile("/proc/self/statm")
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 2 {
-		return 0
-	}
-	pages, err := strconv.ParseInt(f[1], 10, 64)
-	if err != nil {
-		return 0
-	}
-	return pages * int64(os.Getpagesize())
 }

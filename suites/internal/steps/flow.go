@@ -175,6 +175,7 @@ func (rc *RigContext) Measure(ctx context.Context, name string, p Params) (*Ran,
 	if gate != nil {
 		gate.settle(ctx, res.Windows)
 		gate.close() // judge on a finished series
+		c.Method.Clocks += "; samples gated per agent window (windows not locked throughout excluded)"
 		if _, err := GateWindows(c, res.Windows, res.Subscribers, gate.mon, from, to); err != nil {
 			// The merged, ungated distribution stays for diagnosis; the
 			// case fails because its samples could not be vetted.
@@ -249,10 +250,10 @@ func (rc *RigContext) Method(from, to string) report.Method {
 	}
 	m.Clocks = fmt.Sprintf("CLOCK_%s of %s and %s", upper(stamp), from, to)
 	if rc.Rack.Claims(fixtures.CapPTP) {
-		// Measure gates the samples per agent window and replaces the
-		// uncertainty with the monitored bound (GateWindows); 2×max_offset
-		// is the a-priori bound for callers that do not gate.
-		m.Clocks += ", disciplined by ptp4l; samples gated per agent window (windows not locked throughout excluded)"
+		// Measure gates the samples per agent window, says so in Clocks and
+		// replaces the uncertainty with the monitored bound (GateWindows);
+		// 2×max_offset is the a-priori bound for callers that do not gate.
+		m.Clocks += ", disciplined by ptp4l"
 		if rc.Rack.PTP != nil && rc.Rack.PTP.MaxOffset > 0 {
 			m.UncertaintyNs = 2 * int64(rc.Rack.PTP.MaxOffset)
 		}

@@ -46,6 +46,16 @@ type PairResult struct {
 	// SenderDropped and ReceiverDropped count edges the capture lost
 	// (gaps in LineSeqno); those edges cannot be paired.
 	SenderDropped, ReceiverDropped uint64
+	// SenderMerged and ReceiverMerged count places where edges vanished
+	// without a LineSeqno gap: two neighbouring edges whose directions
+	// disagree with the number of edges between them. Marker lines always
+	// alternate (toggle, pulse and every-k modes alike), so a repeated
+	// direction means an odd number of edges was never numbered — the
+	// kernel's gpiolib-cdev folds two interrupts into one event when its
+	// IRQ thread runs late (seen with gpio-sim under TCG on a loaded host),
+	// and a pulse narrower than the capture resolves does the same. Each
+	// place counts once (at least one edge lost).
+	SenderMerged, ReceiverMerged uint64
 	// Resyncs counts how often the k-th ↔ k-th alignment had to shift
 	// (a lost message, a spurious edge, or an edge lost in capture).
 	Resyncs int
@@ -58,18 +68,28 @@ func ordinal(e Edge, pos int) uint64 {
 	return uint64(pos + 1)
 }
 
-// gaps counts LineSeqno gaps and marks, per edge, whether edges were lost
+// gaps counts LineSeqno gaps and direction breaks (see
+// PairResult.SenderMerged) and marks, per edge, whether edges were lost
 // just before it.
-func gaps(es []Edge) (total uint64, before []bool) {
+func gaps(es []Edge) (total, merged uint64, before []bool) {
 	before = make([]bool, len(es))
 	for i := 1; i < len(es); i++ {
 		a, b := es[i-1].LineSeqno, es[i].LineSeqno
-		if a != 0 && b > a+1 {
-			total += b - a - 1
+		step := uint64(1)
+		if a != 0 && b > a {
+			step = b - a
+		}
+		if step > 1 {
+			total += step - 1
+			before[i] = true
+		}
+		// An odd step flips the direction, an even one keeps it.
+		if (es[i].Rising != es[i-1].Rising) != (step%2 == 1) {
+			merged++
 			before[i] = true
 		}
 	}
-	return total, before
+	return total, merged, before
 }
 
 // PairEdges matches the k-th sender edge with the k-th receiver edge.
@@ -91,8 +111,8 @@ func PairEdges(sender, receiver []Edge, opts PairOptions) (PairResult, error) {
 	}
 	var r PairResult
 	var sGap, rGap []bool
-	r.SenderDropped, sGap = gaps(sender)
-	r.ReceiverDropped, rGap = gaps(receiver)
+	r.SenderDropped, r.SenderMerged, sGap = gaps(sender)
+	r.ReceiverDropped, r.ReceiverMerged, rGap = gaps(receiver)
 	minNs, maxNs := int64(opts.MinDelay), int64(opts.MaxDelay)
 	r.Pairs = make([]Pair, 0, min(len(sender), len(receiver)))
 	i, j := 0, 0

@@ -16,7 +16,10 @@ func edges(line int, us []int64, seq []uint64) []gpio.Edge {
 	for i, t := range us {
 		out[i] = gpio.Edge{Line: line, TimestampNs: t * 1000, Rising: i%2 == 0}
 		if seq != nil {
+			// Directions follow the line's own count, so a seqno gap
+			// keeps them consistent with the edges that were lost.
 			out[i].LineSeqno = seq[i]
+			out[i].Rising = seq[i]%2 == 1
 		}
 	}
 	return out
@@ -25,14 +28,15 @@ func edges(line int, us []int64, seq []uint64) []gpio.Edge {
 func TestPairEdges(t *testing.T) {
 	opts := gpio.PairOptions{MaxDelay: 300 * time.Microsecond}
 	tests := []struct {
-		name          string
-		s, r          []gpio.Edge
-		wantPairs     []uint64 // sender indices paired
-		wantDelaysUs  []int64
-		wantUnmatched []string // "s@T" / "r@T" in µs
-		reason        string   // substring of the first unmatched reason
-		sDrop, rDrop  uint64
-		wantResyncs   int
+		name           string
+		s, r           []gpio.Edge
+		wantPairs      []uint64 // sender indices paired
+		wantDelaysUs   []int64
+		wantUnmatched  []string // "s@T" / "r@T" in µs
+		reason         string   // substring of the first unmatched reason
+		sDrop, rDrop   uint64
+		sMerge, rMerge uint64
+		wantResyncs    int
 	}{
 		{name: "all matched",
 			s: edges(0, []int64{0, 1000, 2000}, []uint64{1, 2, 3}), r: edges(1, []int64{100, 1150, 2120}, []uint64{1, 2, 3}),
@@ -49,6 +53,17 @@ func TestPairEdges(t *testing.T) {
 			s: edges(0, []int64{0, 2000}, []uint64{1, 3}), r: edges(1, []int64{100, 1100, 2100}, []uint64{1, 2, 3}),
 			wantPairs: []uint64{1, 3}, wantDelaysUs: []int64{100, 100}, wantUnmatched: []string{"r@1100"},
 			reason: "lost in capture", sDrop: 1},
+		{name: "receiver edges merged without a seqno gap",
+			// Two receiver edges folded into one event: seqnos run on but
+			// the direction repeats (rising, rising).
+			s: edges(0, []int64{0, 1000, 2000, 3000}, []uint64{1, 2, 3, 4}),
+			r: func() []gpio.Edge {
+				r := edges(1, []int64{100, 2100, 3100}, []uint64{1, 2, 3})
+				r[1].Rising, r[2].Rising = true, false
+				return r
+			}(),
+			wantPairs: []uint64{1, 3, 4}, wantDelaysUs: []int64{100, 100, 100}, wantUnmatched: []string{"s@1000"},
+			reason: "lost in capture", rMerge: 1, wantResyncs: 1},
 		{name: "trailing edges",
 			s: edges(0, []int64{0, 1000, 2000}, nil), r: edges(1, []int64{100}, nil),
 			wantPairs: []uint64{1}, wantDelaysUs: []int64{100}, wantUnmatched: []string{"s@1000", "s@2000"},
@@ -87,6 +102,9 @@ func TestPairEdges(t *testing.T) {
 			}
 			if res.SenderDropped != tc.sDrop || res.ReceiverDropped != tc.rDrop || res.Resyncs != tc.wantResyncs {
 				t.Fatalf("dropped %d/%d resyncs %d, want %d/%d %d", res.SenderDropped, res.ReceiverDropped, res.Resyncs, tc.sDrop, tc.rDrop, tc.wantResyncs)
+			}
+			if res.SenderMerged != tc.sMerge || res.ReceiverMerged != tc.rMerge {
+				t.Fatalf("merged %d/%d, want %d/%d", res.SenderMerged, res.ReceiverMerged, tc.sMerge, tc.rMerge)
 			}
 		})
 	}

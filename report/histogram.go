@@ -218,13 +218,20 @@ func (h *Histogram) Summary() Summary {
 // MarshalText encodes the histogram as HDR V2 compressed, base64 (the format
 // of HdrHistogram's log files, readable by its Java/C/Python tools). A typical
 // latency histogram encodes to a few hundred bytes. Clamped is not encoded.
-func (h *Histogram) MarshalText() ([]byte, error) {
+// Allocates only the result (see AppendText).
+func (h *Histogram) MarshalText() ([]byte, error) { return h.AppendText(nil) }
+
+// AppendText appends the MarshalText form to dst: with a dst of enough
+// capacity it does not allocate once warmed up (encoder state is pooled),
+// which keeps an agent's per-window reports off the GC of the board it
+// measures. Safe for concurrent use on different histograms.
+func (h *Histogram) AppendText(dst []byte) ([]byte, error) {
 	if h == nil || h.h == nil {
-		return nil, fmt.Errorf("%w: nil histogram", ErrBadHistogram)
+		return dst, fmt.Errorf("%w: nil histogram", ErrBadHistogram)
 	}
-	b, err := h.h.Encode(hdr.V2CompressedEncodingCookieBase)
+	b, err := appendV2(dst, h.h)
 	if err != nil {
-		return nil, fmt.Errorf("%w: encode: %v", ErrBadHistogram, err)
+		return dst, fmt.Errorf("%w: encode: %v", ErrBadHistogram, err)
 	}
 	return b, nil
 }
@@ -272,13 +279,14 @@ func decodeBounded(b []byte) (*hdr.Histogram, error) {
 	return d, nil
 }
 
-// MarshalJSON encodes the histogram as a JSON string holding the text form.
+// MarshalJSON encodes the histogram as a JSON string holding the text form
+// (base64 needs no escaping). Allocates only the result.
 func (h *Histogram) MarshalJSON() ([]byte, error) {
-	t, err := h.MarshalText()
+	b, err := h.AppendText([]byte{'"'})
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(string(t))
+	return append(b, '"'), nil
 }
 
 // UnmarshalJSON decodes a JSON string of the text form (null gives an empty

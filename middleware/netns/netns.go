@@ -218,6 +218,26 @@ func List() ([]string, error) {
 	return out, nil
 }
 
+// ListOwn returns the namespaces List finds that this process created
+// (their names carry its pid, see uniqueName): the leak check for a test,
+// which must not count namespaces other test binaries running at the same
+// time make and remove. Does not block beyond one directory read.
+func ListOwn() ([]string, error) {
+	all, err := List()
+	if err != nil {
+		return nil, err
+	}
+	prefix := fmt.Sprintf("hlr%d", os.Getpid()%100000)
+	var out []string
+	for _, n := range all {
+		// "hlr12" must not claim "hlr1234n1": a role letter follows the pid.
+		if rest, ok := strings.CutPrefix(n, prefix); ok && rest != "" && (rest[0] < '0' || rest[0] > '9') {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
 func ip(ctx context.Context, args ...string) error {
 	out, err := exec.CommandContext(ctx, "ip", args...).CombinedOutput()
 	if err != nil {

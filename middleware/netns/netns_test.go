@@ -29,6 +29,13 @@ func TestPairUDP(t *testing.T) {
 			t.Errorf("namespaces left behind: %v", names)
 		}
 	})
+	own, err := netns.ListOwn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(own, p.A.Name) || !slices.Contains(own, p.B.Name) {
+		t.Errorf("ListOwn %v lacks this process's pair %s, %s", own, p.A.Name, p.B.Name)
+	}
 	var rx *net.UDPConn
 	if err := p.B.Do(func() (err error) {
 		rx, err = net.ListenUDP("udp4", &net.UDPAddr{IP: p.BAddr.AsSlice(), Port: 0})

@@ -54,7 +54,7 @@ var _ = Describe("fanout", Ordered, ContinueOnFailure, Label(labels.Latency), fu
 		for _, n := range []int{1, 10} {
 			name := fmt.Sprintf("%s reliable 1KiB @ 1000 Hz, %d subscriber(s)", tr, n)
 			It(name, func(ctx SpecContext) {
-				ran, err := rc.Measure(ctx, name, steps.Params{Transport: tr, Payload: payload, RateHz: rateHz,
+				ran, err := rc.MeasureJudged(ctx, name, steps.Params{Transport: tr, Payload: payload, RateHz: rateHz,
 					Count: messages, WarmUp: 100, Subscribers: n, Window: window})
 				if errors.Is(err, steps.ErrNoLink) {
 					Skip(err.Error())

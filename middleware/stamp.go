@@ -1,10 +1,6 @@
 package middleware
 
-import (
-	_ "unsafe" // go:linkname
-
-	"golang.org/x/sys/unix"
-)
+import _ "unsafe" // go:linkname
 
 // The runtime reads CLOCK_MONOTONIC and CLOCK_REALTIME through the vDSO
 // (no syscall, no allocation). Both symbols are on the runtime's list of
@@ -31,11 +27,7 @@ func stampNow(clock ClockID) (mono, other int64) {
 		return m, m
 	}
 	m := nanotime()
-	var ts unix.Timespec
-	if unix.ClockGettime(int32(clock), &ts) != nil {
-		return m, 0
-	}
-	return m, ts.Nano()
+	return m, clockGettime(int32(clock))
 }
 
 // MonoNow is CLOCK_MONOTONIC in ns, the clock of Header.SendMono and

@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/hilrig/hilrig/middleware/internal/udp"
@@ -460,21 +458,6 @@ type annKey struct {
 	group netip.AddrPort
 	iface string
 	netns uint64 // inode of the calling thread's network namespace
-}
-
-// threadNetns is the inode of the calling thread's network namespace (0
-// when /proc does not tell). Sockets are created in that namespace, so
-// endpoints a test creates inside two (*netns.NS).Do calls get two
-// announcers even on one Node.
-func threadNetns() uint64 {
-	fi, err := os.Stat("/proc/thread-self/ns/net")
-	if err != nil {
-		return 0
-	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		return st.Ino
-	}
-	return 0
 }
 
 func annPeriod(c Contract) time.Duration {

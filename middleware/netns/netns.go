@@ -17,8 +17,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-
-	"golang.org/x/sys/unix"
 )
 
 // ErrUnavailable is returned by Available and New when namespaces cannot be
@@ -28,6 +26,9 @@ var ErrUnavailable = errors.New("netns: network namespaces unavailable")
 // Available reports whether this process can create network namespaces. The
 // error names the missing capability or tool.
 func Available() error {
+	if err := osAvailable(); err != nil {
+		return err
+	}
 	if os.Geteuid() != 0 {
 		return fmt.Errorf("%w: needs root (CAP_SYS_ADMIN, CAP_NET_ADMIN); run the tests as root", ErrUnavailable)
 	}
@@ -100,7 +101,7 @@ func (n *NS) Do(fn func() error) error {
 			errc <- fmt.Errorf("netns %s: %w", n.Name, err)
 			return
 		}
-		err = unix.Setns(int(f.Fd()), unix.CLONE_NEWNET)
+		err = setns(f)
 		f.Close()
 		if err != nil {
 			errc <- fmt.Errorf("netns %s: setns: %w", n.Name, err)

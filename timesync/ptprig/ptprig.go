@@ -23,7 +23,6 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/hilrig/hilrig/middleware/netns"
@@ -288,7 +287,7 @@ func (r *Rig) StartDaemon(ctx context.Context, role Role) error {
 	cmd := ns.Command(context.Background(), "setpriv", "--bounding-set", "-sys_time", "--",
 		"ptp4l", "-f", r.cfgPath(role), "-m")
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = daemonProcAttr()
 	if err := r.onSpawner(cmd.Start); err != nil {
 		r.mu.Unlock()
 		_ = logf.Close()
@@ -382,7 +381,7 @@ func (r *Rig) KillDaemon(ctx context.Context, role Role) error {
 	if p == nil {
 		return fmt.Errorf("ptprig: %s not running", role)
 	}
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	killGroup(p.cmd.Process.Pid)
 	select {
 	case <-p.done:
 	case <-ctx.Done():

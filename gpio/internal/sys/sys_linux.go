@@ -8,7 +8,6 @@ package sys
 import (
 	"errors"
 	"os"
-	"syscall"
 	"time"
 	"unsafe"
 
@@ -62,19 +61,6 @@ func ProcessAlive(pid int) bool {
 	err := unix.Kill(pid, 0)
 	return err == nil || errors.Is(err, unix.EPERM)
 }
-
-// Errno helpers for error classification without importing x/sys/unix.
-var (
-	EACCES     error = syscall.EACCES
-	EPERM      error = syscall.EPERM
-	EBUSY      error = syscall.EBUSY
-	ENOENT     error = syscall.ENOENT
-	EINVAL     error = syscall.EINVAL
-	ENOTTY     error = syscall.ENOTTY
-	ENODEV     error = syscall.ENODEV
-	ENXIO      error = syscall.ENXIO
-	EOPNOTSUPP error = syscall.EOPNOTSUPP
-)
 
 // FileGid returns the group id owning path.
 func FileGid(path string) (int, error) {

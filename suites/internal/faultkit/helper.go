@@ -79,7 +79,7 @@ func (s *syncBuf) String() string {
 func StartHelper(role string, env ...string) (*Helper, error) {
 	cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.count=1")
 	cmd.Env = append(os.Environ(), append([]string{HelperEnv + "=" + role}, env...)...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = helperProcAttr()
 	h := &Helper{Role: role, Cmd: cmd, lines: make(chan line, 1024), stderr: &syncBuf{}, done: make(chan struct{})}
 	cmd.Stderr = h.stderr
 	out, err := cmd.StdoutPipe()

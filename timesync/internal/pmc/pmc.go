@@ -266,7 +266,7 @@ func (c *Client) drainLocked() {
 	for {
 		got := false
 		_ = rc.Read(func(fd uintptr) bool {
-			n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_DONTWAIT)
+			n, err := recvNonblock(fd, b[:])
 			got = err == nil && n >= 0
 			return true // never wait
 		})

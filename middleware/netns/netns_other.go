@@ -1,0 +1,18 @@
+//go:build !linux
+
+package netns
+
+import (
+	"errors"
+	"fmt"
+	"os"
+)
+
+// errNotLinux is what Available, New and NewPair return off Linux. It
+// matches both ErrUnavailable and errors.ErrUnsupported.
+var errNotLinux = fmt.Errorf("%w: network namespaces need Linux: %w", ErrUnavailable, errors.ErrUnsupported)
+
+func osAvailable() error { return errNotLinux }
+
+// setns is never reached off Linux: New fails first.
+func setns(f *os.File) error { return errNotLinux }

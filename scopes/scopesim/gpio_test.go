@@ -124,3 +124,121 @@ func TestGPIOSimRackEndToEnd(t *testing.T) {
 		t.Fatalf("a 1 ms software offset was not detected: %s", c.Explanation)
 	}
 }
+
+// The distribution cross-check end to end on the sim rack: the Keysight
+// driver fetches the per-message delays from the simulator's waveform
+// records (fed by the simulated GPIO chip), and they are compared with
+// the software delays of the same messages — quantiles and KS distance.
+// A software side that reports the right mean but no tail is caught on
+// p99.
+func TestGPIOSimRackDistribution(t *testing.T) {
+	t.Setenv("HILRIG_GPIOSIM_DIR", t.TempDir())
+	name := fmt.Sprintf("scopesimd%d", os.Getpid())
+	chip, err := gpiosim.Create(name, gpiosim.Config{Lines: 2, LineNames: []string{"MARK_TX", "MARK_RX"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { chip.Close(); chip.Remove() })
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+
+	tx := gpio.LineSpec{Chip: "sim:" + name, Line: "MARK_TX"}
+	rx := gpio.LineSpec{Chip: "sim:" + name, Line: "MARK_RX"}
+	ch1, err := scopesim.WatchGPIO(ctx, tx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ch1.Close() })
+	ch2, err := scopesim.WatchGPIO(ctx, rx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ch2.Close() })
+	srv, err := scopesim.Start(ctx, scopesim.Config{Dialect: scopesim.Keysight, Channels: map[int]scopesim.EdgeSource{1: ch1, 2: ch2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	mode := gpio.Mode{Kind: gpio.Pulse, Width: 5 * time.Microsecond}
+	snd, err := gpio.Open(ctx, tx, mode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { snd.Close() })
+	rcv, err := gpio.Open(ctx, rx, mode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rcv.Close() })
+	ks, err := lxi.DialKeysight(ctx, lxi.Options{Addr: srv.Addr(), Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ks.Close() })
+	if err := ks.ConfigureDelay(ctx, scopes.DelayConfig{Source: 1, Dest: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ks.ResetStats(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// 200 µs "bus latency", every 10th message 1.2 ms: a tail.
+	const n = 50
+	var sw []float64
+	for i := range n {
+		lat := 200 * time.Microsecond
+		if i%10 == 9 {
+			lat = 1200 * time.Microsecond
+		}
+		t0 := time.Now()
+		if err := snd.Mark(); err != nil {
+			t.Fatal(err)
+		}
+		for tA := time.Now(); time.Since(tA) < lat; {
+		}
+		t1 := time.Now()
+		if err := rcv.Mark(); err != nil {
+			t.Fatal(err)
+		}
+		sw = append(sw, t1.Sub(t0).Seconds())
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for srv.EdgeCount(1) < 2*n || srv.EdgeCount(2) < 2*n {
+		if time.Now().After(deadline) {
+			t.Fatalf("simulator saw %d/%d edges, want %d each", srv.EdgeCount(1), srv.EdgeCount(2), 2*n)
+		}
+		time.Sleep(time.Millisecond) // polling with a deadline
+	}
+	st, err := ks.ReadStats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wire, err := ks.FetchDelays(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(wire) != n {
+		t.Fatalf("FetchDelays returned %d delays, want %d", len(wire), n)
+	}
+	tol := scopes.Tolerance{AbsS: 250e-6, Rel: 0.05}
+	c := scopes.CrossValidateDelays(st, scopes.StatsFromDelays(sw), wire, sw, tol)
+	if c.Distribution == nil || len(c.Rows) != 7 {
+		t.Fatalf("no distribution rows: %s", c.Explanation)
+	}
+	if !c.Rows[0].Agree || !c.Rows[5].Agree || !c.Rows[6].Agree {
+		t.Fatalf("mean, p50 or p99 disagree: %s", c.Explanation)
+	}
+	t.Log(c.Explanation)
+
+	// A software side with the right mean and no tail: every message at
+	// the mean. p99 (wire ≈ 1.2 ms, software ≈ 0.3 ms) must catch it.
+	flat := make([]float64, n)
+	for i := range flat {
+		flat[i] = c.Rows[0].Software
+	}
+	c = scopes.CrossValidateDelays(st, scopes.StatsFromDelays(flat), wire, flat, tol)
+	if c.Agree || !c.Rows[0].Agree || c.Rows[6].Agree {
+		t.Fatalf("a software side without the tail was not caught on p99 (mean agreeing): %s", c.Explanation)
+	}
+	t.Log(c.Explanation)
+}

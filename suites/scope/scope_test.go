@@ -20,7 +20,10 @@ import (
 // edge; its mean is compared with the software one-way mean of the same
 // messages and the difference asserted within the rack's scope tolerance.
 // On the sim rack the scope is the SCPI simulator on loopback, fed by the
-// simulated GPIO chip the agents toggle, reached over a real socket.
+// simulated GPIO chip the agents toggle, reached over a real socket. Where
+// the scope can fetch per-message delays, p50 and p99 are compared too
+// (and the KS distance reported); a last case does that with a
+// gpio-capture probing the sim chip's marker lines.
 var _ = Describe("scope", Ordered, ContinueOnFailure, Label(labels.Latency, labels.NeedsScope), func() {
 	tc := harness.Context()
 	var rc *steps.RigContext
@@ -67,11 +70,16 @@ var _ = Describe("scope", Ordered, ContinueOnFailure, Label(labels.Latency, labe
 				ran, err := rc.Measure(ctx, name, steps.Params{Transport: tr, Payload: int(size), RateHz: rate,
 					Count: n, Markers: true})
 				Expect(err).NotTo(HaveOccurred())
+				if scope.Capture != nil {
+					scope.SettleCapture(ctx, 2*int(n)) // toggle markers: one edge per message per line
+				}
 				st, err := scope.Settle(ctx, int64(n/2))
 				Expect(err).NotTo(HaveOccurred(), "read scope statistics")
 				c := ran.Case
 				c.Labels = []string{labels.Latency, labels.NeedsScope}
 				c.Scope = scope.Compare(st, src, dst)
+				_, err = scope.Distribution(ctx, c) // quantiles + KS where the scope fetches per-message delays
+				Expect(err).NotTo(HaveOccurred())
 				if b := c.Bounds; b != nil {
 					// This suite judges agreement; latency is the latency suite's.
 					c.Bounds = &report.Bounds{ScopeTolerance: b.ScopeTolerance, MaxLost: b.MaxLost}
@@ -93,4 +101,58 @@ var _ = Describe("scope", Ordered, ContinueOnFailure, Label(labels.Latency, labe
 			}, SpecTimeout(2*time.Minute))
 		}
 	}
+
+	// A capture board as ground truth (scopes/gpiocap): on the sim rack a
+	// passive probe of the simulated marker lines, in this process, with
+	// kernel-style edge timestamps (CLOCK_MONOTONIC) and every message's
+	// delay — so the software distribution is compared, not only its mean.
+	name := fmt.Sprintf("%s reliable 64B @ %g Hz markers on, gpio-capture vs software distribution", steps.ShmCopy, rate)
+	n, _ := tc.Messages(rate)
+	It(name, func(ctx SpecContext) {
+		if rate == 0 {
+			Skip("ginkgo.config has no positive rate: scope cases need a paced flow")
+		}
+		if scope.Capture != nil {
+			Skip("the rack's scope is a gpio-capture: the cases above already compare distributions")
+		}
+		from, to, _, err := rc.Route(steps.ShmCopy)
+		if errors.Is(err, steps.ErrNoLink) {
+			Skip(err.Error())
+		}
+		Expect(err).NotTo(HaveOccurred())
+		capture, err := steps.OpenProbeCapture(ctx, rc, from, to)
+		if errors.Is(err, steps.ErrNoCapture) {
+			Skip(err.Error())
+		}
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(capture.Close)
+		Expect(capture.Arm(ctx, 1, 2, 0)).To(Succeed())
+		ran, err := rc.Measure(ctx, name, steps.Params{Transport: steps.ShmCopy, Payload: 64, RateHz: rate, Count: n, Markers: true})
+		Expect(err).NotTo(HaveOccurred())
+		capture.SettleCapture(ctx, 2*int(n))
+		st, err := capture.Instrument.ReadStats(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		c := ran.Case
+		c.Labels = []string{labels.Latency, labels.NeedsScope}
+		c.Scope = capture.Compare(st, 1, 2)
+		if b := c.Bounds; b != nil {
+			c.Bounds = &report.Bounds{ScopeTolerance: b.ScopeTolerance, MaxLost: b.MaxLost}
+		}
+		dist, err := capture.Distribution(ctx, c)
+		Expect(err).NotTo(HaveOccurred())
+		c.Notes = append(c.Notes, "judged on scope agreement (mean, p50, p99 within scope_tolerance) and loss; KS distance reported, not judged",
+			"toggle markers: the capture pairs both edges, one delay per message, as the software samples are")
+		Expect(harness.Record(c)).To(Succeed())
+		Expect(dist).NotTo(BeNil(), "the capture fetches per-message delays")
+		p := capture.Capture.Pairing()
+		// Misaligned pairs would make the comparison meaningless: every
+		// edge must be paired and none lost or merged.
+		Expect(p.Clean()).To(BeTrue(), "gpio-capture pairing is not clean: %s", p)
+		Expect(p.Delays).To(Equal(int(n)), "one delay per message: %s", p)
+		if c.Scope.ToleranceNs > 0 {
+			Expect(c.Scope.Agree).To(BeTrue(), "capture mean vs software mean: %s", c.Scope.Note)
+			Expect(dist.Agree).To(BeTrue(), dist.Explanation)
+		}
+		Expect(c).To(reportmatch.MeetBounds())
+	}, SpecTimeout(2*time.Minute))
 })

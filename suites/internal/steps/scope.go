@@ -2,15 +2,25 @@ package steps
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/hilrig/hilrig/fixtures"
+	"github.com/hilrig/hilrig/gpio"
 	"github.com/hilrig/hilrig/report"
 	"github.com/hilrig/hilrig/scopes"
+	"github.com/hilrig/hilrig/scopes/gpiocap"
 	"github.com/hilrig/hilrig/scopes/lxi"
 )
+
+// ErrNoCapture: the rack offers no GPIO lines a capture can watch for the
+// route (no gpio-capture scope, and the markers are not on a simulated
+// chip that can be probed).
+var ErrNoCapture = errors.New("steps: no capture lines for this route")
 
 // Scope is the rack's oscilloscope opened for a suite. On the sim rack
 // (driver "sim") it is the SCPI simulator the rig started on loopback
@@ -23,8 +33,11 @@ type Scope struct {
 	// Driver is the lxi driver in use; Addr the SCPI address.
 	Driver, Addr string
 	// Sim is true for the rig's scope simulator.
-	Sim  bool
-	rack *fixtures.Rack
+	Sim bool
+	// Capture is set when the "scope" is a gpio-capture (then it is also
+	// Instrument): its Pairing accounts for unpaired edges.
+	Capture *gpiocap.Capture
+	rack    *fixtures.Rack
 }
 
 // OpenScope connects to the rack's scope at the rig's scope address. The
@@ -37,6 +50,16 @@ func OpenScope(ctx context.Context, rc *RigContext) (*Scope, error) {
 	}
 	s := &Scope{rack: rack, Addr: rc.Rig.ScopeAddr()}
 	switch sc.Driver {
+	case fixtures.ScopeGPIOCapture:
+		chans := map[int]gpio.LineSpec{}
+		for _, w := range sc.Wiring {
+			l, err := rack.CaptureLine(w)
+			if err != nil {
+				return nil, fmt.Errorf("gpio-capture scope channel %d: %w", w.Channel, err)
+			}
+			chans[w.Channel] = lineSpec(rc, l)
+		}
+		return openCapture(ctx, rc, s, chans, "gpio-capture of rack "+rack.Name)
 	case "sim":
 		s.Driver, s.Sim = "tek", true // scopesim's default dialect
 	default:
@@ -68,6 +91,64 @@ func OpenScope(ctx context.Context, rc *RigContext) (*Scope, error) {
 	return s, nil
 }
 
+// OpenProbeCapture opens a gpio-capture (scopes/gpiocap) on from's tx and
+// to's rx marker lines — CH1 and CH2 — when both are on a simulated chip,
+// whose watch is a passive probe (the sim rack: a third "board" watching
+// the markers the agents drive, in the controller process). A rack with
+// real marker lines needs a capture board wired in its fixture (scope
+// driver gpio-capture) instead; then, and when a marker is missing, it
+// returns ErrNoCapture. The caller registers DeferCleanup(s.Close).
+func OpenProbeCapture(ctx context.Context, rc *RigContext, from, to string) (*Scope, error) {
+	chans := map[int]gpio.LineSpec{}
+	for ch, bm := range map[int][2]string{1: {from, "tx"}, 2: {to, "rx"}} {
+		b, err := rc.Rack.Board(bm[0])
+		if err != nil {
+			return nil, err
+		}
+		l, ok := b.Marker(bm[1])
+		if !ok {
+			return nil, fmt.Errorf("%w: board %s has no %s marker", ErrNoCapture, bm[0], bm[1])
+		}
+		if !strings.HasPrefix(l.Chip, "sim:") {
+			return nil, fmt.Errorf("%w: %s/%s is on chip %s, not a simulated chip (wire a capture board: scope driver gpio-capture)", ErrNoCapture, bm[0], bm[1], l.Chip)
+		}
+		chans[ch] = lineSpec(rc, *l)
+	}
+	return openCapture(ctx, rc, &Scope{rack: rc.Rack}, chans, "probe of the simulated marker lines")
+}
+
+func lineSpec(rc *RigContext, l fixtures.Line) gpio.LineSpec {
+	line := l.LineName
+	if l.Offset != nil {
+		line = strconv.Itoa(*l.Offset)
+	}
+	return gpio.LineSpec{Chip: rc.Rig.Chip(l.Chip), Line: line, ActiveLow: l.ActiveLow}
+}
+
+// captureWindow is the pairing window of the suites' captures: above any
+// latency a rack bounds (the sim rack's max is 1 s), so a late message is
+// still paired with its own sender edge even when later messages were
+// marked meanwhile. A window below the marking interval would instead drop
+// exactly the tail the comparison is about. The cost: a lost edge is not
+// resynchronised by timing, so it shows as a resync and unmatched edges in
+// the Pairing, which the suite requires to be clean.
+const captureWindow = time.Second
+
+// openCapture opens the capture (both edges: markers toggle, one edge per
+// message).
+func openCapture(ctx context.Context, rc *RigContext, s *Scope, chans map[int]gpio.LineSpec, what string) (*Scope, error) {
+	c, err := gpiocap.Open(ctx, gpiocap.Config{Channels: chans, MaxDelay: captureWindow, BothEdges: true})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	s.Instrument, s.Capture, s.Driver, s.Addr = c, c, "gpio-capture", what
+	if s.Identity, err = c.Identify(ctx); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
 func vendorDriver(v string) string {
 	v = strings.ToLower(v)
 	switch {
@@ -94,6 +175,9 @@ func (s *Scope) Close() error {
 // Channels returns the scope channels wired to from's "tx" and to's "rx"
 // markers, and the threshold of the source channel (0 when unset).
 func (s *Scope) Channels(from, to string) (src, dst int, threshold float64, err error) {
+	if s.Capture != nil && (s.rack.Instruments.Scope == nil || s.rack.Instruments.Scope.Driver != fixtures.ScopeGPIOCapture) {
+		return 1, 2, 0, nil // OpenProbeCapture: CH1 = from/tx, CH2 = to/rx
+	}
 	for _, w := range s.rack.Instruments.Scope.Wiring {
 		if w.Board == from && w.Marker == "tx" {
 			src, threshold = w.Channel, w.ThresholdV
@@ -166,5 +250,113 @@ func (s *Scope) Compare(st scopes.Stats, src, dst int) *report.ScopeComparison {
 	if s.Sim {
 		sc.Instrument += " (scopesim on " + s.Addr + ", fed by the simulated GPIO chip)"
 	}
+	if s.Capture != nil {
+		sc.Channels = fmt.Sprintf("CH%d→CH%d both edges", src, dst)
+		sc.Note = "gpio-capture pairing: " + s.Capture.Pairing().String()
+	}
 	return sc
+}
+
+// SettleCapture waits until the capture holds want edges or their number
+// has not grown for half a second (edges of the last messages are in), or
+// ctx ends. Blocks; polls every 50 ms.
+func (s *Scope) SettleCapture(ctx context.Context, want int) {
+	last, since := -1, time.Now()
+	for {
+		n := s.Capture.Captured()
+		if n >= want {
+			return
+		}
+		if n != last {
+			last, since = n, time.Now()
+		} else if time.Since(since) > 500*time.Millisecond {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// maxExpand bounds the software samples rebuilt from a histogram.
+const maxExpand = 1 << 22
+
+// Distribution compares the scope's per-message delays (when it can fetch
+// them: scopes.DelayFetcher — gpio-capture, Keysight, sigrok) with the
+// software latency samples of c (its histogram, expanded to one value per
+// sample at the bucket's midpoint: HDR keeps 3 significant digits, ≤ 0.1 %).
+// It records p50/p99 figures and the KS distance in c.Extra and the
+// explanation in c.Notes; when the bounds set scope_tolerance it adds
+// checks "scope_p50" and "scope_p99" (|scope − software| within the
+// tolerance) to c.Checks, which Record keeps in the verdict. Returns nil
+// when the delays are not available from both sides (with a note saying
+// why). Blocks on instrument I/O. Call before harness.Record.
+func (s *Scope) Distribution(ctx context.Context, c *report.Case) (*scopes.DistributionCheck, error) {
+	f, ok := s.Instrument.(scopes.DelayFetcher)
+	if !ok {
+		c.Notes = append(c.Notes, fmt.Sprintf("distribution not compared: the %s driver cannot fetch per-message delays", s.Driver))
+		return nil, nil
+	}
+	if c.Histogram == nil || c.Histogram.Count() == 0 {
+		c.Notes = append(c.Notes, "distribution not compared: no software latency samples")
+		return nil, nil
+	}
+	if n := c.Histogram.Count(); n > maxExpand {
+		c.Notes = append(c.Notes, fmt.Sprintf("distribution not compared: %d software samples exceed the %d this comparison rebuilds", n, maxExpand))
+		return nil, nil
+	}
+	wire, err := f.FetchDelays(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("fetch per-message delays: %w", err)
+	}
+	sw := make([]float64, 0, c.Histogram.Count())
+	for _, b := range c.Histogram.Buckets() {
+		mid := float64(b.FromNs+b.ToNs) / 2 * 1e-9
+		for range b.Count {
+			sw = append(sw, mid)
+		}
+	}
+	var tol time.Duration
+	if c.Bounds != nil {
+		tol = c.Bounds.ScopeTolerance
+	}
+	d := scopes.CompareDistributions(wire, sw, scopes.Tolerance{AbsS: tol.Seconds()})
+	if c.Extra == nil {
+		c.Extra = map[string]float64{}
+	}
+	c.Extra["scope delays"] = float64(d.NScope)
+	if len(d.Rows) == 2 {
+		c.Extra["scope p50 ns"] = d.Rows[0].Scope * 1e9
+		c.Extra["scope p99 ns"] = d.Rows[1].Scope * 1e9
+		c.Extra["scope − software p50 ns"] = d.Rows[0].Diff * 1e9
+		c.Extra["scope − software p99 ns"] = d.Rows[1].Diff * 1e9
+		c.Extra["scope KS distance"] = d.KS
+		c.Extra["scope KS critical (α=0.05)"] = d.KSCritical
+	}
+	c.Notes = append(c.Notes, "scope vs software distribution: "+d.Explanation)
+	if s.Capture != nil {
+		p := s.Capture.Pairing()
+		c.Extra["capture unmatched edges"] = float64(len(p.Unmatched))
+		c.Extra["capture dropped edges"] = float64(p.SenderDropped + p.ReceiverDropped)
+		c.Extra["capture merged edges"] = float64(p.SenderMerged + p.ReceiverMerged)
+		c.Notes = append(c.Notes, "gpio-capture pairing: "+p.String())
+	}
+	switch {
+	case len(d.Rows) != 2:
+	case tol == 0:
+		c.Notes = append(c.Notes, "bounds profile sets no scope_tolerance: the quantile differences are reported, not judged")
+	default:
+		for _, r := range d.Rows {
+			v := report.Pass
+			if !r.Agree {
+				v = report.Fail
+			}
+			c.Checks = append(c.Checks, report.Check{Bound: "scope_" + r.Name, Unit: "ns", Limit: float64(tol.Nanoseconds()),
+				Measured: math.Abs(r.Diff) * 1e9, Verdict: v,
+				Note: fmt.Sprintf("|scope %s − software %s| (scope %s, software %s)", r.Name, r.Name, scopes.FormatSeconds(r.Scope), scopes.FormatSeconds(r.Software))})
+		}
+	}
+	return &d, nil
 }

@@ -1,0 +1,6 @@
+//go:build !race
+
+package gpiocap_test
+
+// raceSlackNs is 0 without the race detector (see race_test.go).
+const raceSlackNs = 0

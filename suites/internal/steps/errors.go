@@ -11,10 +11,6 @@ var (
 	// flow cannot be gated (a board names no ptp4l socket, its socket is
 	// out of the controller's reach, or ptp4l does not answer).
 	ErrPTPGate = errors.New("cannot PTP-gate one-way samples")
-	// ErrPTPRemote: a board's ptp4l socket lives on the board (ssh), which
-	// the controller cannot read yet; such flows run ungated, with a note
-	// on the case saying so, rather than not at all.
-	ErrPTPRemote = errors.New("ptp4l socket not reachable from the controller")
 	// ErrGateIncomplete: the subscribers' windows do not hold every
 	// latency sample of their finals, so samples could be neither judged
 	// nor counted as excluded.

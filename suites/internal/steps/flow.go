@@ -2,7 +2,6 @@ package steps
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -139,25 +138,19 @@ func (rc *RigContext) Start(ctx context.Context, p Params) (*rig.Flow, string, s
 // with its method and the rack's bounds for the transport and payload
 // (best-effort flows have their loss reported, not bounded). Blocks.
 func (rc *RigContext) Measure(ctx context.Context, name string, p Params) (*Ran, error) {
-	var (
-		gate       *ptpGate
-		ungatedWhy string
-	)
+	var gate *ptpGate
 	if from, to, _, err := rc.Route(p.Transport); err == nil && rc.gated(from, to) {
 		// Watch both boards' PTP lock for the flow's whole life, from
-		// before its first window opens to after its last one closes.
+		// before its first window opens to after its last one closes
+		// (boards whose ptp4l is on the board through their agent).
 		w := p.Window
 		if w == 0 {
 			w = rc.Config.Window
 		}
-		switch gate, err = rc.startGate(ctx, from, to, w); {
-		case errors.Is(err, ErrPTPRemote):
-			gate, ungatedWhy = nil, err.Error()
-		case err != nil:
+		if gate, err = rc.startGate(ctx, from, to, w); err != nil {
 			return nil, err
-		default:
-			defer gate.close()
 		}
+		defer gate.close()
 	}
 	t0 := time.Now()
 	f, from, to, err := rc.Start(ctx, p)
@@ -181,9 +174,6 @@ func (rc *RigContext) Measure(ctx context.Context, name string, p Params) (*Ran,
 			// case fails because its samples could not be vetted.
 			c.Failure = err.Error()
 		}
-	}
-	if ungatedWhy != "" {
-		c.Notes = append(c.Notes, "NOT PTP-gated: one-way samples include any time a clock was unlocked ("+ungatedWhy+")")
 	}
 	if b, ok := rc.Bounds(p.Transport, p.Payload); ok {
 		if p.BestEffort {

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
 	"github.com/hilrig/hilrig/fixtures"
 	"github.com/hilrig/hilrig/fixtures/agentproto"
+	"github.com/hilrig/hilrig/fixtures/rig"
 	"github.com/hilrig/hilrig/report"
 	"github.com/hilrig/hilrig/timesync"
 )
@@ -87,7 +89,7 @@ func GateWindows(c *report.Case, windows [][]agentproto.Window, finals []*agentp
 				res.ExcludedWindows++
 				res.ExcludedSamples += n
 				if res.FirstReason == "" {
-					res.FirstReason = fmt.Sprintf("window %d of %s: %s", w.Index, w.Endpoint, unlockedReason(q))
+					res.FirstReason = fmt.Sprintf("window %d of %s: %s", w.Index, w.Endpoint, unlockedReason(j, q))
 				}
 				continue
 			}
@@ -118,13 +120,46 @@ func (r GateResult) note(boards []string) string {
 		r.ExcludedWindows, r.Windows, on, r.ExcludedSamples, r.FirstReason, unc)
 }
 
-func unlockedReason(q timesync.WindowQuality) string {
+// seriesJudge is a WindowJudge that also hands out the polls it judged
+// on (*timesync.Monitor does): then an exclusion names the read error
+// itself (socket gone, naming board and socket), not only its condition.
+type seriesJudge interface {
+	Series(board string) ([]timesync.Sample, error)
+}
+
+func unlockedReason(j WindowJudge, q timesync.WindowQuality) string {
 	for _, b := range q.Boards {
-		if !b.Locked {
-			return b.Board + ": " + b.Reason
+		if b.Locked {
+			continue
 		}
+		r := b.Board + ": " + b.Reason
+		if sj, ok := j.(seriesJudge); ok {
+			if e := readError(sj, b.Board, q.From, q.To); e != "" {
+				r += " (" + e + ")"
+			}
+		}
+		return r
 	}
 	return "not locked"
+}
+
+// readError returns the first read error among the board's polls that
+// bracket [from, to] ("" when none failed).
+func readError(sj seriesJudge, board string, from, to time.Time) string {
+	ss, err := sj.Series(board)
+	if err != nil {
+		return ""
+	}
+	first := sort.Search(len(ss), func(i int) bool { return ss[i].At.After(from) }) - 1
+	for _, s := range ss[max(first, 0):] {
+		if s.Err != "" {
+			return s.Err
+		}
+		if !s.At.Before(to) {
+			break
+		}
+	}
+	return ""
 }
 
 // ptpGate is the Monitor watching the two boards of one cross-host flow.
@@ -142,54 +177,75 @@ func (rc *RigContext) gated(from, to string) bool {
 	return rc.Rack.Claims(fixtures.CapPTP) && !sameHost(rc.Rack, from, to)
 }
 
-// startGate dials both boards' ptp4l, starts a Monitor polling them at a
-// quarter of the window (within [50 ms, timesync.DefaultPeriod]) and
-// waits for its first sample of each, so the first window is bracketed.
-// ssh boards' sockets are on the board, out of the controller's reach
-// (the rig has no agent-side PTP probe): that is an error, not a silently
-// ungated case. Blocks up to a few poll periods.
+// startGate starts a Monitor on both boards' ptp4l, polling at a quarter
+// of the window (within [50 ms, timesync.DefaultPeriod]), and waits for
+// its first sample of each, so the first window is bracketed. A board on
+// the controller's host is read over its management socket directly;
+// any other board (ssh) through an agent-side probe ([rig.PTPProbe]):
+// the board's agent polls its own socket and streams the samples back.
+// Either way the first poll must succeed, else the error names the board
+// and the socket. Blocks up to a few poll periods (plus the agent's start
+// for a board whose agent is not up yet).
 func (rc *RigContext) startGate(ctx context.Context, from, to string, window time.Duration) (g *ptpGate, err error) {
 	bound := time.Microsecond
 	if rc.Rack.PTP != nil && rc.Rack.PTP.MaxOffset > 0 {
 		bound = rc.Rack.PTP.MaxOffset
 	}
-	g = &ptpGate{period: min(timesync.DefaultPeriod, max(window/4, 50*time.Millisecond))}
+	gate := &ptpGate{period: min(timesync.DefaultPeriod, max(window/4, 50*time.Millisecond))}
+	// Not g: an error return sets g to nil before this runs.
 	defer func() {
 		if err != nil {
-			g.close()
+			gate.close()
 		}
 	}()
+	monPeriod := gate.period
 	var tb []timesync.Board
 	for _, n := range []string{from, to} {
 		b, err := rc.Rack.Board(n)
 		if err != nil {
 			return nil, err
 		}
-		switch {
-		case b.Clock.PTP4LSocket == "":
+		if b.Clock.PTP4LSocket == "" {
 			return nil, fmt.Errorf("%w: rack %s claims ptp but board %s names no clock.ptp4l_socket", ErrPTPGate, rc.Rack.Name, n)
-		case !OnController(b):
-			return nil, fmt.Errorf("%w: %w: board %s: ptp4l socket %s is on the board; reading it needs an agent-side PTP probe, which the rig lacks", ErrPTPGate, ErrPTPRemote, n, b.Clock.PTP4LSocket)
 		}
-		p, err := timesync.DialPTP4L(ctx, b.Clock.PTP4LSocket, nil)
-		if err != nil {
-			return nil, fmt.Errorf("%w: board %s: %w", ErrPTPGate, n, err)
+		var src timesync.Source
+		if OnController(b) {
+			p, err := timesync.DialPTP4L(ctx, b.Clock.PTP4LSocket, nil)
+			if err != nil {
+				return nil, fmt.Errorf("%w: board %s: %w", ErrPTPGate, n, err)
+			}
+			gate.closers = append(gate.closers, p.Close)
+			src = p
+		} else {
+			a, err := rc.Agent(ctx, n)
+			if err != nil {
+				return nil, fmt.Errorf("%w: board %s: agent for the PTP probe of %s: %w", ErrPTPGate, n, b.Clock.PTP4LSocket, err)
+			}
+			p, err := a.StartPTPProbe(ctx, b.Clock.PTP4LSocket, &rig.PTPProbeOptions{Period: gate.period})
+			if err != nil {
+				return nil, fmt.Errorf("%w: %w", ErrPTPGate, err) // names board and socket
+			}
+			gate.closers = append(gate.closers, p.Close)
+			src = p
+			// The probe's Status waits for the agent's next sample: a
+			// Monitor polling a little faster than the agent follows the
+			// agent's pace and records every sample (never a backlog).
+			monPeriod = gate.period - gate.period/20
 		}
-		g.closers = append(g.closers, p.Close)
-		tb = append(tb, timesync.Board{Name: n, Source: p})
-		g.boards = append(g.boards, n)
+		tb = append(tb, timesync.Board{Name: n, Source: src})
+		gate.boards = append(gate.boards, n)
 	}
-	if g.mon, err = timesync.NewMonitor(tb, timesync.MonitorConfig{Period: g.period, Bound: bound, Logger: rc.Log}); err != nil {
+	if gate.mon, err = timesync.NewMonitor(tb, timesync.MonitorConfig{Period: monPeriod, Bound: bound, Logger: rc.Log}); err != nil {
 		return nil, err
 	}
 	t0 := time.Now()
-	if err := g.mon.Start(ctx); err != nil {
+	if err := gate.mon.Start(ctx); err != nil {
 		return nil, err
 	}
-	if err := waitCovered(ctx, g.mon, g.boards, t0, 4*g.period+2*time.Second); err != nil {
+	if err := waitCovered(ctx, gate.mon, gate.boards, t0, 4*gate.period+2*time.Second); err != nil {
 		return nil, fmt.Errorf("%w: first PTP poll: %w", ErrPTPGate, err)
 	}
-	return g, nil
+	return gate, nil
 }
 
 // settle waits until every board has a poll at or after the last window's

@@ -2,15 +2,28 @@ package steps_test
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/pem"
 	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"golang.org/x/crypto/ssh"
+
+	"github.com/hilrig/hilrig/fixtures"
 	"github.com/hilrig/hilrig/fixtures/agentproto"
 	"github.com/hilrig/hilrig/report"
+	"github.com/hilrig/hilrig/suites/internal/harness"
 	"github.com/hilrig/hilrig/suites/internal/steps"
 	"github.com/hilrig/hilrig/timesync"
+	"github.com/hilrig/hilrig/timesync/ptprig"
 	"github.com/hilrig/hilrig/timesync/timesyncsim"
 )
 
@@ -137,4 +150,269 @@ func TestGateWindows(t *testing.T) {
 	if _, err := steps.GateWindows(&report.Case{}, wins, nil, mon, "board-z"); err == nil || !strings.Contains(err.Error(), "board-z") {
 		t.Errorf("unknown board: %v", err)
 	}
+}
+
+// TestGateWindowsNamesReadError: when a board's ptp4l cannot be read (as
+// an agent-side probe reports a socket gone), the windows touching those
+// polls are excluded and the case's note carries the read error itself,
+// naming board and socket, not only "read error".
+func TestGateWindowsNamesReadError(t *testing.T) {
+	a := timesyncsim.New(&timesyncsim.Options{Initial: ptr(timesyncsim.Locked())})
+	b := timesyncsim.New(&timesyncsim.Options{Identity: 0x02000afffee90003, Initial: ptr(timesyncsim.Locked())})
+	mon, err := timesync.NewMonitor([]timesync.Board{{Name: "board-a", Source: a}, {Name: "board-b", Source: b}},
+		timesync.MonitorConfig{Period: 2 * time.Millisecond, Bound: 10 * time.Microsecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mon.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(mon.Stop)
+	count := func(board string, f func(timesync.Sample) bool) (n int, at []time.Time) {
+		s, _ := mon.Series(board)
+		for _, x := range s {
+			if f(x) {
+				n++
+				at = append(at, x.At)
+			}
+		}
+		return n, at
+	}
+	locked := func(x timesync.Sample) bool { return x.Locked }
+	const gone = "board board-a: ptp4l socket /run/board-a/ptp4l: timesync: no socket"
+	failed := func(x timesync.Sample) bool { return x.Err != "" }
+	// The window that must be included starts after board-b is locked
+	// (its first poll is not: nothing to compare ingress with).
+	waitFor(t, "board-b locked", func() bool { n, _ := count("board-b", locked); return n >= 1 })
+	_, lb := count("board-b", locked)
+	after := func(x timesync.Sample) bool { return x.Locked && x.At.After(lb[0]) }
+	waitFor(t, "board-a locked twice after", func() bool { n, _ := count("board-a", after); return n >= 2 })
+	a.Update(func(s *timesyncsim.State) { s.Err = errors.New(gone) })
+	waitFor(t, "3 failed polls", func() bool { n, _ := count("board-a", failed); return n >= 3 })
+	tEnd := time.Now()
+	waitFor(t, "board-b polled after", func() bool { _, at := count("board-b", locked); return at[len(at)-1].After(tEnd) })
+	mon.Stop()
+	_, la := count("board-a", after)
+	_, fa := count("board-a", failed)
+	wins := [][]agentproto.Window{{
+		window("sub0", 0, la[0], la[1], 10, 10_000),
+		window("sub0", 1, fa[0], fa[2], 4, 10_000),
+	}}
+	c := &report.Case{}
+	res, err := steps.GateWindows(c, wins, nil, mon, "board-a", "board-b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExcludedWindows != 1 || res.ExcludedSamples != 4 {
+		t.Errorf("gate %+v: want window 1 (4 samples) excluded", res)
+	}
+	if !strings.Contains(res.FirstReason, gone) || len(c.Notes) != 1 || !strings.Contains(c.Notes[0], "/run/board-a/ptp4l") {
+		t.Errorf("reason %q, notes %q: want the read error naming board-a and its socket", res.FirstReason, c.Notes)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// TestMeasureGatesSSHBoardThroughAgentProbe: a real linuxptp pair
+// (ptprig), a real OpenSSH server on loopback standing in for a remote
+// board "far" (so far is on another "host" and its one-way samples must
+// be PTP-gated), and "near", a local board. far's ptp4l socket is read
+// only by far's agent (deployed over SSH); near's directly. A UDP flow
+// far → near measured while the slave is locked is gated and at least
+// one window is included (the uncertainty is the monitored bound); after
+// the ptp4l is SIGKILLed, the next gated measurement fails with
+// ErrPTPGate naming board far and its socket.
+func TestMeasureGatesSSHBoardThroughAgentProbe(t *testing.T) {
+	if err := ptprig.Available(); err != nil {
+		t.Skip(err)
+	}
+	if _, err := os.Stat("/usr/sbin/sshd"); err != nil {
+		t.Skip("needs Debian's openssh-server (apt-get install -y openssh-server)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // may build hilrig
+	defer cancel()
+	pr, err := ptprig.Start(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pr.Close() })
+	sd := startLoopbackSSHD(t)
+	rack, err := fixtures.ParseRack("ptp-ssh.yaml", []byte(fmt.Sprintf(`name: ptp-ssh
+capabilities: [ptp]
+boards:
+  - name: far
+    reach: ssh://root@%s
+    ssh: {key_file: %s, known_hosts: %s, remote_dir: %s}
+    clock: {stamp: realtime, ptp4l_socket: %s}
+  - name: near
+    reach: local
+    clock: {stamp: realtime, ptp4l_socket: %s}
+links:
+  - {name: far-near-udp, a: far, b: near, transport: udp, a_addr: 127.0.0.1, b_addr: 127.0.0.1}
+ptp: {grandmaster: external, max_offset: 100us}
+bounds:
+  - name: loose
+    entries:
+      - {transport: udp, payload: 64, p50: 1s, p99: 2s, p999: 3s, max: 5s, max_lost: 0}
+`, sd.addr, sd.clientKey, sd.knownHosts, filepath.Join(sd.dir, "remote-bin"), pr.SlaveSocket, pr.SlaveSocket)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	prof, err := rack.Profile("loose")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := &harness.TestContext{Suite: "test", Rack: rack, Profile: prof, Config: &fixtures.Config{Window: 5 * time.Second}}
+	rc, err := steps.OpenRig(ctx, tc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := rc.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	if _, err := rc.Agent(ctx, "far"); err != nil { // deploy over SSH while ptp4l locks
+		t.Fatal(err)
+	}
+	src, err := timesync.DialPTP4L(ctx, pr.SlaveSocket, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lctx, lcancel := context.WithTimeout(ctx, 30*time.Second)
+	err = timesync.RequireLocked(lctx, []timesync.Board{{Name: "slave", Source: src}}, 100*time.Microsecond, 2, nil)
+	lcancel()
+	_ = src.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Windows of 5 s: the gate polls every 1.25 s, longer than the Sync
+	// interval (1 s), so every locked poll sees a fresh Sync.
+	p := steps.Params{Transport: steps.UDP, Payload: 64, RateHz: 200, Count: 1200, Window: 5 * time.Second}
+	run, err := rc.Measure(ctx, "udp 64B gated", p)
+	if err != nil {
+		t.Fatalf("gated measurement: %v\n%s", err, rc.Diagnostics())
+	}
+	c := run.Case
+	if c.Failure != "" {
+		t.Fatalf("case failed: %s\n%s", c.Failure, rc.Diagnostics())
+	}
+	var note string
+	for _, n := range c.Notes {
+		if strings.HasPrefix(n, "PTP gate:") {
+			note = n
+		}
+		if strings.Contains(n, "NOT PTP-gated") {
+			t.Errorf("case not gated: %s", n)
+		}
+	}
+	if note == "" || !strings.Contains(note, "far and near") || !strings.Contains(c.Method.Clocks, "gated") {
+		t.Fatalf("notes %q, clocks %q: want the PTP gate's note on far and near", c.Notes, c.Method.Clocks)
+	}
+	if c.Method.UncertaintyNs <= 0 || c.Histogram == nil || c.Histogram.Count() == 0 {
+		t.Errorf("no window included (uncertainty %d ns, %v samples): %s", c.Method.UncertaintyNs, c.Histogram, note)
+	}
+	t.Logf("locked run: %s", note)
+
+	if err := pr.KillDaemon(ctx, ptprig.Slave); err != nil {
+		t.Fatal(err)
+	}
+	_, err = rc.Measure(ctx, "udp 64B ptp4l gone", p)
+	if !errors.Is(err, steps.ErrPTPGate) || !strings.Contains(err.Error(), "board far") || !strings.Contains(err.Error(), pr.SlaveSocket) {
+		t.Fatalf("measurement with far's ptp4l gone: %v, want ErrPTPGate naming board far and %s", err, pr.SlaveSocket)
+	}
+	t.Logf("ptp4l gone: %v", err)
+}
+
+// loopbackSSHD is a real OpenSSH server on 127.0.0.1 (root namespace,
+// loopback only) standing in for a remote board.
+type loopbackSSHD struct {
+	addr, dir, clientKey, knownHosts string
+}
+
+func startLoopbackSSHD(t *testing.T) *loopbackSSHD {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close() // sshd takes the port over (a race with other tests is reported by sshd)
+	_, port, _ := net.SplitHostPort(addr)
+	dir := t.TempDir()
+	s := &loopbackSSHD{addr: addr, dir: dir, clientKey: filepath.Join(dir, "client_ed25519"), knownHosts: filepath.Join(dir, "known_hosts")}
+	hostPub := writeSSHKey(t, filepath.Join(dir, "host_ed25519"))
+	clientPub := writeSSHKey(t, s.clientKey)
+	if err := os.WriteFile(filepath.Join(dir, "authorized_keys"), ssh.MarshalAuthorizedKey(clientPub), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(s.knownHosts, []byte(fmt.Sprintf("[127.0.0.1]:%s %s", port, ssh.MarshalAuthorizedKey(hostPub))), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "sshd_config")
+	conf := strings.Join([]string{
+		"Port " + port, "ListenAddress 127.0.0.1", "HostKey " + filepath.Join(dir, "host_ed25519"),
+		"PidFile none", "AuthorizedKeysFile " + filepath.Join(dir, "authorized_keys"),
+		"PasswordAuthentication no", "KbdInteractiveAuthentication no", "PubkeyAuthentication yes",
+		"PermitRootLogin prohibit-password", "StrictModes no", "UsePAM no", "LogLevel VERBOSE", "",
+	}, "\n")
+	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll("/run/sshd", 0o755); err != nil { // sshd's privilege-separation dir
+		t.Fatal(err)
+	}
+	cmd := exec.Command("/usr/sbin/sshd", "-D", "-e", "-f", cfg)
+	var logb strings.Builder
+	cmd.Stderr = &logb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+		if t.Failed() {
+			t.Logf("sshd log:\n%s", logb.String())
+		}
+	})
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			return s
+		}
+		select {
+		case <-exited:
+			t.Fatalf("sshd exited: %s", logb.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sshd did not listen on %s: %v\n%s", addr, err, logb.String())
+		}
+		time.Sleep(20 * time.Millisecond) // polling with a deadline
+	}
+}
+
+func writeSSHKey(t *testing.T, path string) ssh.PublicKey {
+	t.Helper()
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blk, err := ssh.MarshalPrivateKey(priv, "hilrig test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, pem.EncodeToMemory(blk), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sp, err := ssh.NewPublicKey(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sp
 }

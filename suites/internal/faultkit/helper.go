@@ -1,3 +1,5 @@
+//go:build unix
+
 // Package faultkit holds the reusable pieces of the fault suite: helper
 // processes that are SIGKILLed on purpose (a publisher, a subscriber, a
 // soak checkpoint writer), re-executed from the suite's own test binary;

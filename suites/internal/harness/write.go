@@ -1,7 +1,6 @@
 package harness
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/ginkgo/v2/types"
-	"golang.org/x/sys/unix"
 
 	"github.com/hilrig/hilrig/fixtures"
 	"github.com/hilrig/hilrig/report"
@@ -262,29 +260,6 @@ func writeHTML(path string, r *report.Result, lg *soak.Log) error {
 		return fmt.Errorf("%w: %w", ErrReport, err)
 	}
 	return nil
-}
-
-// lockDir takes an exclusive flock on dir/.lock (blocking), so suite
-// binaries finishing at once merge one after the other.
-func lockDir(dir string) (func(), error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrReport, err)
-	}
-	f, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("%w: lock: %w", ErrReport, err)
-	}
-	for {
-		err = unix.Flock(int(f.Fd()), unix.LOCK_EX)
-		if !errors.Is(err, unix.EINTR) {
-			break
-		}
-	}
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("%w: lock %s: %w", ErrReport, f.Name(), err)
-	}
-	return func() { _ = unix.Flock(int(f.Fd()), unix.LOCK_UN); f.Close() }, nil
 }
 
 // pruneRuns removes all but the newest keep run directories (by name,

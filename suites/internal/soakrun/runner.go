@@ -6,7 +6,6 @@ import (
 	"io"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/hilrig/hilrig/fixtures/agentproto"
@@ -358,15 +357,6 @@ func (r *Runner) closeWindow(agg *aggregator, tracks []*Track, gated map[subKey]
 		r.OnWindow(&w)
 	}
 	return nil
-}
-
-// processCPU is this process's user+system CPU time.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func abs64(v int64) int64 {

@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/hilrig/hilrig/fixtures"
+	"github.com/hilrig/hilrig/report"
 	"github.com/hilrig/hilrig/report/reportmatch"
 	"github.com/hilrig/hilrig/suites/internal/harness"
 	"github.com/hilrig/hilrig/suites/internal/steps"
@@ -70,6 +71,45 @@ var _ = Describe("latency", Ordered, ContinueOnFailure, Label(labels.Latency), f
 			}
 		}
 	}
+
+	// The same flow idle and with one busy thread per CPU on the
+	// subscriber's board: the seed documents quote latency "under load";
+	// this measures it. The loaded case is reported with the loaded/idle
+	// ratios, not judged (the rack states no loaded bounds); what is
+	// asserted is what the load must not break — reliable delivery — and
+	// that the load really ran, without which the ratio means nothing.
+	underLoad := "shm-copy reliable 1KiB @ 1000 Hz one-way under CPU load"
+	It(underLoad, func(ctx SpecContext) {
+		const n, warm = 2000, 100
+		u, err := rc.MeasureUnderLoad(ctx, underLoad, steps.Params{Transport: steps.ShmCopy, Payload: 1024, RateHz: 1000,
+			Count: n, WarmUp: warm})
+		if errors.Is(err, steps.ErrNoLink) {
+			Skip(err.Error())
+		}
+		Expect(err).NotTo(HaveOccurred())
+		ic, lc := u.Idle.Case, u.Loaded.Case
+		for _, c := range []*report.Case{ic, lc} {
+			c.Labels = []string{labels.Latency}
+			Expect(harness.Record(c)).To(Succeed())
+		}
+		for _, c := range []*report.Case{ic, lc} {
+			Expect(c).To(reportmatch.HaveNoLoss(), c.Name)
+			Expect(c.Sent).To(Equal(int64(n+warm)), "%s: messages sent", c.Name)
+			Expect(c.Delivered).To(Equal(c.Sent), "%s: every message delivered", c.Name)
+		}
+		rep := u.Load.Load
+		Expect(rep.Threads).To(Equal(u.Threads), "load threads")
+		Expect(rep.Threads).To(BeNumerically(">=", 1), "load threads")
+		Expect(float64(rep.CPUNs)).To(BeNumerically(">=", steps.MinLoadShare*float64(rep.Threads)*float64(rep.WallNs)),
+			"load on %s consumed %v of CPU over %v with %d threads (%.0f%% of its cores, want ≥ %.0f%%): starved, the loaded figures do not show the board under this load",
+			u.Board, time.Duration(rep.CPUNs), time.Duration(rep.WallNs), rep.Threads, 100*u.Share, 100*steps.MinLoadShare)
+		Expect(lc.Bounds).To(BeNil(), "the loaded case is reported, not judged")
+		Expect(lc.Notes).To(ContainElement(ContainSubstring(steps.NoteLoadedUnbounded)))
+		Expect(lc.Failure).To(BeEmpty())
+		Expect(ic).To(reportmatch.MeetBounds())
+		AddReportEntry("under load", fmt.Sprintf("p50 ×%.2f, p99 ×%.2f (loaded/idle), load %d threads at %.0f%% of their cores",
+			u.P50Ratio, u.P99Ratio, rep.Threads, 100*u.Share))
+	}, SpecTimeout(time.Minute))
 
 	for _, tr := range steps.AllTransports {
 		for _, size := range rttSizes(tc.Config.PayloadSizes) {

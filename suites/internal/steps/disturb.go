@@ -32,14 +32,15 @@ var tailBounds = map[string]bool{"p99": true, "p99.9": true, "max": true, "jitte
 // that other work shares (the sim rack, a CI runner). While the flow runs,
 // a probe thread on the controller's host measures the host's own timer
 // wake-up lateness (WakeupFloor at 1 ms, CLOCK_MONOTONIC). A case that
-// fails only on tail bounds (p99, p99.9, max, jitter) while the host
-// itself woke later than each failing bound, by at least the amount the
-// case exceeded it, was failed by the host, not the middleware: it is
+// fails only on tail bounds (p99, p99.9, max, jitter) while the host was
+// disturbed (its own wake-ups late by DisturbedLateness, or by the failing
+// bound if that is tighter) cannot be blamed on the middleware: it is
 // measured again, up to DisturbedAttempts in all. The case returned
 // carries every earlier attempt in its notes (failing checks and host
 // lateness) and the probe's p99 and max in Extra, so a re-measurement is
-// never hidden. Any other failure — loss, p50, a stall the host does not
-// explain, an error — is returned at once. Flows with a board off the
+// never hidden, and a case that fails every attempt keeps its verdict.
+// Any other failure — loss, p50, a tail on a quiet host, an error — is
+// returned at once. Flows with a board off the
 // controller's host are measured once, unprobed (the probe would time the
 // wrong machine). Blocks for the flow(s).
 func (rc *RigContext) MeasureJudged(ctx context.Context, name string, p Params) (*Ran, error) {
@@ -82,25 +83,35 @@ func (rc *RigContext) MeasureJudged(ctx context.Context, name string, p Params) 
 	}
 }
 
+// DisturbedLateness is how late the host's own timer wake-ups must be, at
+// least once during a case, for the host to count as disturbed: a host
+// that cannot wake one thread within 10 ms is saturated by something else,
+// and a flow of many threads queues behind that for far longer (10 udp
+// subscribers under two CPU hogs: p99.9 243 ms while the probe's worst
+// was below that). A bound tighter than this is disturbed by less: the
+// host was late by at least the bound.
+const DisturbedLateness = 10 * time.Millisecond
+
 // hostExplains reports whether every failed check of c is a tail bound
-// the host's own wake-up lateness accounts for: the host was late by at
-// least the bound, and by at least what the case exceeded it by.
+// and the host was disturbed while c ran (see DisturbedLateness).
 func hostExplains(c *report.Case, host *report.Histogram) (string, bool) {
 	if c.Verdict != report.Fail || c.Failure != "" || host == nil || host.Count() == 0 {
 		return "", false
 	}
 	hostMax := float64(host.ValueAtQuantile(100))
+	need := float64(DisturbedLateness)
 	var parts []string
 	for _, ck := range c.Checks {
 		if ck.Verdict != report.Fail {
 			continue
 		}
-		if !tailBounds[ck.Bound] || ck.Unit != "ns" || hostMax < ck.Limit || ck.Measured-ck.Limit > hostMax {
+		if !tailBounds[ck.Bound] || ck.Unit != "ns" {
 			return "", false
 		}
+		need = min(need, ck.Limit)
 		parts = append(parts, ck.String())
 	}
-	if len(parts) == 0 {
+	if len(parts) == 0 || hostMax < need {
 		return "", false
 	}
 	return fmt.Sprintf("%s while the host woke up to %s late", strings.Join(parts, ", "), report.FormatNs(int64(hostMax))), true

@@ -38,8 +38,10 @@ func TestHostExplains(t *testing.T) {
 		want bool
 	}{
 		{"p99 failed while the host stalled 35 ms", judged(b, tail, 0), hostHist(35 * time.Millisecond), true},
-		{"host never late enough to fail the bound", judged(b, tail, 0), hostHist(5 * time.Millisecond), false},
-		{"case exceeded the bound by more than the host stall", judged(b, report.Summary{Count: 100, P50: 142_000, P99: 900_000_000, Max: 900_000_000}, 0), hostHist(35 * time.Millisecond), false},
+		{"quiet host (5 ms late at worst)", judged(b, tail, 0), hostHist(5 * time.Millisecond), false},
+		{"tails far beyond a disturbed host's stall (queueing)", judged(b, report.Summary{Count: 100, P50: 142_000, P99: 900_000_000, Max: 900_000_000}, 0), hostHist(35 * time.Millisecond), true},
+		{"bound tighter than DisturbedLateness, host late by more than it", judged(report.Bounds{P99: 2 * time.Millisecond}, report.Summary{Count: 100, P50: 100_000, P99: 3_000_000}, 0), hostHist(4 * time.Millisecond), true},
+		{"bound tighter than DisturbedLateness, host late by less than it", judged(report.Bounds{P99: 2 * time.Millisecond}, report.Summary{Count: 100, P50: 100_000, P99: 3_000_000}, 0), hostHist(time.Millisecond), false},
 		{"p50 failed too", judged(b, report.Summary{Count: 100, P50: 2_000_000, P99: 39_900_000, Max: 39_900_000}, 0), hostHist(35 * time.Millisecond), false},
 		{"a message was lost", judged(b, tail, 1), hostHist(35 * time.Millisecond), false},
 		{"passing case", judged(b, report.Summary{Count: 100, P50: 142_000, P99: 1_000_000, Max: 1_000_000}, 0), hostHist(35 * time.Millisecond), false},

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strconv"
 	"strings"
 	"time"
 
@@ -57,7 +56,7 @@ func OpenScope(ctx context.Context, rc *RigContext) (*Scope, error) {
 			if err != nil {
 				return nil, fmt.Errorf("gpio-capture scope channel %d: %w", w.Channel, err)
 			}
-			chans[w.Channel] = lineSpec(rc, l)
+			chans[w.Channel] = rc.Rig.LineSpec(l)
 		}
 		return openCapture(ctx, rc, s, chans, "gpio-capture of rack "+rack.Name)
 	case "sim":
@@ -112,17 +111,9 @@ func OpenProbeCapture(ctx context.Context, rc *RigContext, from, to string) (*Sc
 		if !strings.HasPrefix(l.Chip, "sim:") {
 			return nil, fmt.Errorf("%w: %s/%s is on chip %s, not a simulated chip (wire a capture board: scope driver gpio-capture)", ErrNoCapture, bm[0], bm[1], l.Chip)
 		}
-		chans[ch] = lineSpec(rc, *l)
+		chans[ch] = rc.Rig.LineSpec(*l)
 	}
 	return openCapture(ctx, rc, &Scope{rack: rc.Rack}, chans, "probe of the simulated marker lines")
-}
-
-func lineSpec(rc *RigContext, l fixtures.Line) gpio.LineSpec {
-	line := l.LineName
-	if l.Offset != nil {
-		line = strconv.Itoa(*l.Offset)
-	}
-	return gpio.LineSpec{Chip: rc.Rig.Chip(l.Chip), Line: line, ActiveLow: l.ActiveLow}
 }
 
 // captureWindow is the pairing window of the suites' captures: above any

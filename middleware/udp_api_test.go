@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/hilrig/hilrig/middleware"
-	"github.com/hilrig/hilrig/middleware/netns"
+	"github.com/hilrig/hilrig/netns"
 )
 
 // udpEventually polls cond every ms until it holds or d passes.

@@ -8,12 +8,12 @@ import (
 	"os"
 	"strings"
 
-	"github.com/hilrig/hilrig/fixtures/agent"
+	"github.com/hilrig/hilrig/agent"
 )
 
 // runAgent is the "hilrig agent" sub-command: the process that runs on a
 // board, controlled over stdin/stdout with the line-delimited JSON protocol
-// of fixtures/agentproto. Logic lives in fixtures/agent.
+// of agentproto. Logic lives in agent.
 func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	err := agent.Main(ctx, args, os.Stdin, stdout, stderr, Version())
 	if errors.Is(err, agent.ErrUsage) {

@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/hilrig/hilrig/fixtures/vmboard/vmcli"
+	"github.com/hilrig/hilrig/vmboard/vmcli"
 )
 
 // runVM is the "hilrig vm" sub-command: build and run the virtual board
 // (QEMU, a real kernel with gpio-sim and ptp-sim). The logic lives in
-// fixtures/vmboard/vmcli.
+// vmboard/vmcli.
 func runVM(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	err := vmcli.Run(ctx, args, stdout, stderr)
 	if errors.Is(err, vmcli.ErrUsage) {

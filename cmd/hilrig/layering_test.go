@@ -41,19 +41,48 @@ func listPackages(t *testing.T) []pkgInfo {
 	return pkgs
 }
 
-// TestLayering enforces the data-flow rules of DEVELOPERS.md and the house
-// style: middleware imports none of the harness, nothing imports suites,
-// vendor libraries are imported only from their internal leaves, and the
-// hilrig binary does not link gomega.
+// TestLayering enforces the data-flow rules of the brief and the house
+// style. Data flows one way:
+//
+//	fixtures (rack description) → rig → deploy → agent → middleware, gpio,
+//	timesync → report
+//
+// so a package may import only packages to its right (and the leaves:
+// netns, internal/…). middleware imports none of the harness; nothing
+// imports suites; suites reach boards only through the rig (the fault kit
+// is the single package below suites/ that may drive the middleware and the
+// deployers in-process); vendor libraries are imported only from their
+// internal leaves; and the hilrig binary does not link gomega.
 func TestLayering(t *testing.T) {
 	pkgs := listPackages(t)
 	if len(pkgs) < 10 {
 		t.Fatalf("go list found only %d packages", len(pkgs))
 	}
-	harness := []string{"gpio", "timesync", "scopes", "fixtures", "suites", "report"}
 	under := func(p, dir string) bool {
 		return p == mod+"/"+dir || strings.HasPrefix(p, mod+"/"+dir+"/")
 	}
+	underAny := func(p string, dirs []string) bool {
+		return slices.ContainsFunc(dirs, func(d string) bool { return under(p, d) })
+	}
+	harness := []string{"gpio", "timesync", "scopes", "fixtures", "suites", "report", "rig", "agent", "agentproto", "deploy", "vmboard"}
+	// Package tree → trees it must not import (the flow's left-hand side).
+	upstream := map[string][]string{
+		"fixtures":   {"rig", "deploy", "agent", "agentproto", "vmboard", "middleware", "gpio", "timesync", "scopes", "suites"},
+		"deploy":     {"rig", "suites"},
+		"agent":      {"rig", "deploy", "vmboard", "fixtures", "suites", "scopes"},
+		"agentproto": {"rig", "deploy", "agent", "vmboard", "fixtures", "suites", "scopes"},
+		"vmboard":    {"rig", "agent", "suites"},
+		"gpio":       {"rig", "deploy", "agent", "agentproto", "vmboard", "fixtures", "middleware", "suites"},
+		"timesync":   {"rig", "deploy", "agent", "agentproto", "vmboard", "fixtures", "middleware", "suites"},
+		"scopes":     {"rig", "deploy", "agent", "agentproto", "vmboard", "fixtures", "middleware", "suites"},
+		"report":     {"rig", "deploy", "agent", "agentproto", "vmboard", "fixtures", "middleware", "gpio", "timesync", "scopes", "suites"},
+		"netns":      {"rig", "deploy", "agent", "agentproto", "vmboard", "fixtures", "middleware", "gpio", "timesync", "scopes", "report", "suites"},
+	}
+	// Below suites/, boards are reached only through the rig: no deployer,
+	// agent, QEMU board or middleware directly. faultkit is the one named
+	// exception: fault specs corrupt segments and forge datagrams in-process.
+	boardSide := []string{"deploy", "agent", "vmboard", "middleware"}
+	const faultKit = mod + "/suites/internal/faultkit"
 	// Vendor module → the only package trees allowed to import it directly.
 	vendors := map[string][]string{
 		"github.com/warthog618/go-gpiocdev": {"gpio/internal/"},
@@ -70,6 +99,14 @@ func TestLayering(t *testing.T) {
 			}
 			if under(imp, "suites") && !under(p.ImportPath, "suites") {
 				t.Errorf("%s imports %s: nothing outside suites/ may import suites/", p.ImportPath, imp)
+			}
+			for tree, banned := range upstream {
+				if under(p.ImportPath, tree) && underAny(imp, banned) {
+					t.Errorf("%s imports %s: data flows rack → rig → deploy → agent → middleware/gpio/timesync → report, never back", p.ImportPath, imp)
+				}
+			}
+			if under(p.ImportPath, "suites") && p.ImportPath != faultKit && underAny(imp, boardSide) && !allowedSuiteImport(p.ImportPath, imp) {
+				t.Errorf("%s imports %s: suites reach boards only through the rig (faultkit is the one exception)", p.ImportPath, imp)
 			}
 			for v, allowed := range vendors {
 				if !strings.HasPrefix(imp, v) {
@@ -89,4 +126,14 @@ func TestLayering(t *testing.T) {
 			}
 		}
 	}
+}
+
+// allowedSuiteImport lists board-side imports below suites/ still to be
+// routed through the rig (issue 13, steps). Empty is the goal.
+func allowedSuiteImport(pkg, imp string) bool {
+	known := map[string][]string{
+		mod + "/suites/internal/harness": {mod + "/deploy"},
+		mod + "/suites/internal/steps":   {mod + "/deploy", mod + "/middleware", mod + "/middleware/bench"},
+	}
+	return slices.Contains(known[pkg], imp)
 }

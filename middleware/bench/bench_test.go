@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/hilrig/hilrig/middleware/bench"
-	"github.com/hilrig/hilrig/middleware/netns"
+	"github.com/hilrig/hilrig/netns"
 )
 
 // TestMain lets this test binary serve as the pong/sink end: the bench

@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hilrig/hilrig/middleware/netns"
+	"github.com/hilrig/hilrig/netns"
 )
 
 // ChildEnv is set in the environment of every process the bench re-executes

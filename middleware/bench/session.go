@@ -12,7 +12,7 @@ import (
 
 	"github.com/hilrig/hilrig/middleware"
 	"github.com/hilrig/hilrig/middleware/bench/internal/sys"
-	"github.com/hilrig/hilrig/middleware/netns"
+	"github.com/hilrig/hilrig/netns"
 )
 
 // Transport names accepted by pingpong.

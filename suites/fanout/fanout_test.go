@@ -9,7 +9,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/hilrig/hilrig/fixtures/agentproto"
+	"github.com/hilrig/hilrig/agentproto"
 	"github.com/hilrig/hilrig/report"
 	"github.com/hilrig/hilrig/report/reportmatch"
 	"github.com/hilrig/hilrig/suites/internal/harness"

@@ -25,7 +25,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hilrig/hilrig/middleware/netns"
+	"github.com/hilrig/hilrig/netns"
 	"github.com/hilrig/hilrig/timesync"
 )
 

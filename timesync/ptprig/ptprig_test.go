@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hilrig/hilrig/middleware/netns"
+	"github.com/hilrig/hilrig/netns"
 	"github.com/hilrig/hilrig/timesync"
 	"github.com/hilrig/hilrig/timesync/ptprig"
 )

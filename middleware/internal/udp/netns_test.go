@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/hilrig/hilrig/middleware/internal/udp"
-	"github.com/hilrig/hilrig/middleware/netns"
+	"github.com/hilrig/hilrig/netns"
 )
 
 // newNetnsPair makes two namespaces joined by a veth of the given MTU, or

@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/hilrig/hilrig/fixtures/deploy"
+	"github.com/hilrig/hilrig/deploy"
 	"github.com/hilrig/hilrig/middleware"
 )
 

@@ -17,7 +17,7 @@ import (
 	"github.com/onsi/gomega"
 
 	"github.com/hilrig/hilrig/fixtures"
-	"github.com/hilrig/hilrig/fixtures/deploy"
+	"github.com/hilrig/hilrig/deploy"
 )
 
 // Flags every suite binary accepts (after `--` with the ginkgo CLI, e.g.

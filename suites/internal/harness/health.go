@@ -10,7 +10,7 @@ import (
 
 	"github.com/onsi/ginkgo/v2"
 
-	"github.com/hilrig/hilrig/fixtures/rig"
+	"github.com/hilrig/hilrig/rig"
 )
 
 // HealthTimeout bounds the health gate every suite runs before its specs

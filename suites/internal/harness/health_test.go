@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/hilrig/hilrig/fixtures"
-	"github.com/hilrig/hilrig/fixtures/deploy"
-	"github.com/hilrig/hilrig/fixtures/rig"
+	"github.com/hilrig/hilrig/deploy"
+	"github.com/hilrig/hilrig/rig"
 	"github.com/hilrig/hilrig/suites/internal/harness"
 )
 

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/hilrig/hilrig/fixtures/agentproto"
+	"github.com/hilrig/hilrig/agentproto"
 	"github.com/hilrig/hilrig/report"
 	"github.com/hilrig/hilrig/report/soak"
 )

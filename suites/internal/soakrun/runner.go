@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hilrig/hilrig/fixtures/agentproto"
+	"github.com/hilrig/hilrig/agentproto"
 	"github.com/hilrig/hilrig/report"
 	"github.com/hilrig/hilrig/report/soak"
 )

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/hilrig/hilrig/fixtures"
-	"github.com/hilrig/hilrig/fixtures/agentproto"
+	"github.com/hilrig/hilrig/agentproto"
 	"github.com/hilrig/hilrig/report"
 	"github.com/hilrig/hilrig/report/soak"
 	"github.com/hilrig/hilrig/suites/internal/soakrun"

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hilrig/hilrig/fixtures/agentproto"
-	"github.com/hilrig/hilrig/fixtures/rig"
+	"github.com/hilrig/hilrig/agentproto"
+	"github.com/hilrig/hilrig/rig"
 	"github.com/hilrig/hilrig/report"
 )
 

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hilrig/hilrig/fixtures/agentproto"
+	"github.com/hilrig/hilrig/agentproto"
 	"github.com/hilrig/hilrig/report"
 )
 

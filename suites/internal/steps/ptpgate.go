@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/hilrig/hilrig/fixtures"
-	"github.com/hilrig/hilrig/fixtures/agentproto"
-	"github.com/hilrig/hilrig/fixtures/rig"
+	"github.com/hilrig/hilrig/agentproto"
+	"github.com/hilrig/hilrig/rig"
 	"github.com/hilrig/hilrig/report"
 	"github.com/hilrig/hilrig/timesync"
 )

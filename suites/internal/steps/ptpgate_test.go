@@ -18,7 +18,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/hilrig/hilrig/fixtures"
-	"github.com/hilrig/hilrig/fixtures/agentproto"
+	"github.com/hilrig/hilrig/agentproto"
 	"github.com/hilrig/hilrig/report"
 	"github.com/hilrig/hilrig/suites/internal/harness"
 	"github.com/hilrig/hilrig/suites/internal/steps"

@@ -5,7 +5,7 @@
 //
 // Steps block, take a context first, and return errors; they never assert
 // (only specs do). Flows of every transport (intra, shm, udp with
-// batching) run through fixtures/rig.
+// batching) run through rig.
 package steps
 
 import (
@@ -18,8 +18,8 @@ import (
 	"sync/atomic"
 
 	"github.com/hilrig/hilrig/fixtures"
-	"github.com/hilrig/hilrig/fixtures/deploy"
-	"github.com/hilrig/hilrig/fixtures/rig"
+	"github.com/hilrig/hilrig/deploy"
+	"github.com/hilrig/hilrig/rig"
 	"github.com/hilrig/hilrig/suites/internal/harness"
 )
 

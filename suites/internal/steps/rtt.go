@@ -5,8 +5,8 @@ import (
 	"fmt"
 
 	"github.com/hilrig/hilrig/fixtures"
-	"github.com/hilrig/hilrig/fixtures/agentproto"
-	"github.com/hilrig/hilrig/fixtures/rig"
+	"github.com/hilrig/hilrig/agentproto"
+	"github.com/hilrig/hilrig/rig"
 	"github.com/hilrig/hilrig/middleware/bench"
 	"github.com/hilrig/hilrig/report"
 )

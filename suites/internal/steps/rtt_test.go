@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/hilrig/hilrig/fixtures"
-	"github.com/hilrig/hilrig/middleware/netns"
+	"github.com/hilrig/hilrig/netns"
 	"github.com/hilrig/hilrig/report"
 	"github.com/hilrig/hilrig/suites/internal/harness"
 	"github.com/hilrig/hilrig/suites/internal/steps"

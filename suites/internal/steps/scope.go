@@ -23,7 +23,7 @@ var ErrNoCapture = errors.New("steps: no capture lines for this route")
 
 // Scope is the rack's oscilloscope opened for a suite. On the sim rack
 // (driver "sim") it is the SCPI simulator the rig started on loopback
-// (fixtures/rig; each channel fed by the simulated GPIO line the rack
+// (rig; each channel fed by the simulated GPIO line the rack
 // wires to it), reached over a real TCP socket through the Tektronix
 // driver, like a lab scope. One goroutine owns a Scope.
 type Scope struct {

@@ -1,0 +1,183 @@
+package agentproto_test
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/hilrig/hilrig/agentproto"
+	"github.com/hilrig/hilrig/middleware"
+	"github.com/hilrig/hilrig/report"
+)
+
+func validStart() agentproto.Start {
+	cpu := 1
+	return agentproto.Start{
+		Endpoint: "pub-1", Role: agentproto.Publisher,
+		Contract: middleware.Contract{Topic: "t/x", MaxPayload: 4096, Reliability: middleware.Reliable},
+		Payload:  64, RateHz: 1000, Count: 10000, Send: agentproto.SendLoan, CPU: &cpu,
+		Marker: &agentproto.Marker{Chip: "sim:hilrig", Line: "0"},
+	}
+}
+
+func TestRoundTrip(t *testing.T) {
+	h := report.NewHistogram()
+	for i := int64(1); i <= 1000; i++ {
+		h.Record(i * 1000)
+	}
+	msgs := []*agentproto.Msg{
+		agentproto.NewHello(agentproto.Hello{Agent: "hilrig test", Board: "board-a", PID: 42}),
+		agentproto.NewStart(validStart()),
+		{Kind: agentproto.KindStarted, Started: &agentproto.Started{Endpoint: "pub-1"}},
+		{Kind: agentproto.KindWindow, Window: &agentproto.Window{Endpoint: "sub-1", Index: 3, Received: 1000, Lost: 2, Latency: h, RSSBytes: 1 << 20}},
+		{Kind: agentproto.KindFinal, Final: &agentproto.Final{Endpoint: "sub-1", Role: agentproto.Subscriber, Reason: agentproto.EndCount, Received: 10000, Latency: h}},
+		agentproto.NewError(agentproto.CodeStart, "pub-1", errors.New("middleware: closed")),
+		agentproto.NewStop(""),
+		agentproto.NewStop("pub-1"),
+		{Kind: agentproto.KindBye, Bye: &agentproto.Bye{Reason: "eof"}},
+	}
+	var buf bytes.Buffer
+	enc := agentproto.NewEncoder(&buf)
+	for _, m := range msgs {
+		if err := enc.Encode(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dec := agentproto.NewDecoder(&buf)
+	for i, want := range msgs {
+		got, err := dec.Next()
+		if err != nil {
+			t.Fatalf("message %d (%s): %v", i, want.Kind, err)
+		}
+		if got.Kind != want.Kind || got.V != agentproto.Version {
+			t.Fatalf("message %d: kind %s v%d, want %s", i, got.Kind, got.V, want.Kind)
+		}
+		switch got.Kind {
+		case agentproto.KindStart:
+			if !reflect.DeepEqual(got.Start.Contract, want.Start.Contract) || *got.Start.CPU != 1 || got.Start.Marker.Chip != "sim:hilrig" || got.Start.Send != agentproto.SendLoan {
+				t.Errorf("start = %+v", got.Start)
+			}
+		case agentproto.KindWindow:
+			if got.Window.Latency.Summary() != h.Summary() || got.Window.Lost != 2 {
+				t.Errorf("window latency %+v, want %+v", got.Window.Latency.Summary(), h.Summary())
+			}
+		case agentproto.KindFinal:
+			if got.Final.Latency.Count() != 1000 || got.Final.Received != 10000 {
+				t.Errorf("final = %+v", got.Final)
+			}
+		case agentproto.KindError:
+			if got.Error.Code != agentproto.CodeStart || got.Error.Endpoint != "pub-1" || got.Error.Message != "middleware: closed" {
+				t.Errorf("error = %+v", got.Error)
+			}
+		}
+	}
+	if _, err := dec.Next(); err != io.EOF {
+		t.Errorf("after last message: %v, want EOF", err)
+	}
+}
+
+func TestMalformed(t *testing.T) {
+	tests := []struct {
+		name, line string
+		code       agentproto.Code
+		want       string
+	}{
+		{"not json", `hello`, agentproto.CodeMalformed, "invalid JSON at byte 1"},
+		{"truncated", `{"v":1,"kind":"stop","stop":{`, agentproto.CodeMalformed, "unexpected EOF"},
+		{"unknown field", `{"v":1,"kind":"stop","stop":{},"colour":1}`, agentproto.CodeMalformed, `unknown field "colour"`},
+		{"wrong type", `{"v":1,"kind":"stop","stop":{"endpoint":5}}`, agentproto.CodeMalformed, `field "stop.endpoint": want string, got JSON number`},
+		{"old version", `{"v":0,"kind":"stop","stop":{}}`, agentproto.CodeVersion, "protocol version 0, this side speaks 1"},
+		{"hello version", `{"v":1,"kind":"hello","hello":{"version":2,"agent":"x"}}`, agentproto.CodeVersion, "peer speaks protocol version 2"},
+		{"unknown kind", `{"v":1,"kind":"dance"}`, agentproto.CodeMalformed, `unknown kind "dance"`},
+		{"missing payload", `{"v":1,"kind":"start"}`, agentproto.CodeMalformed, `kind "start" without its "start" payload`},
+		{"mismatched payload", `{"v":1,"kind":"stop","start":{}}`, agentproto.CodeMalformed, `kind "stop" carries a "start" payload`},
+		{"trailing", `{"v":1,"kind":"stop","stop":{}} {}`, agentproto.CodeMalformed, "trailing data"},
+		{"bad role", `{"v":1,"kind":"start","start":{"endpoint":"e","role":"lurker","contract":{"topic":"t","max_payload":8}}}`, agentproto.CodeInvalid, `start.role "lurker"`},
+		{"bad endpoint", `{"v":1,"kind":"start","start":{"endpoint":"a b","role":"subscriber","contract":{"topic":"t","max_payload":8}}}`, agentproto.CodeInvalid, `start.endpoint "a b"`},
+		{"payload too big", `{"v":1,"kind":"start","start":{"endpoint":"e","role":"publisher","count":1,"payload":9,"contract":{"topic":"t","max_payload":8}}}`, agentproto.CodeInvalid, "start.payload 9: want 0..contract.max_payload (8)"},
+		{"publisher unbounded", `{"v":1,"kind":"start","start":{"endpoint":"e","role":"publisher","payload":8,"contract":{"topic":"t","max_payload":8}}}`, agentproto.CodeInvalid, "needs count or duration_ns"},
+		{"negative rate", `{"v":1,"kind":"start","start":{"endpoint":"e","role":"publisher","count":1,"payload":8,"rate_hz":-1,"contract":{"topic":"t","max_payload":8}}}`, agentproto.CodeInvalid, "start.rate_hz -1"},
+		{"pulse without width", `{"v":1,"kind":"start","start":{"endpoint":"e","role":"subscriber","contract":{"topic":"t","max_payload":8},"marker":{"chip":"c","line":"1","mode":"pulse"}}}`, agentproto.CodeInvalid, "pulse_width_ns"},
+		{"bad histogram", `{"v":1,"kind":"window","window":{"endpoint":"e","index":0,"start_ns":0,"end_ns":0,"latency":"!!notbase64"}}`, agentproto.CodeMalformed, "histogram"},
+		{"empty", ``, agentproto.CodeMalformed, "empty line"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := agentproto.Decode([]byte(tc.line))
+			var pe *agentproto.Error
+			if !errors.As(err, &pe) {
+				t.Fatalf("Decode = %+v, %v; want *Error", m, err)
+			}
+			if !errors.Is(err, agentproto.ErrProtocol) {
+				t.Error("not ErrProtocol")
+			}
+			if pe.Code != tc.code || !strings.Contains(pe.Message, tc.want) {
+				t.Errorf("got %s %q, want %s containing %q", pe.Code, pe.Message, tc.code, tc.want)
+			}
+		})
+	}
+}
+
+func TestDecoderRecoversAfterBadLines(t *testing.T) {
+	long := strings.Repeat("x", agentproto.MaxLine+10)
+	in := "garbage\n\n" + long + "\n" + `{"v":1,"kind":"stop","stop":{}}` + "\r\n" + `{"v":1,"kind":"stop","stop":{"endpoint":"e"}}`
+	dec := agentproto.NewDecoder(strings.NewReader(in))
+	var pe *agentproto.Error
+	if _, err := dec.Next(); !errors.As(err, &pe) || pe.Line != 1 {
+		t.Fatalf("line 1: %v", err)
+	}
+	if _, err := dec.Next(); !errors.As(err, &pe) || pe.Line != 3 || !strings.Contains(pe.Message, "longer than") {
+		t.Fatalf("line 3: %v", err)
+	}
+	m, err := dec.Next()
+	if err != nil || m.Kind != agentproto.KindStop || m.Stop.Endpoint != "" {
+		t.Fatalf("line 4: %+v %v", m, err)
+	}
+	m, err = dec.Next()
+	if err != nil || m.Stop.Endpoint != "e" {
+		t.Fatalf("line 5 (no newline): %+v %v", m, err)
+	}
+	if _, err := dec.Next(); err != io.EOF {
+		t.Fatalf("end: %v", err)
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	var buf bytes.Buffer
+	enc := agentproto.NewEncoder(&buf)
+	h := report.NewHistogram()
+	h.Record(12345)
+	for _, m := range []*agentproto.Msg{
+		agentproto.NewHello(agentproto.Hello{Agent: "a"}), agentproto.NewStart(validStart()), agentproto.NewStop("x"),
+		{Kind: agentproto.KindWindow, Window: &agentproto.Window{Endpoint: "e", Latency: h}},
+	} {
+		buf.Reset()
+		if err := enc.Encode(m); err != nil {
+			f.Fatal(err)
+		}
+		f.Add(bytes.TrimSpace(buf.Bytes()))
+	}
+	f.Add([]byte(`{"v":1,"kind":"start","start":{"endpoint":"e","role":"subscriber","contract":{"topic":"t","max_payload":8},"cpu":-1}}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		m, err := agentproto.Decode(line)
+		if err != nil {
+			var pe *agentproto.Error
+			if !errors.As(err, &pe) {
+				t.Fatalf("non-structured error %T: %v", err, err)
+			}
+			return
+		}
+		// A message that decodes re-encodes and decodes to the same kind.
+		var out bytes.Buffer
+		if err := agentproto.NewEncoder(&out).Encode(m); err != nil {
+			t.Fatalf("re-encode: %v", err)
+		}
+		m2, err := agentproto.Decode(bytes.TrimSpace(out.Bytes()))
+		if err != nil || m2.Kind != m.Kind {
+			t.Fatalf("round trip: %v %v", m2, err)
+		}
+	})
+}

@@ -1,0 +1,139 @@
+package agentproto_test
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hilrig/hilrig/agentproto"
+	"github.com/hilrig/hilrig/timesync"
+)
+
+func lockedSample() agentproto.PTPSample {
+	st := timesync.Status{
+		ReadAt: time.Unix(1767225600, 123456789), ClockIdentity: 0x02000afffee90002, Interface: "veth1",
+		PortState: timesync.PortStateSlave, Offset: -312, MeanPathDelay: 4100 * time.Nanosecond, StepsRemoved: 1,
+		GMIdentity: 0x02000afffee90001, GMPresent: true, LastSyncIngress: timesync.Stamp{Ns: 1767225600100000000, Clock: timesync.Realtime},
+		PHCNote: "veth1 has no PHC",
+	}
+	return agentproto.PTPSampleOf("ptp1", 7, st)
+}
+
+// TestPTPRoundTrip: a probe start, a stop, a reading, a failed poll and
+// an end survive encode/decode, and a reading converts back to the exact
+// timesync.Status it was made from.
+func TestPTPRoundTrip(t *testing.T) {
+	s := lockedSample()
+	msgs := []*agentproto.Msg{
+		agentproto.NewPTPProbe(agentproto.PTPProbe{Probe: "ptp1", Socket: "/var/run/ptp4l", PeriodNs: int64(time.Second)}),
+		agentproto.NewPTPProbeStop("ptp1"),
+		agentproto.NewPTPSample(s),
+		agentproto.NewPTPSample(agentproto.PTPSample{Probe: "ptp1", Seq: 8, AtNs: 1, Err: "board b: ptp4l socket /x: no such file"}),
+		agentproto.NewPTPSample(agentproto.PTPSample{Probe: "ptp1", Seq: 9, AtNs: 2, End: agentproto.PTPEndStopped}),
+	}
+	var buf bytes.Buffer
+	enc := agentproto.NewEncoder(&buf)
+	for _, m := range msgs {
+		if err := enc.Encode(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dec := agentproto.NewDecoder(&buf)
+	for i, want := range msgs {
+		got, err := dec.Next()
+		if err != nil {
+			t.Fatalf("message %d: %v", i, err)
+		}
+		if got.Kind != want.Kind {
+			t.Fatalf("message %d: kind %s, want %s", i, got.Kind, want.Kind)
+		}
+		switch {
+		case got.PTPProbe != nil && *got.PTPProbe != *want.PTPProbe:
+			t.Errorf("message %d: probe %+v, want %+v", i, *got.PTPProbe, *want.PTPProbe)
+		case got.PTPSample != nil && *got.PTPSample != *want.PTPSample:
+			t.Errorf("message %d: sample %+v, want %+v", i, *got.PTPSample, *want.PTPSample)
+		}
+	}
+	st := s.Status()
+	if st.PortState != timesync.PortStateSlave || st.Offset != -312 || st.MeanPathDelay != 4100 || st.GMIdentity != 0x02000afffee90001 ||
+		!st.GMPresent || st.StepsRemoved != 1 || st.LastSyncIngress != (timesync.Stamp{Ns: 1767225600100000000, Clock: timesync.Realtime}) ||
+		st.ReadAt.UnixNano() != 1767225600123456789 || st.PHCNote != "veth1 has no PHC" {
+		t.Errorf("Status() = %+v", st)
+	}
+}
+
+// TestPTPValidate: every bad field is refused with a message naming it.
+func TestPTPValidate(t *testing.T) {
+	for _, tc := range []struct {
+		line, want string
+	}{
+		{`{"v":1,"kind":"ptp-probe","ptp_probe":{"probe":"a b","socket":"/s","period_ns":1000000000}}`, "ptp_probe.probe"},
+		{`{"v":1,"kind":"ptp-probe","ptp_probe":{"probe":"p","period_ns":1000000000}}`, "ptp_probe.socket"},
+		{`{"v":1,"kind":"ptp-probe","ptp_probe":{"probe":"p","socket":"/s","period_ns":1000}}`, "ptp_probe.period_ns"},
+		{`{"v":1,"kind":"ptp-probe","ptp_probe":{"probe":"p","socket":"/s","period_ns":1000000000,"request_timeout_ns":-1}}`, "request_timeout_ns"},
+		{`{"v":1,"kind":"ptp-sample","ptp_sample":{"probe":"p","seq":0,"at_ns":1}}`, "ptp_sample.seq"},
+		{`{"v":1,"kind":"ptp-sample","ptp_sample":{"probe":"p","seq":1,"at_ns":0}}`, "ptp_sample.at_ns"},
+		{`{"v":1,"kind":"ptp-sample","ptp_sample":{"probe":"p","seq":1,"at_ns":1,"end":"later"}}`, "ptp_sample.end"},
+		{`{"v":1,"kind":"ptp-sample","ptp_sample":{"probe":"p","seq":1,"at_ns":1,"end":"stopped","err":"x"}}`, "both end"},
+		{`{"v":1,"kind":"ptp-sample","ptp_sample":{"probe":"p","seq":1,"at_ns":1,"port_state":"SLAVISH"}}`, "port state"},
+		{`{"v":1,"kind":"ptp-sample","ptp_sample":{"probe":"p","seq":1,"at_ns":1,"gm_identity":"zz"}}`, "clock identity"},
+		{`{"v":1,"kind":"ptp-sample","ptp_sample":{"probe":"p","seq":1,"at_ns":1,"mean_path_delay_ns":-5}}`, "negative"},
+		{`{"v":1,"kind":"ptp-sample","ptp_probe":{"probe":"p","stop":true}}`, "carries"},
+	} {
+		_, err := agentproto.Decode([]byte(tc.line))
+		if err == nil || !errors.Is(err, agentproto.ErrProtocol) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Decode(%s) = %v, want a protocol error naming %q", tc.line, err, tc.want)
+		}
+	}
+	if _, err := agentproto.Decode([]byte(`{"v":1,"kind":"ptp-probe","ptp_probe":{"probe":"p","stop":true}}`)); err != nil {
+		t.Errorf("stop needs only the probe id: %v", err)
+	}
+}
+
+// FuzzPTPDecode: any line decodes to a structured error or to a PTP
+// message that re-encodes to an identical one.
+func FuzzPTPDecode(f *testing.F) {
+	var buf bytes.Buffer
+	enc := agentproto.NewEncoder(&buf)
+	for _, m := range []*agentproto.Msg{
+		agentproto.NewPTPProbe(agentproto.PTPProbe{Probe: "ptp1", Socket: "/var/run/ptp4l", PeriodNs: int64(time.Second)}),
+		agentproto.NewPTPProbeStop("ptp1"),
+		agentproto.NewPTPSample(lockedSample()),
+		agentproto.NewPTPSample(agentproto.PTPSample{Probe: "ptp1", Seq: 9, AtNs: 2, End: agentproto.PTPEndShutdown}),
+	} {
+		buf.Reset()
+		if err := enc.Encode(m); err != nil {
+			f.Fatal(err)
+		}
+		f.Add(bytes.TrimSpace(buf.Bytes()))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		m, err := agentproto.Decode(line)
+		if err != nil {
+			var pe *agentproto.Error
+			if !errors.As(err, &pe) {
+				t.Fatalf("non-structured error %T: %v", err, err)
+			}
+			return
+		}
+		var out bytes.Buffer
+		if err := agentproto.NewEncoder(&out).Encode(m); err != nil {
+			t.Fatalf("re-encode: %v", err)
+		}
+		m2, err := agentproto.Decode(bytes.TrimSpace(out.Bytes()))
+		if err != nil {
+			t.Fatalf("re-decode of %s: %v", out.Bytes(), err)
+		}
+		if m2.Kind != m.Kind {
+			t.Fatalf("kind %s became %s", m.Kind, m2.Kind)
+		}
+		if m.PTPSample != nil && *m.PTPSample != *m2.PTPSample {
+			t.Fatalf("sample %+v became %+v", *m.PTPSample, *m2.PTPSample)
+		}
+		if m.PTPProbe != nil && *m.PTPProbe != *m2.PTPProbe {
+			t.Fatalf("probe %+v became %+v", *m.PTPProbe, *m2.PTPProbe)
+		}
+	})
+}

@@ -1,0 +1,188 @@
+package deploy_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hilrig/hilrig/agentproto"
+	"github.com/hilrig/hilrig/deploy"
+	"github.com/hilrig/hilrig/internal/testbin"
+	"github.com/hilrig/hilrig/netns"
+)
+
+var agentBin, cacheDir string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "hilrig-deploy-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	cacheDir = dir
+	agentBin, _, err = testbin.Build(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func TestBuildIsCachedByContent(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	// A tiny module keeps this independent of the rest of the tree.
+	mod := t.TempDir()
+	write := func(p, s string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(mod, p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(mod, p), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("go.mod", "module github.com/hilrig/hilrig\n\ngo 1.22\n")
+	write("cmd/hilrig/main.go", "package main\n\nfunc main() { println(1) }\n")
+	cache := t.TempDir()
+	o := deploy.BuildOptions{ModuleDir: mod, CacheDir: cache, GOARCH: "arm64"}
+	b1, err := deploy.Build(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st1, _ := os.Stat(b1)
+	b2, err := deploy.Build(ctx, o)
+	if err != nil || b2 != b1 {
+		t.Fatalf("second build %s %v, want cached %s", b2, err, b1)
+	}
+	if st2, _ := os.Stat(b2); !st2.ModTime().Equal(st1.ModTime()) {
+		t.Error("cached binary was rebuilt")
+	}
+	write("cmd/hilrig/main_test.go", "package main\n") // tests do not change the binary
+	if b3, _ := deploy.Build(ctx, o); b3 != b1 {
+		t.Errorf("a _test.go change invalidated the cache")
+	}
+	write("cmd/hilrig/main.go", "package main\n\nfunc main() { println(2) }\n")
+	b4, err := deploy.Build(ctx, o)
+	if err != nil || b4 == b1 {
+		t.Errorf("source change did not rebuild: %s %v", b4, err)
+	}
+	write("cmd/hilrig/main.go", "package main\n\nfunc main() { undefined() }\n")
+	if _, err := deploy.Build(ctx, o); !errors.Is(err, deploy.ErrBuild) {
+		t.Errorf("broken source: %v, want ErrBuild", err)
+	}
+}
+
+func helloAndBye(t *testing.T, p *deploy.Process) {
+	t.Helper()
+	dec := agentproto.NewDecoder(p.Stdout)
+	m, err := dec.Next()
+	if err != nil || m.Kind != agentproto.KindHello || m.Hello.Board != "b1" {
+		t.Fatalf("first message %+v %v (stderr %s)", m, err, p.Stderr())
+	}
+	p.Stdin.Close() // EOF: the agent must say bye and exit 0
+	m, err = dec.Next()
+	if err != nil || m.Kind != agentproto.KindBye || m.Bye.Reason != "eof" {
+		t.Fatalf("after EOF: %+v %v", m, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := p.Wait(ctx); err != nil {
+		t.Errorf("exit: %v (stderr %s)", err, p.Stderr())
+	}
+}
+
+func TestLocalAgent(t *testing.T) {
+	p, err := deploy.StartLocal(context.Background(), agentBin, "agent", "-board", "b1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Kill()
+	helloAndBye(t, p)
+}
+
+func TestNetnsAgent(t *testing.T) {
+	if err := netns.Available(); err != nil {
+		t.Skipf("needs network namespaces: %v", err)
+	}
+	ns, err := netns.New(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Close()
+	p, err := deploy.StartNetns(context.Background(), ns.Name, agentBin, "agent", "-board", "b1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Kill()
+	helloAndBye(t, p)
+}
+
+func TestKillTakesTheProcessGroup(t *testing.T) {
+	// A shell that starts a grandchild: Kill must take both.
+	p, err := deploy.StartLocal(context.Background(), "/bin/sh", "-c", "sleep 300 & echo $!; wait")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var child int
+	if _, err := fmt.Fscan(p.Stdout, &child); err != nil || child <= 0 {
+		t.Fatalf("grandchild pid: %v", err)
+	}
+	if err := p.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Kill(); err != nil { // idempotent
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = p.Wait(ctx)
+	deadline := time.Now().Add(10 * time.Second)
+	for syscall.Kill(child, 0) == nil {
+		// The grandchild is re-parented; it may be a zombie until reaped.
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", child)); err == nil && containsState(b, 'Z') {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("grandchild %d survived Kill", child)
+		}
+		time.Sleep(10 * time.Millisecond) // polling with a deadline
+	}
+}
+
+func containsState(stat []byte, s byte) bool {
+	// "pid (comm) S ..." — the state follows the last ')'.
+	for i := len(stat) - 1; i > 0; i-- {
+		if stat[i] == ')' && i+2 < len(stat) {
+			return stat[i+2] == s
+		}
+	}
+	return false
+}
+
+func TestStartErrors(t *testing.T) {
+	if _, err := deploy.StartLocal(context.Background(), "/nonexistent/hilrig", "agent"); !errors.Is(err, deploy.ErrStart) {
+		t.Errorf("missing binary: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := deploy.StartLocal(ctx, agentBin, "agent"); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled ctx: %v", err)
+	}
+}
+
+func TestDialSSHErrors(t *testing.T) {
+	dir := t.TempDir()
+	_, err := deploy.DialSSH(context.Background(), deploy.SSHConfig{User: "u", Addr: "127.0.0.1:1", KeyFile: filepath.Join(dir, "nokey"), KnownHosts: filepath.Join(dir, "kh")})
+	if err == nil || !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing key: %v", err)
+	}
+}

@@ -1,0 +1,25 @@
+// Package testbin builds the hilrig binary that fixtures' integration
+// tests deploy as the agent: always the real ./cmd/hilrig, so a test never
+// passes against a stand-in the boards would not run.
+package testbin
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/hilrig/hilrig/deploy"
+)
+
+// Build builds ./cmd/hilrig into cacheDir (content-hashed, reused while
+// the sources are unchanged) and returns the binary path and a note for
+// test logs. Blocks for the build, at most 8 minutes.
+func Build(cacheDir string) (bin, note string, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	bin, err = deploy.Build(ctx, deploy.BuildOptions{CacheDir: cacheDir})
+	if err != nil {
+		return "", "", fmt.Errorf("testbin: build hilrig: %w", err)
+	}
+	return bin, "hilrig built from ./cmd/hilrig", nil
+}

@@ -1,0 +1,269 @@
+package rig
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"time"
+
+	"github.com/hilrig/hilrig/agentproto"
+	"github.com/hilrig/hilrig/middleware"
+	"github.com/hilrig/hilrig/report"
+)
+
+// EchoSpec wires a pinger on one board to an echo on another: the round
+// trip measured on the pinger board's own CLOCK_MONOTONIC (no clock
+// sync), see agentproto.Pinger.
+type EchoSpec struct {
+	// Name prefixes endpoint ids and topics; default "echo<n>".
+	Name string
+	// Link is a rack link: the pinger runs on its A board, the echo on its
+	// B board, over its transport. Alternatively give From/To/Transport.
+	Link string
+	// From is the pinger's board, To the echo's.
+	From, To string
+	// Transport is "shm", "udp" or "intra" (default: the link's; "shm"
+	// without a link). "intra" runs pinger and echo in the one agent of
+	// From (To must be From or empty) over the intra-process path.
+	Transport string
+	// UDP holds extra UDP options for both topics of a udp round trip;
+	// Listen and Peers must be empty (the rig sets them).
+	UDP *middleware.UDPConfig
+	// BestEffort makes both topics best effort; default Reliable.
+	BestEffort bool
+	// Depth of both topics; default 64.
+	Depth int
+	// Payload is the ping (and reply) size in bytes, ≥ 16.
+	Payload int
+	// RateHz paces the pings; 0 sends back to back with one in flight.
+	RateHz float64
+	// Count is the number of pings (including WarmUp).
+	Count uint64
+	// Duration bounds the run instead of (or besides) Count.
+	Duration time.Duration
+	// WarmUp pings are sent but their RTT is not recorded.
+	WarmUp uint64
+	// Send is the pinger's send path: copy (default) or loan. The echo
+	// always replies on the copy path.
+	Send agentproto.SendPath
+	// Wait is both subscribers' wait strategy (default futex).
+	Wait string
+	// Markers toggles the pinger board's "tx" marker on every ping and the
+	// echo board's "rx" marker on every ping received, when they exist.
+	Markers bool
+	// Window is the summary window; default 1 s.
+	Window time.Duration
+	// ReplyTimeout bounds a back-to-back pinger's wait for one reply
+	// (default agentproto.DefaultReplyTimeoutNs).
+	ReplyTimeout time.Duration
+}
+
+// Echo is a running pinger → echo → pinger round trip.
+type Echo struct {
+	Spec   EchoSpec
+	Pinger *Endpoint
+	Echo   *Endpoint
+	// Transport is the resolved transport ("shm", "udp", "intra").
+	Transport string
+}
+
+// EchoResult is what a round trip measured.
+type EchoResult struct {
+	Pinger *agentproto.Final
+	Echo   *agentproto.Final
+	// Windows are the pinger's windows (RTT histograms), in arrival order.
+	Windows []agentproto.Window
+}
+
+// Echo starts the echo (its subscriber attached, its reply publisher
+// open), then the pinger, which starts pinging at once. Blocks until both
+// have acknowledged; on error nothing is left running.
+func (r *Rig) Echo(ctx context.Context, spec EchoSpec) (*Echo, error) {
+	if spec.Link != "" {
+		l, err := r.Rack.Link(spec.Link)
+		if err != nil {
+			return nil, err
+		}
+		if spec.From == "" {
+			spec.From = l.A
+		}
+		if spec.To == "" {
+			spec.To = l.B
+		}
+		if spec.Transport == "" {
+			spec.Transport = l.Transport
+		}
+	}
+	if spec.Transport == "" {
+		spec.Transport = "shm"
+	}
+	if spec.Transport == "intra" && spec.To == "" {
+		spec.To = spec.From
+	}
+	if spec.From == "" || spec.To == "" {
+		return nil, fmt.Errorf("rig: round trip needs a link or From and To boards")
+	}
+	if spec.Name == "" {
+		spec.Name = "echo" + strconv.Itoa(int(r.flowSeq.Add(1)))
+	}
+	if spec.Depth == 0 {
+		spec.Depth = 64
+	}
+	if spec.Payload < agentproto.PingHeaderBytes {
+		return nil, fmt.Errorf("rig: round trip %s: payload %d B, want ≥ %d", spec.Name, spec.Payload, agentproto.PingHeaderBytes)
+	}
+	if spec.UDP != nil {
+		if spec.Transport != "udp" {
+			return nil, fmt.Errorf("rig: round trip %s: UDP options on a %s round trip", spec.Name, spec.Transport)
+		}
+		if spec.UDP.Listen != "" || len(spec.UDP.Peers) > 0 {
+			return nil, fmt.Errorf("rig: round trip %s: UDP.Listen and UDP.Peers are set by the rig; leave them empty", spec.Name)
+		}
+	}
+	rel := middleware.Reliable
+	if spec.BestEffort {
+		rel = middleware.BestEffort
+	}
+	topic := "hilrig/" + r.Domain + "/" + spec.Name
+	ping := middleware.Contract{Topic: topic + "/ping", MaxPayload: spec.Payload, Reliability: rel, Depth: spec.Depth}
+	reply := ping
+	reply.Topic = topic + "/reply"
+	// Contracts as each end sees them: UDP ends differ in Listen/Peers.
+	pingerPing, pingerReply, echoPing, echoReply := ping, reply, ping, reply
+	switch spec.Transport {
+	case "shm":
+		for _, c := range []*middleware.Contract{&pingerPing, &pingerReply, &echoPing, &echoReply} {
+			c.Transport = middleware.TransportShm
+		}
+	case "intra":
+		if spec.To != spec.From {
+			return nil, fmt.Errorf("rig: round trip %s: intra-process between %s and %s: both ends must be on one board", spec.Name, spec.From, spec.To)
+		}
+		for _, c := range []*middleware.Contract{&pingerPing, &pingerReply, &echoPing, &echoReply} {
+			c.Transport = middleware.TransportIntra
+		}
+	case "udp":
+		if spec.To == spec.From {
+			return nil, fmt.Errorf("rig: round trip %s: udp from %s to itself: want two boards", spec.Name, spec.From)
+		}
+		pingerAddr, err := r.boardAddr(spec.Link, spec.From)
+		if err != nil {
+			return nil, err
+		}
+		echoAddr, err := r.boardAddr(spec.Link, spec.To)
+		if err != nil {
+			return nil, err
+		}
+		pingerListen := netip.AddrPortFrom(pingerAddr, uint16(r.nextPort())).String()
+		echoListen := netip.AddrPortFrom(echoAddr, uint16(r.nextPort())).String()
+		for _, c := range []*middleware.Contract{&pingerPing, &pingerReply, &echoPing, &echoReply} {
+			c.Transport = middleware.TransportUDP
+			if spec.UDP != nil {
+				c.UDP = *spec.UDP
+			}
+		}
+		pingerPing.UDP.Peers = []string{echoListen}
+		echoPing.UDP.Listen = echoListen
+		echoReply.UDP.Peers = []string{pingerListen}
+		pingerReply.UDP.Listen = pingerListen
+	default:
+		return nil, fmt.Errorf("rig: round trip transport %q: want shm, udp or intra", spec.Transport)
+	}
+	base := agentproto.Start{Domain: r.Domain, Wait: spec.Wait, WindowNs: int64(spec.Window)}
+	f := &Echo{Spec: spec, Transport: spec.Transport}
+
+	ea, err := r.Agent(ctx, spec.To)
+	if err != nil {
+		return nil, err
+	}
+	es := base
+	es.Role, es.Endpoint, es.Contract = agentproto.Echo, spec.Name+"-echo", echoPing
+	es.Echo = &agentproto.EchoSpec{Reply: echoReply}
+	es.Marker = r.marker(ea.Board, "rx", spec.Markers)
+	es.CPU, es.Priority = boardCPU(ea.Board, 1), ea.Board.Priority
+	// Count 0: the echo runs until Wait stops it, after the pinger's last
+	// reply (so a lost last ping cannot leave it waiting).
+	if f.Echo, err = ea.Start(ctx, es); err != nil {
+		return nil, fmt.Errorf("rig: round trip %s: echo on %s: %w", spec.Name, spec.To, err)
+	}
+	pa, err := r.Agent(ctx, spec.From)
+	if err == nil {
+		ps := base
+		ps.Role, ps.Endpoint, ps.Contract = agentproto.Pinger, spec.Name+"-ping", pingerPing
+		ps.Echo = &agentproto.EchoSpec{Reply: pingerReply, ReplyTimeoutNs: int64(spec.ReplyTimeout)}
+		ps.Payload, ps.RateHz, ps.Count, ps.DurationNs, ps.WarmUp, ps.Send =
+			spec.Payload, spec.RateHz, spec.Count, int64(spec.Duration), spec.WarmUp, spec.Send
+		ps.Marker = r.marker(pa.Board, "tx", spec.Markers)
+		ps.CPU, ps.Priority = boardCPU(pa.Board, 0), pa.Board.Priority
+		if f.Pinger, err = pa.Start(ctx, ps); err != nil {
+			err = fmt.Errorf("rig: round trip %s: pinger on %s: %w", spec.Name, spec.From, err)
+		}
+	}
+	if err != nil {
+		_ = f.Echo.Stop() // a half-started round trip leaves nothing running
+		return nil, err
+	}
+	return f, nil
+}
+
+// Wait waits for the pinger's final (it ends after its last reply or
+// reply timeout), then stops the echo and waits for its final. Blocks;
+// ctx bounds everything.
+func (f *Echo) Wait(ctx context.Context) (*EchoResult, error) {
+	res := &EchoResult{}
+	pf, perr := f.Pinger.Wait(ctx)
+	_ = f.Echo.Stop()
+	ef, eerr := f.Echo.Wait(ctx)
+	res.Pinger, res.Echo, res.Windows = pf, ef, f.Pinger.Windows()
+	var errs []error
+	if perr != nil {
+		errs = append(errs, fmt.Errorf("pinger: %w", perr))
+	}
+	if eerr != nil {
+		errs = append(errs, fmt.Errorf("echo: %w", eerr))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return res, fmt.Errorf("rig: round trip %s: %w", f.Spec.Name, err)
+	}
+	return res, nil
+}
+
+// Case turns the result into a report case of the full round trip:
+// pings sent, replies delivered, pings lost (by sequence number at the
+// pinger), the RTT histogram. The caller sets Method, Bounds, and calls
+// Finalize (suites halve it for an RTT/2 case).
+func (res *EchoResult) Case(suite, name string, spec EchoSpec) *report.Case {
+	c := &report.Case{Suite: suite, Name: name, Transport: spec.Transport, PayloadBytes: int64(spec.Payload),
+		RateHz: spec.RateHz, Subscribers: 1, Histogram: report.NewHistogram(), Reliability: "reliable"}
+	if spec.Transport == "shm" && spec.Send == agentproto.SendLoan {
+		c.Transport = "shm-loan"
+	}
+	if spec.BestEffort {
+		c.Reliability = "best-effort"
+	}
+	if p := res.Pinger; p != nil {
+		c.Sent, c.Delivered, c.Lost = int64(p.Sent), int64(p.Received), int64(p.Lost)
+		if p.Latency != nil {
+			c.Histogram.Merge(p.Latency)
+		}
+		c.CPUPercent += cpuPercent(p)
+		c.RSSBytes = p.MaxRSSBytes
+		c.Duration = time.Duration(p.DurationNs)
+		if p.Reason == agentproto.EndError {
+			c.Failure = "pinger: " + p.Error
+		}
+	}
+	if e := res.Echo; e != nil {
+		c.CPUPercent += cpuPercent(e)
+		c.RSSBytes = max(c.RSSBytes, e.MaxRSSBytes)
+		if e.Reason == agentproto.EndError && c.Failure == "" {
+			c.Failure = "echo: " + e.Error
+		}
+	}
+	if c.Duration > 0 {
+		c.MsgsPerSec = float64(c.Delivered) / c.Duration.Seconds()
+	}
+	return c
+}

@@ -1,0 +1,159 @@
+package rig
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"net"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hilrig/hilrig/fixtures"
+	"github.com/hilrig/hilrig/deploy"
+	"github.com/hilrig/hilrig/vmboard"
+)
+
+// vmState is what the rig keeps for its vm boards: the board image, built
+// (or found in the cache) once per rig.
+type vmState struct {
+	mu  sync.Mutex
+	img *vmboard.Image
+}
+
+// vmLife bounds a VM board's life when nothing stops it earlier; the rig's
+// Close (or Agent.Kill) always does, so this only guards a leaked rig.
+const vmLife = 7 * 24 * time.Hour
+
+// vmImage returns the board image, building it on first use. Blocks for
+// the build (minutes when nothing is cached, about a second otherwise).
+func (r *Rig) vmImage(ctx context.Context) (*vmboard.Image, error) {
+	r.vm.mu.Lock()
+	defer r.vm.mu.Unlock()
+	if r.vm.img != nil {
+		return r.vm.img, nil
+	}
+	img, err := vmboard.Build(ctx, vmboard.BuildOptions{Logger: r.opts.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("%w: vm board image: %w", ErrNotAvailable, err)
+	}
+	r.opts.Logger.Info("vm board image", "hash", img.Hash, "cached", img.Cached, "elapsed", img.Elapsed)
+	r.vm.img = img
+	return img, nil
+}
+
+// vmBinary is the agent binary for a VM board: a static linux/amd64
+// hilrig. The controller's own build serves when the controller is
+// linux/amd64 (deploy.Build links with CGO_ENABLED=0; vmboard refuses a
+// dynamic binary with a message saying so), else one is cross-compiled.
+func (r *Rig) vmBinary(ctx context.Context) (string, error) {
+	if runtime.GOOS == "linux" && runtime.GOARCH == "amd64" {
+		return r.localBinary(ctx)
+	}
+	bo := r.opts.Build
+	bo.GOOS, bo.GOARCH = "linux", "amd64"
+	return deploy.Build(ctx, bo)
+}
+
+// VMSegmentGroup is the QEMU multicast group ("239.255.X.Y:port", joined
+// on loopback only) of a VM segment in this rig: derived from the rig's
+// domain, so two rigs (parallel test processes) never share a segment,
+// and the same for every board of the segment.
+func (r *Rig) VMSegmentGroup(segment string) string {
+	h := fnv.New64a()
+	h.Write([]byte(r.Domain))
+	h.Write([]byte{0})
+	h.Write([]byte(segment))
+	s := h.Sum64()
+	// 239.255.0.0/16 is the organisation-local scope; ports 40000..59999
+	// stay clear of the rig's loopback flow ports below 52000 only by
+	// address (a different group), which is what multicast binds to.
+	return net.JoinHostPort(fmt.Sprintf("239.255.%d.%d", byte(s>>8), byte(s)), fmt.Sprint(40000+(s>>16)%20000))
+}
+
+// startVMAgent boots the vm board b with `hilrig agent` as the program
+// on its virtio-serial channel and returns the agent's Process: stdin and
+// stdout are that channel, Stderr is the tail of the board's serial
+// console (the agent's stderr, kernel messages and /init's markers), Kill
+// stops QEMU, and the Process exits when QEMU has been reaped. Blocks
+// until QEMU runs (boot continues; newAgent waits for the hello). ctx
+// bounds the start only.
+func (r *Rig) startVMAgent(ctx context.Context, b *fixtures.Board, args []string) (*deploy.Process, error) {
+	img, err := r.vmImage(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("rig: board %s: %w", b.Name, err)
+	}
+	bin, err := r.vmBinary(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("rig: board %s: agent binary: %w", b.Name, err)
+	}
+	vm := b.VM.Defaults()
+	accel := vmboard.DetectAccel()
+	var board *vmboard.Board
+	var killed atomic.Bool
+	proc, console, exited := deploy.Attach(fmt.Sprintf("vm %s (qemu, %s)", b.Name, accel.Accel), func() error {
+		killed.Store(true)
+		board.Kill()
+		return nil
+	})
+	// The board outlives this call: its life is bounded by Kill (the
+	// rig's Close) and vmLife, not by ctx; ctx only cancels a start that
+	// is still connecting.
+	life, cancel := context.WithCancel(context.Background())
+	stopOnCtx := context.AfterFunc(ctx, cancel)
+	board, err = vmboard.Start(life, img, vmboard.RunOptions{
+		Tests: []vmboard.Test{{Name: "agent", Binary: bin, Args: args, Stdio: true}},
+		Net:   &vmboard.NetOptions{Group: r.VMSegmentGroup(vm.Segment), IP: vm.IP},
+		// Memory was validated as whole MiB.
+		MemoryMiB: int(vm.Memory >> 20),
+		CPUs:      vm.CPUs,
+		Lines:     vm.GPIOLines,
+		Hostname:  b.Name,
+		Console:   console,
+		Accel:     &accel,
+		Timeout:   vmLife,
+		Logger:    r.opts.Logger.With("board", b.Name),
+	})
+	if !stopOnCtx() {
+		// ctx ended during the start: the board (if any) is being
+		// cancelled; let Wait reap it.
+		if err == nil {
+			_, _ = board.Wait()
+			err = ctx.Err()
+		}
+	}
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("rig: board %s: %w", b.Name, err)
+	}
+	conn := board.Stdio().(net.Conn)
+	proc.Stdin, proc.Stdout = halfCloser{conn}, conn
+	go func() {
+		// Wait follows the console for the board's whole life (the
+		// console must be drained or the guest stalls on it) and always
+		// kills and reaps QEMU.
+		_, werr := board.Wait()
+		cancel()
+		if errors.Is(werr, vmboard.ErrBoardTimeout) && killed.Load() {
+			werr = nil // stopped by the rig, as intended
+		}
+		exited(werr)
+	}()
+	return proc, nil
+}
+
+// halfCloser makes Close of the agent's stdin a half-close of the
+// virtio-serial socket: the agent reads EOF (and stops) while its last
+// messages (final, bye) can still be read.
+type halfCloser struct{ c net.Conn }
+
+func (h halfCloser) Write(p []byte) (int, error) { return h.c.Write(p) }
+
+func (h halfCloser) Close() error {
+	if cw, ok := h.c.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return h.c.Close()
+}

@@ -1,0 +1,329 @@
+package vmboard_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hilrig/hilrig/vmboard"
+)
+
+// The virtual-board tests boot QEMU and, the first time, build a kernel
+// (minutes). They run only when HILRIG_VM=1 (CI sets it); then missing
+// tools are failures, not skips.
+func needVM(t *testing.T) {
+	t.Helper()
+	if os.Getenv("HILRIG_VM") != "1" {
+		t.Skip("virtual-board test: set HILRIG_VM=1 (needs qemu-system-x86, linux-source-6.1, busybox-static, make/gcc/flex/bison/bc/libelf-dev/libssl-dev; the first kernel build takes minutes)")
+	}
+}
+
+var (
+	imgOnce sync.Once
+	img     *vmboard.Image
+	imgErr  error
+)
+
+// image builds (or finds in the cache) the board image once per process.
+func image(t *testing.T) *vmboard.Image {
+	t.Helper()
+	needVM(t)
+	imgOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+		defer cancel()
+		img, imgErr = vmboard.Build(ctx, vmboard.BuildOptions{Jobs: 2})
+	})
+	if imgErr != nil {
+		t.Fatalf("build board image: %v", imgErr)
+	}
+	t.Logf("image %s (cached %v, %v): %s", img.Hash, img.Cached, img.Elapsed.Round(time.Millisecond), img.Vmlinux)
+	return img
+}
+
+// A second Build finds everything in the cache: no make, same paths.
+func TestVMBuildCacheHit(t *testing.T) {
+	first := image(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	again, err := vmboard.Build(ctx, vmboard.BuildOptions{Jobs: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !again.Cached {
+		t.Fatalf("second build rebuilt the kernel (Cached=false)")
+	}
+	if again.Vmlinux != first.Vmlinux || again.Initramfs != first.Initramfs || again.Hash != first.Hash {
+		t.Fatalf("second build gave %+v, first %+v", again, first)
+	}
+	t.Logf("METRIC vm_build_cached %.3f s (first build in this process: %v, cached=%v)", again.Elapsed.Seconds(), first.Elapsed.Round(time.Millisecond), first.Cached)
+}
+
+// goTestBinary compiles pkg's tests into a static binary.
+func goTestBinary(t *testing.T, pkg string) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), filepath.Base(pkg)+".test")
+	root, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		t.Fatalf("go env GOMOD: %v", err)
+	}
+	cmd := exec.Command("go", "test", "-c", "-o", out, pkg)
+	cmd.Dir = filepath.Dir(strings.TrimSpace(string(root)))
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("CGO_ENABLED=0 go test -c %s: %v\n%s", pkg, err, b)
+	}
+	return out
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// logRun logs each test's output and the run's figures.
+func logRun(t *testing.T, res *vmboard.Result) {
+	t.Helper()
+	if res == nil {
+		return
+	}
+	for _, tr := range res.Tests {
+		t.Logf("--- %s (exit %d) ---\n%s", tr.Name, tr.Status, tr.Output)
+	}
+	t.Logf("accel %s; boot to /init READY %v; total %v; chip %s", res.Accel, res.Boot.Round(time.Millisecond), res.Total.Round(time.Millisecond), res.Chip)
+	t.Logf("METRIC vm_boot_to_ready %.3f s", res.Boot.Seconds())
+}
+
+// runInBoard runs one static test binary in a fresh board and requires it
+// to pass without skips.
+func runInBoard(t *testing.T, name, pkg string, args ...string) string {
+	im := image(t)
+	bin := goTestBinary(t, pkg)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	res, err := vmboard.Run(ctx, im, vmboard.RunOptions{
+		Tests: []vmboard.Test{{Name: name, Binary: bin, Args: append([]string{"-test.v", "-test.count=1"}, args...)}},
+	})
+	logRun(t, res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := res.Tests[0].Output
+	if !strings.Contains(out, "\nPASS") && !strings.HasPrefix(out, "PASS") {
+		t.Errorf("%s: exit 0 but no PASS line", name)
+	}
+	if strings.Contains(out, "--- SKIP") {
+		t.Errorf("%s skipped tests inside the board", name)
+	}
+	return out
+}
+
+// The gpio conformance suite, unchanged, on the kernel's gpio-sim chip
+// through the GPIO character device (HILRIG_GPIO_CHIP from /init).
+func TestVMGPIOConformance(t *testing.T) {
+	out := runInBoard(t, "gpiotest", "./gpio/gpiotest", "-test.run", "Kernel")
+	if !strings.Contains(out, "--- PASS: TestConformanceKernel") {
+		t.Errorf("gpiotest did not pass TestConformanceKernel")
+	}
+}
+
+// The in-board tests: markers on the sim's value attribute, 10,000 edges on
+// both event clocks, busy/missing-chip messages, the PHC through
+// facebook/time.
+func TestVMInBoardTests(t *testing.T) {
+	runInBoard(t, "boardtest", "./vmboard/boardtest")
+}
+
+// hangWatcher cancels ctx when a console line contains marker.
+type hangWatcher struct {
+	marker string
+	cancel context.CancelFunc
+	seen   chan struct{}
+	once   sync.Once
+}
+
+func (h *hangWatcher) Write(p []byte) (int, error) {
+	if strings.Contains(string(p), h.marker) {
+		h.once.Do(func() { close(h.seen); h.cancel() })
+	}
+	return len(p), nil
+}
+
+// A board whose init dies (kernel panic: "Attempted to kill init") fails
+// promptly with the console tail; QEMU is gone afterwards.
+func TestVMPanicFailsWithConsoleTail(t *testing.T) {
+	im := image(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	res, err := vmboard.Run(ctx, im, vmboard.RunOptions{
+		Init: []byte("#!/bin/busybox sh\necho hilrig-test: init exits now\nexit 3\n"),
+	})
+	if !errors.Is(err, vmboard.ErrBoardCrashed) {
+		t.Fatalf("err = %v, want ErrBoardCrashed", err)
+	}
+	for _, want := range []string{"init exits now", "Kernel panic", "Attempted to kill init"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("the panic was only noticed at the test deadline")
+	}
+	assertReaped(t, res)
+}
+
+// A board that hangs fails when its context ends, with the console tail.
+func TestVMHangFailsWithConsoleTail(t *testing.T) {
+	im := image(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	hctx, hcancel := context.WithCancel(ctx)
+	defer hcancel()
+	w := &hangWatcher{marker: "hilrig-test: hanging now", cancel: hcancel, seen: make(chan struct{})}
+	res, err := vmboard.Run(hctx, im, vmboard.RunOptions{
+		Init:    []byte("#!/bin/busybox sh\necho hilrig-test: hanging now\nexec /bin/busybox sleep 1000000\n"),
+		Console: w,
+	})
+	select {
+	case <-w.seen:
+	default:
+		t.Fatalf("the hanging init never printed its line: %v", err)
+	}
+	if !errors.Is(err, vmboard.ErrBoardTimeout) || !strings.Contains(err.Error(), "hanging now") {
+		t.Fatalf("err = %v, want ErrBoardTimeout with the console tail", err)
+	}
+	assertReaped(t, res)
+}
+
+// A test that fails inside the board fails the run, naming it.
+func TestVMFailingTestFailsRun(t *testing.T) {
+	im := image(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	res, err := vmboard.Run(ctx, im, vmboard.RunOptions{Tests: []vmboard.Test{
+		{Name: "ok", Command: "/bin/true"},
+		{Name: "bad", Command: "/bin/sh", Args: []string{"-c", "echo about to fail; exit 7"}},
+	}})
+	if !errors.Is(err, vmboard.ErrTestFailed) || !strings.Contains(err.Error(), "bad exited with status 7") || !strings.Contains(err.Error(), "about to fail") {
+		t.Fatalf("err = %v, want ErrTestFailed naming bad, status 7 and its output", err)
+	}
+	if res.Tests[0].Status != 0 || res.Tests[1].Status != 7 {
+		t.Fatalf("statuses %+v", res.Tests)
+	}
+	assertReaped(t, res)
+}
+
+func assertReaped(t *testing.T, res *vmboard.Result) {
+	t.Helper()
+	if res == nil || res.PID == 0 {
+		t.Fatalf("no QEMU pid in result %+v", res)
+	}
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d", res.PID)); err == nil {
+		// The pid may have been reused by now; a zombie or QEMU would show
+		// its command name.
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", res.PID))
+		if strings.Contains(string(b), "qemu") {
+			t.Fatalf("QEMU pid %d still exists after Run returned", res.PID)
+		}
+	}
+}
+
+// Two boards on one virtio-net segment (loopback multicast socket) ping
+// each other. Round-trip times inside TCG are an emulator's.
+func TestVMTwoBoardsPing(t *testing.T) {
+	im := image(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	group := fmt.Sprintf("230.0.0.1:%d", 20000+rand.IntN(30000))
+	const a, b = "10.233.77.1", "10.233.77.2"
+	// Each board waits for the peer, pings it; then b tells a it is done
+	// (TCP) so neither powers off while the other still pings.
+	script := func(peer, role string) string {
+		s := fmt.Sprintf(`i=0; until ping -c 1 -W 1 %s >/dev/null; do i=$((i+1)); [ $i -ge 120 ] && { echo peer %s unreachable; exit 1; }; done
+ping -c 10 -i 0.2 %s || exit 2
+`, peer, peer, peer)
+		if role == "a" {
+			return s + "nc -l -p 5555 -w 120 </dev/null || exit 3\n"
+		}
+		return s + fmt.Sprintf("i=0; until echo done | nc -w 2 %s 5555; do i=$((i+1)); [ $i -ge 60 ] && exit 4; sleep 1; done\n", peer)
+	}
+	var wg sync.WaitGroup
+	results := make([]*vmboard.Result, 2)
+	errs := make([]error, 2)
+	for i, bd := range []struct{ ip, peer, role string }{{a, b, "a"}, {b, a, "b"}} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i], errs[i] = vmboard.Run(ctx, im, vmboard.RunOptions{
+				Hostname: "board-" + bd.role,
+				Net:      &vmboard.NetOptions{Group: group, IP: bd.ip + "/24"},
+				Tests: []vmboard.Test{{Name: "ping-" + bd.role, Command: "/bin/sh",
+					Args: []string{"-c", strings.ReplaceAll(strings.TrimSpace(script(bd.peer, bd.role)), "\n", "; ")}}},
+			})
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if results[i] != nil {
+			t.Logf("board %d output:\n%s", i, results[i].Tests[0].Output)
+		}
+		if err != nil {
+			t.Fatalf("board %d: %v", i, err)
+		}
+		sc := bufio.NewScanner(strings.NewReader(results[i].Tests[0].Output))
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "round-trip") {
+				t.Logf("METRIC vm_ping_board%d %s (TCG: an emulator's timing)", i, sc.Text())
+			}
+		}
+		if !strings.Contains(results[i].Tests[0].Output, " 0% packet loss") {
+			t.Errorf("board %d: packet loss", i)
+		}
+	}
+}
+
+// A test with Stdio talks to the host through a virtio-serial port, as a
+// rack agent would: bytes pass unchanged both ways (no tty: no echo, no
+// CR/LF translation).
+func TestVMStdioChannel(t *testing.T) {
+	im := image(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	b, err := vmboard.Start(ctx, im, vmboard.RunOptions{Tests: []vmboard.Test{
+		{Name: "echo-line", Command: "head", Args: []string{"-n", "1"}, Stdio: true},
+	}, Console: testWriter{t}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const msg = "hello board\tbinary\x01\x7f\n"
+	if _, err := io.WriteString(b.Stdio(), msg); err != nil {
+		b.Kill()
+		b.Wait()
+		t.Fatal(err)
+	}
+	got, err := bufio.NewReader(b.Stdio()).ReadString('\n')
+	if err != nil {
+		b.Kill()
+		b.Wait()
+		t.Fatalf("read back: %v (got %q)", err, got)
+	}
+	res, err := b.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != msg {
+		t.Fatalf("echoed %q, want %q", got, msg)
+	}
+	assertReaped(t, res)
+}

@@ -9,9 +9,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hilrig/hilrig/fixtures"
 	"github.com/hilrig/hilrig/agentproto"
 	"github.com/hilrig/hilrig/deploy"
+	"github.com/hilrig/hilrig/fixtures"
 )
 
 // Agent is a running `hilrig agent` on one board. Safe for concurrent use.

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/hilrig/hilrig/agentproto"
-	"github.com/hilrig/hilrig/rig"
 	"github.com/hilrig/hilrig/netns"
+	"github.com/hilrig/hilrig/rig"
 )
 
 // TestSimRackRoundTrip: a pinger on one sim board and an echo on another

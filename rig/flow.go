@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/hilrig/hilrig/fixtures"
 	"github.com/hilrig/hilrig/agentproto"
+	"github.com/hilrig/hilrig/fixtures"
 	"github.com/hilrig/hilrig/middleware"
 	"github.com/hilrig/hilrig/report"
 )

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hilrig/hilrig/fixtures"
 	"github.com/hilrig/hilrig/deploy"
+	"github.com/hilrig/hilrig/fixtures"
 	"github.com/hilrig/hilrig/rig"
 )
 

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hilrig/hilrig/fixtures"
 	"github.com/hilrig/hilrig/agentproto"
+	"github.com/hilrig/hilrig/fixtures"
 	"github.com/hilrig/hilrig/timesync"
 )
 

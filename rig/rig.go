@@ -33,8 +33,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hilrig/hilrig/fixtures"
 	"github.com/hilrig/hilrig/deploy"
+	"github.com/hilrig/hilrig/fixtures"
 	"github.com/hilrig/hilrig/gpio"
 	"github.com/hilrig/hilrig/gpio/gpiosim"
 	"github.com/hilrig/hilrig/middleware"

@@ -12,13 +12,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hilrig/hilrig/fixtures"
 	"github.com/hilrig/hilrig/agentproto"
 	"github.com/hilrig/hilrig/deploy"
-	"github.com/hilrig/hilrig/rig"
+	"github.com/hilrig/hilrig/fixtures"
 	"github.com/hilrig/hilrig/gpio/gpiosim"
 	"github.com/hilrig/hilrig/middleware"
 	"github.com/hilrig/hilrig/netns"
+	"github.com/hilrig/hilrig/rig"
 )
 
 func openSim(t *testing.T) *rig.Rig {

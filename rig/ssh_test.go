@@ -17,10 +17,10 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
-	"github.com/hilrig/hilrig/fixtures"
 	"github.com/hilrig/hilrig/deploy"
-	"github.com/hilrig/hilrig/rig"
+	"github.com/hilrig/hilrig/fixtures"
 	"github.com/hilrig/hilrig/netns"
+	"github.com/hilrig/hilrig/rig"
 )
 
 // sshBoard is a real OpenSSH server in a namespace made by the test,

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hilrig/hilrig/rig"
 	"github.com/hilrig/hilrig/middleware"
+	"github.com/hilrig/hilrig/rig"
 )
 
 // TestIntraAndBatchedUDPFlows: the rig runs intra-process flows (both

@@ -11,8 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hilrig/hilrig/fixtures"
 	"github.com/hilrig/hilrig/deploy"
+	"github.com/hilrig/hilrig/fixtures"
 	"github.com/hilrig/hilrig/vmboard"
 )
 

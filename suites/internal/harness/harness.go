@@ -16,8 +16,8 @@ import (
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
 
-	"github.com/hilrig/hilrig/fixtures"
 	"github.com/hilrig/hilrig/deploy"
+	"github.com/hilrig/hilrig/fixtures"
 )
 
 // Flags every suite binary accepts (after `--` with the ginkgo CLI, e.g.

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hilrig/hilrig/fixtures"
 	"github.com/hilrig/hilrig/deploy"
+	"github.com/hilrig/hilrig/fixtures"
 	"github.com/hilrig/hilrig/rig"
 	"github.com/hilrig/hilrig/suites/internal/harness"
 )

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/hilrig/hilrig/agentproto"
-	"github.com/hilrig/hilrig/rig"
 	"github.com/hilrig/hilrig/report"
+	"github.com/hilrig/hilrig/rig"
 )
 
 // RigFeed runs a plan's flows on a rig and implements Restarter and

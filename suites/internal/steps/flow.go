@@ -6,11 +6,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hilrig/hilrig/fixtures"
 	"github.com/hilrig/hilrig/agentproto"
-	"github.com/hilrig/hilrig/rig"
+	"github.com/hilrig/hilrig/fixtures"
 	"github.com/hilrig/hilrig/middleware"
 	"github.com/hilrig/hilrig/report"
+	"github.com/hilrig/hilrig/rig"
 )
 
 // Transports the suites sweep. ShmCopy and ShmLoan are the shared-memory

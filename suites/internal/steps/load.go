@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/hilrig/hilrig/agentproto"
-	"github.com/hilrig/hilrig/rig"
 	"github.com/hilrig/hilrig/report"
+	"github.com/hilrig/hilrig/rig"
 )
 
 // MinLoadShare is the smallest share of its cores a load must have

@@ -8,10 +8,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hilrig/hilrig/fixtures"
 	"github.com/hilrig/hilrig/agentproto"
-	"github.com/hilrig/hilrig/rig"
+	"github.com/hilrig/hilrig/fixtures"
 	"github.com/hilrig/hilrig/report"
+	"github.com/hilrig/hilrig/rig"
 	"github.com/hilrig/hilrig/timesync"
 )
 

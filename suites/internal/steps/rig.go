@@ -17,8 +17,8 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/hilrig/hilrig/fixtures"
 	"github.com/hilrig/hilrig/deploy"
+	"github.com/hilrig/hilrig/fixtures"
 	"github.com/hilrig/hilrig/rig"
 	"github.com/hilrig/hilrig/suites/internal/harness"
 )

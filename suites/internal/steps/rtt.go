@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/hilrig/hilrig/fixtures"
 	"github.com/hilrig/hilrig/agentproto"
-	"github.com/hilrig/hilrig/rig"
+	"github.com/hilrig/hilrig/fixtures"
 	"github.com/hilrig/hilrig/middleware/bench"
 	"github.com/hilrig/hilrig/report"
+	"github.com/hilrig/hilrig/rig"
 )
 
 // RoundTrip measures the round trip of transport (Intra, ShmCopy, ShmLoan,

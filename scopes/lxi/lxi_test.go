@@ -18,7 +18,6 @@ type simRig struct {
 	srv      *scopesim.Server
 	ch1, ch2 *scopesim.MemSource
 	clock    int64
-	fed      int
 }
 
 func startSim(t *testing.T, d scopesim.Dialect, idn string) *simRig {

@@ -219,7 +219,7 @@ func (c *Client) Do(ctx context.Context, req *protocol.Management) (*protocol.Ma
 
 func (c *Client) doLocked(ctx context.Context, req *protocol.Management) (*protocol.Management, error) {
 	c.drainLocked()
-	id := req.TLV.(protocol.ManagementTLV).MgmtID()
+	id := req.TLV.MgmtID()
 	if err := c.mc.SendPacket(req); err != nil {
 		return nil, c.classify(err)
 	}
@@ -400,7 +400,7 @@ func get[T protocol.ManagementTLV](ctx context.Context, c *Client, req *protocol
 	}
 	tlv, ok := resp.TLV.(T)
 	if !ok {
-		return zero, fmt.Errorf("ptp4l socket %s: %s: unexpected TLV %T", c.remote, idName(req.TLV.(protocol.ManagementTLV).MgmtID()), resp.TLV)
+		return zero, fmt.Errorf("ptp4l socket %s: %s: unexpected TLV %T", c.remote, idName(req.TLV.MgmtID()), resp.TLV)
 	}
 	return tlv, nil
 }

@@ -16,8 +16,8 @@ import (
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
 
-	"github.com/hilrig/hilrig/deploy"
 	"github.com/hilrig/hilrig/fixtures"
+	"github.com/hilrig/hilrig/rig"
 )
 
 // Flags every suite binary accepts (after `--` with the ginkgo CLI, e.g.
@@ -165,11 +165,7 @@ func RunSuite(t *testing.T, suite string) {
 func buildAgent() (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), BuildTimeout)
 	defer cancel()
-	bin, err := deploy.Build(ctx, deploy.BuildOptions{})
-	if err != nil {
-		return "", fmt.Errorf("build hilrig for the agents: %w", err)
-	}
-	return bin, nil
+	return rig.Build(ctx)
 }
 
 func printSkips(w io.Writer, tc *TestContext) {

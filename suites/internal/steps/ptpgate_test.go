@@ -263,16 +263,16 @@ bounds:
 		t.Fatal(err)
 	}
 	tc := &harness.TestContext{Suite: "test", Rack: rack, Profile: prof, Config: &fixtures.Config{Window: 5 * time.Second}}
-	rc, err := steps.OpenRig(ctx, tc)
+	env, err := steps.Open(ctx, tc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := rc.Close(); err != nil {
+		if err := env.Rig.Close(); err != nil {
 			t.Errorf("Close: %v", err)
 		}
 	})
-	if _, err := rc.Agent(ctx, "far"); err != nil { // deploy over SSH while ptp4l locks
+	if _, err := env.Rig.Agent(ctx, "far"); err != nil { // deploy over SSH while ptp4l locks
 		t.Fatal(err)
 	}
 	src, err := timesync.DialPTP4L(ctx, pr.SlaveSocket, nil)
@@ -289,14 +289,14 @@ bounds:
 
 	// Windows of 5 s: the gate polls every 1.25 s, longer than the Sync
 	// interval (1 s), so every locked poll sees a fresh Sync.
-	p := steps.Params{Transport: steps.UDP, Payload: 64, RateHz: 200, Count: 1200, Window: 5 * time.Second}
-	run, err := rc.Measure(ctx, "udp 64B gated", p)
+	p := steps.Params{Path: steps.UDP, Payload: 64, RateHz: 200, Count: 1200, Window: 5 * time.Second}
+	run, err := steps.Measure(ctx, env, "udp 64B gated", p)
 	if err != nil {
-		t.Fatalf("gated measurement: %v\n%s", err, rc.Diagnostics())
+		t.Fatalf("gated measurement: %v\n%s", err, steps.Diagnostics(env))
 	}
 	c := run.Case
 	if c.Failure != "" {
-		t.Fatalf("case failed: %s\n%s", c.Failure, rc.Diagnostics())
+		t.Fatalf("case failed: %s\n%s", c.Failure, steps.Diagnostics(env))
 	}
 	var note string
 	for _, n := range c.Notes {
@@ -318,7 +318,7 @@ bounds:
 	if err := pr.KillDaemon(ctx, ptprig.Slave); err != nil {
 		t.Fatal(err)
 	}
-	_, err = rc.Measure(ctx, "udp 64B ptp4l gone", p)
+	_, err = steps.Measure(ctx, env, "udp 64B ptp4l gone", p)
 	if !errors.Is(err, steps.ErrPTPGate) || !strings.Contains(err.Error(), "board far") || !strings.Contains(err.Error(), pr.SlaveSocket) {
 		t.Fatalf("measurement with far's ptp4l gone: %v, want ErrPTPGate naming board far and %s", err, pr.SlaveSocket)
 	}

@@ -2,23 +2,17 @@ package steps_test
 
 import (
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"golang.org/x/crypto/ssh"
-
 	"github.com/hilrig/hilrig/agentproto"
 	"github.com/hilrig/hilrig/fixtures"
+	"github.com/hilrig/hilrig/internal/sshdtest"
 	"github.com/hilrig/hilrig/report"
 	"github.com/hilrig/hilrig/suites/internal/harness"
 	"github.com/hilrig/hilrig/suites/internal/steps"
@@ -236,7 +230,7 @@ func TestMeasureGatesSSHBoardThroughAgentProbe(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = pr.Close() })
-	sd := startLoopbackSSHD(t)
+	sd := sshdtest.Loopback(t)
 	rack, err := fixtures.ParseRack("ptp-ssh.yaml", []byte(fmt.Sprintf(`name: ptp-ssh
 capabilities: [ptp]
 boards:
@@ -254,7 +248,7 @@ bounds:
   - name: loose
     entries:
       - {transport: udp, payload: 64, p50: 1s, p99: 2s, p999: 3s, max: 5s, max_lost: 0}
-`, sd.addr, sd.clientKey, sd.knownHosts, filepath.Join(sd.dir, "remote-bin"), pr.SlaveSocket, pr.SlaveSocket)))
+`, sd.Addr, sd.ClientKey, sd.KnownHosts, filepath.Join(sd.Dir, "remote-bin"), pr.SlaveSocket, pr.SlaveSocket)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,96 +317,4 @@ bounds:
 		t.Fatalf("measurement with far's ptp4l gone: %v, want ErrPTPGate naming board far and %s", err, pr.SlaveSocket)
 	}
 	t.Logf("ptp4l gone: %v", err)
-}
-
-// loopbackSSHD is a real OpenSSH server on 127.0.0.1 (root namespace,
-// loopback only) standing in for a remote board.
-type loopbackSSHD struct {
-	addr, dir, clientKey, knownHosts string
-}
-
-func startLoopbackSSHD(t *testing.T) *loopbackSSHD {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close() // sshd takes the port over (a race with other tests is reported by sshd)
-	_, port, _ := net.SplitHostPort(addr)
-	dir := t.TempDir()
-	s := &loopbackSSHD{addr: addr, dir: dir, clientKey: filepath.Join(dir, "client_ed25519"), knownHosts: filepath.Join(dir, "known_hosts")}
-	hostPub := writeSSHKey(t, filepath.Join(dir, "host_ed25519"))
-	clientPub := writeSSHKey(t, s.clientKey)
-	if err := os.WriteFile(filepath.Join(dir, "authorized_keys"), ssh.MarshalAuthorizedKey(clientPub), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(s.knownHosts, []byte(fmt.Sprintf("[127.0.0.1]:%s %s", port, ssh.MarshalAuthorizedKey(hostPub))), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg := filepath.Join(dir, "sshd_config")
-	conf := strings.Join([]string{
-		"Port " + port, "ListenAddress 127.0.0.1", "HostKey " + filepath.Join(dir, "host_ed25519"),
-		"PidFile none", "AuthorizedKeysFile " + filepath.Join(dir, "authorized_keys"),
-		"PasswordAuthentication no", "KbdInteractiveAuthentication no", "PubkeyAuthentication yes",
-		"PermitRootLogin prohibit-password", "StrictModes no", "UsePAM no", "LogLevel VERBOSE", "",
-	}, "\n")
-	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll("/run/sshd", 0o755); err != nil { // sshd's privilege-separation dir
-		t.Fatal(err)
-	}
-	cmd := exec.Command("/usr/sbin/sshd", "-D", "-e", "-f", cfg)
-	var logb strings.Builder
-	cmd.Stderr = &logb
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-		if t.Failed() {
-			t.Logf("sshd log:\n%s", logb.String())
-		}
-	})
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-			return s
-		}
-		select {
-		case <-exited:
-			t.Fatalf("sshd exited: %s", logb.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("sshd did not listen on %s: %v\n%s", addr, err, logb.String())
-		}
-		time.Sleep(20 * time.Millisecond) // polling with a deadline
-	}
-}
-
-func writeSSHKey(t *testing.T, path string) ssh.PublicKey {
-	t.Helper()
-	pub, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	blk, err := ssh.MarshalPrivateKey(priv, "hilrig test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, pem.EncodeToMemory(blk), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	sp, err := ssh.NewPublicKey(pub)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sp
 }

@@ -447,7 +447,7 @@ func (e *endpoint) onMessage(m *middleware.Message, mk Marker, clockLatency bool
 // subscribe receives until count, duration, idle timeout or stop.
 func (e *endpoint) subscribe(sub *middleware.Subscriber, mk Marker) error {
 	s := e.s
-	clockLatency := s.Latency == "clock"
+	clockLatency := s.Latency == agentproto.LatencyStamp
 	clockID := int32(sys.ClockRealtime)
 	switch s.Stamp {
 	case "tai":

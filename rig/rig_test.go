@@ -48,7 +48,7 @@ func TestSimRackShm10k(t *testing.T) {
 	r := openSim(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	spec := rig.FlowSpec{Link: "a-b-shm", Payload: 256, Count: 10000, RateHz: 20000, Send: agentproto.SendLoan, Markers: true, Window: 100 * time.Millisecond}
+	spec := rig.FlowSpec{Traffic: rig.Traffic{Link: "a-b-shm", Payload: 256, Count: 10000, RateHz: 20000, Send: agentproto.SendLoan, Markers: true, Window: 100 * time.Millisecond}}
 	f, err := r.Flow(ctx, spec)
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +96,7 @@ func TestSimRackUDP10k(t *testing.T) {
 	r := openSim(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	spec := rig.FlowSpec{Link: "b-c-udp", Payload: 1024, Count: 10000, RateHz: 10000}
+	spec := rig.FlowSpec{Traffic: rig.Traffic{Link: "b-c-udp", Payload: 1024, Count: 10000, RateHz: 10000}}
 	f, err := r.Flow(ctx, spec)
 	if err != nil {
 		t.Fatal(err)
@@ -155,7 +155,7 @@ func TestTeardownAfterAbortedSpec(t *testing.T) {
 	var pids []int
 	waitReturned := make(chan error, 2)
 	for _, link := range []string{"a-b-shm", "b-c-udp"} {
-		f, err := r.Flow(ctx, rig.FlowSpec{Link: link, Payload: 64, Duration: time.Hour, RateHz: 1000})
+		f, err := r.Flow(ctx, rig.FlowSpec{Traffic: rig.Traffic{Link: link, Payload: 64, Duration: time.Hour, RateHz: 1000}})
 		if err != nil {
 			t.Fatalf("flow %s: %v", link, err)
 		}
@@ -348,7 +348,7 @@ func TestOnePublisherTwoSubscribers(t *testing.T) {
 	r := openSim(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	f, err := r.Flow(ctx, rig.FlowSpec{From: "board-a", To: []string{"board-b", "board-c"}, Transport: "shm", Payload: 64, Count: 5000, RateHz: 10000})
+	f, err := r.Flow(ctx, rig.FlowSpec{Traffic: rig.Traffic{From: "board-a", Transport: "shm", Payload: 64, Count: 5000, RateHz: 10000}, To: []string{"board-b", "board-c"}})
 	if err != nil {
 		t.Fatal(err)
 	}

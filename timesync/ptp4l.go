@@ -42,8 +42,9 @@ var _ Source = (*PTP4L)(nil)
 
 // DialPTP4L connects to the ptp4l management socket at path. It fails
 // at once, with an error naming the path and the cause, when the socket
-// does not exist ([ErrNoSocket]), nobody listens on it ([ErrNotListening])
-// or the caller may not use it ([ErrPermission]). Blocks for one connect.
+// does not exist ([ErrNoSocket]), is not a socket ([ErrNotSocket]),
+// nobody listens on it ([ErrNotListening]) or the caller may not use it
+// ([ErrPermission]). Blocks for one connect.
 func DialPTP4L(ctx context.Context, path string, opts *PTP4LOptions) (*PTP4L, error) {
 	if opts == nil {
 		opts = &PTP4LOptions{}
@@ -79,6 +80,8 @@ func explain(path string, err error) error {
 		return fmt.Errorf("timesync: %w (is ptp4l running with uds_address %s?)", err, path)
 	case errors.Is(err, ErrNotListening):
 		return fmt.Errorf("timesync: %w (the socket file is there but no ptp4l is bound to it: did ptp4l die? restart it with uds_address %s)", err, path)
+	case errors.Is(err, ErrNotSocket):
+		return fmt.Errorf("timesync: %w (not ptp4l's management socket: check the uds_address in ptp4l's config and the path given here)", err)
 	case errors.Is(err, ErrTimeout):
 		return fmt.Errorf("timesync: %w (ptp4l at %s is hung, overloaded, or in another domain)", err, path)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -124,7 +125,9 @@ func (p *PTP4L) read(ctx context.Context) (Status, error) {
 		return st, err
 	}
 	st.StepsRemoved = cur.StepsRemoved
-	st.MeanPathDelay = time.Duration(cur.MeanPathDelay.Nanoseconds())
+	st.MeanPathDelay = time.Duration(math.Round(cur.MeanPathDelay.Nanoseconds()))
+	// offsetFromMaster is master_offset in scaled ns (×2^16): exact.
+	st.CurrentOffset = time.Duration(math.Round(cur.OffsetFromMaster.Nanoseconds()))
 	par, err := p.client.ParentDataSet(ctx)
 	if err != nil {
 		return st, err

@@ -314,6 +314,10 @@ func (c *Client) doLocked(ctx context.Context, req *protocol.Management) (*proto
 	}
 }
 
+// maxDrain bounds one drain: a peer that floods us must not keep a
+// request from being sent (whatever is left is skipped by matching).
+const maxDrain = 64
+
 // drainLocked discards replies that arrived after an earlier request timed
 // out, without blocking (MSG_DONTWAIT on the raw socket).
 func (c *Client) drainLocked() {
@@ -322,7 +326,7 @@ func (c *Client) drainLocked() {
 		return
 	}
 	var b [1500]byte
-	for {
+	for range maxDrain {
 		got := false
 		_ = rc.Read(func(fd uintptr) bool {
 			n, err := recvNonblock(fd, b[:])

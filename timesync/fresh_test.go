@@ -196,13 +196,13 @@ func checkFreshLock(t *testing.T, rs []reading, gm timesync.ClockIdentity, fault
 	}
 }
 
-// TestLockNeedsAFreshOffset: after a cold start, a link flap and a
+// TestPTP4LLockNeedsAFreshOffset: after a cold start, a link flap and a
 // grandmaster restart, ptp4l reports SLAVE with Syncs arriving while its
 // offset is still the one from before the fault (or 0, never measured).
 // A lock in those seconds would let a gate accept latency samples on a
 // clock nobody measured. Each fault is recorded from a real ptp4l and
 // replayed at every poll phase.
-func TestLockNeedsAFreshOffset(t *testing.T) {
+func TestPTP4LLockNeedsAFreshOffset(t *testing.T) {
 	requireRig(t)
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)

@@ -95,11 +95,11 @@ func floodSocket(t *testing.T) string {
 	return path
 }
 
-// TestWatchFailsWhenNothingAnswers: a watch whose every poll failed is a
+// TestPTPWatchFailsWhenNothingAnswers: a watch whose every poll failed is a
 // failure (non-zero, with a summary naming the socket), whether the
 // socket is missing, silent or flooding garbage; a missing socket is
 // retried at every poll, not given up at the first.
-func TestWatchFailsWhenNothingAnswers(t *testing.T) {
+func TestPTPWatchFailsWhenNothingAnswers(t *testing.T) {
 	for _, tc := range []struct{ name, path string }{
 		{"missing", filepath.Join(t.TempDir(), "gone.sock")},
 		{"silent", muteSocket(t)},

@@ -143,11 +143,11 @@ func within(t *testing.T, d time.Duration, what string, f func()) {
 	}
 }
 
-// TestWriteToAFullQueueIsBounded: against a socket that is bound but never
+// TestPTP4LWriteToAFullQueueIsBounded: against a socket that is bound but never
 // read, every request ends with ErrTimeout within its deadline — also
 // once the peer's queue is full and the write itself would block (the
 // 12th request used to hang forever, deaf to ctx and signals).
-func TestWriteToAFullQueueIsBounded(t *testing.T) {
+func TestPTP4LWriteToAFullQueueIsBounded(t *testing.T) {
 	path := muteSocket(t)
 	// No deferred Close: on the old code a hung request holds the
 	// client's lock, and Close would hang the test too.
@@ -186,9 +186,9 @@ func TestWriteToAFullQueueIsBounded(t *testing.T) {
 	_ = c2.Close()
 }
 
-// TestDecodeErrorNamesTheSocket: a reply that claims our sequence id but
+// TestPTP4LDecodeErrorNamesTheSocket: a reply that claims our sequence id but
 // does not decode is reported with the socket it came from.
-func TestDecodeErrorNamesTheSocket(t *testing.T) {
+func TestPTP4LDecodeErrorNamesTheSocket(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "garbled.sock")
 	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
 	if err != nil {

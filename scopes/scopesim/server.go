@@ -19,6 +19,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -109,6 +110,7 @@ type Server struct {
 	meas     measState
 	errq     []queued
 	esr      int
+	ese      int // *ESE mask (IEEE 488.2; masks only the status byte's ESB bit)
 	header   bool // Tektronix long headers
 	conns    map[net.Conn]struct{}
 	closed   bool
@@ -421,7 +423,7 @@ func (s *Server) undefined(cmd string) {
 }
 
 // common handles IEEE 488.2 commands shared by all dialects.
-func (s *Server) common(h string, q bool, _ string) (string, bool) {
+func (s *Server) common(h string, q bool, a string) (string, bool) {
 	switch strings.ToUpper(h) {
 	case "*IDN":
 		return s.cfg.IDN, q
@@ -438,6 +440,16 @@ func (s *Server) common(h string, q bool, _ string) (string, bool) {
 		v := s.esr
 		s.esr = 0
 		return fmt.Sprint(v), q
+	case "*ESE":
+		if q {
+			return fmt.Sprint(s.ese), true
+		}
+		v, err := strconv.Atoi(strings.TrimSpace(a))
+		if err != nil || v < 0 || v > 255 {
+			return "", false
+		}
+		s.ese = v
+		return "", true
 	case "*RST":
 		s.meas = measState{}
 		return "", !q

@@ -110,7 +110,7 @@ type Server struct {
 	meas     measState
 	errq     []queued
 	esr      int
-	ese      int // *ESE mask (IEEE 488.2; masks only the status byte's ESB bit)
+	ese      int  // *ESE mask (IEEE 488.2; masks only the status byte's ESB bit)
 	header   bool // Tektronix long headers
 	conns    map[net.Conn]struct{}
 	closed   bool

@@ -18,10 +18,10 @@ import (
 type fate int
 
 const (
-	onTime fate = iota
-	late        // released after a few more client I/O events
-	dropped     // never sent
-	garbled     // sent with binary junk around it
+	onTime  fate = iota
+	late         // released after a few more client I/O events
+	dropped      // never sent
+	garbled      // sent with binary junk around it
 )
 
 // logicalInst is an in-order SCPI instrument on a logical clock, under
@@ -31,14 +31,14 @@ const (
 // real instrument), each in 1–7 byte pieces (a block arriving in many
 // small TCP writes).
 type logicalInst struct {
-	rng       *rand.Rand
-	now       int
-	out       []byte    // released, not yet read
-	queue     []pending // produced, not yet released (in order)
-	lastAt    int
-	ese       int
-	faults    bool
-	rates     [4]int // per-mille chance of each fate when faults are on
+	rng    *rand.Rand
+	now    int
+	out    []byte    // released, not yet read
+	queue  []pending // produced, not yet released (in order)
+	lastAt int
+	ese    int
+	faults bool
+	rates  [4]int // per-mille chance of each fate when faults are on
 }
 
 type pending struct {

@@ -102,8 +102,8 @@ var (
 		vendor: regexp.MustCompile(`^RIGOL TECHNOLOGIES$`), model: regexp.MustCompile(`^MSO5\d{3}$`)}
 	rigolDHO = family{name: "Rigol DHO800/DHO900 (DHO8xx, DHO9xx, DHO9xxS)",
 		vendor: regexp.MustCompile(`^RIGOL TECHNOLOGIES$`), model: regexp.MustCompile(`^DHO[89]\d{2}S?$`)}
-	rigolFamilies    = []family{rigolDS1000Z, rigolMSO5000, rigolDHO}
-	siglentFamilies  = []family{{name: "Siglent SDS2000X Plus (SDS2xx4X Plus)",
+	rigolFamilies   = []family{rigolDS1000Z, rigolMSO5000, rigolDHO}
+	siglentFamilies = []family{{name: "Siglent SDS2000X Plus (SDS2xx4X Plus)",
 		vendor: regexp.MustCompile(`^SIGLENT TECHNOLOGIES$`), model: regexp.MustCompile(`^SDS2\d{3}X PLUS$`)}}
 	driverFamilies = []struct {
 		driver   string

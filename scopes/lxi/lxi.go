@@ -93,18 +93,18 @@ func (f family) matches(id scopes.Identity) bool {
 // programming guides (manufacturer, model, serial, firmware).
 var (
 	tekFamilies = []family{{name: "Tektronix 4/5/6 Series MSO (MSO44/46, MSO54/56/58, MSO64, LPD64; B variants)",
-		vendor: regexp.MustCompile(`^TEKTRONIX$`), model: regexp.MustCompile(`^(MSO[456]\d|LPD6\d)`)}}
+		vendor: regexp.MustCompile(`^TEKTRONIX$`), model: regexp.MustCompile(`^(MSO4[46]B?|MSO5[468](B|LP)?|MSO6[468]B?|LPD64)$`)}}
 	keysightFamilies = []family{{name: "Keysight InfiniiVision 3000 X / 4000 X (DSOX3xxx, MSOX3xxx, DSOX4xxx, MSOX4xxx)",
-		vendor: regexp.MustCompile(`^(KEYSIGHT|AGILENT) TECHNOLOGIES$`), model: regexp.MustCompile(`^(DSO|MSO)-?X[34]\d{3}`)}}
+		vendor: regexp.MustCompile(`^(KEYSIGHT|AGILENT) TECHNOLOGIES$`), model: regexp.MustCompile(`^(DSO|MSO)-?X[34](01|02|03|05|10|15)[24][ATG]?$`)}}
 	rigolDS1000Z = family{name: "Rigol DS1000Z (DS1xx4Z, DS1xx4Z Plus)",
-		vendor: regexp.MustCompile(`^RIGOL TECHNOLOGIES$`), model: regexp.MustCompile(`^(DS|MSO)1\d{3}Z( PLUS)?$`)}
+		vendor: regexp.MustCompile(`^RIGOL TECHNOLOGIES$`), model: regexp.MustCompile(`^(DS|MSO)1(05|07|10)4Z(-S)?( PLUS)?$`)}
 	rigolMSO5000 = family{name: "Rigol MSO5000 (MSO5xx2, MSO5xx4)",
 		vendor: regexp.MustCompile(`^RIGOL TECHNOLOGIES$`), model: regexp.MustCompile(`^MSO5\d{3}$`)}
 	rigolDHO = family{name: "Rigol DHO800/DHO900 (DHO8xx, DHO9xx, DHO9xxS)",
 		vendor: regexp.MustCompile(`^RIGOL TECHNOLOGIES$`), model: regexp.MustCompile(`^DHO[89]\d{2}S?$`)}
 	rigolFamilies   = []family{rigolDS1000Z, rigolMSO5000, rigolDHO}
 	siglentFamilies = []family{{name: "Siglent SDS2000X Plus (SDS2xx4X Plus)",
-		vendor: regexp.MustCompile(`^SIGLENT TECHNOLOGIES$`), model: regexp.MustCompile(`^SDS2\d{3}X PLUS$`)}}
+		vendor: regexp.MustCompile(`^SIGLENT TECHNOLOGIES$`), model: regexp.MustCompile(`^SDS2(10|20|35|50)[24]X PLUS$`)}}
 	driverFamilies = []struct {
 		driver   string
 		families []family
@@ -241,7 +241,12 @@ func (b *base) frozen(ctx context.Context, f freezer, read func() error) (err er
 	defer func() {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), restoreTimeout)
 		defer cancel()
-		if rerr := b.c.Write(rctx, f.run); rerr != nil {
+		rerr := b.c.Write(rctx, f.run)
+		if rerr == nil {
+			// Return only once the instrument has taken the restart.
+			_, rerr = b.c.Query(rctx, "*OPC?")
+		}
+		if rerr != nil {
 			err = errors.Join(err, fmt.Errorf("restart acquisition (%s): %w", f.run, rerr))
 		}
 	}()

@@ -71,6 +71,7 @@ func TestConformance(t *testing.T) {
 		noCount bool
 		noLimit bool
 		vxi11   bool
+		chunk   int // replies in writes of at most chunk bytes
 	}{
 		{dialect: scopesim.Tek},
 		{dialect: scopesim.Keysight},
@@ -80,6 +81,8 @@ func TestConformance(t *testing.T) {
 		{dialect: scopesim.Siglent},
 		{dialect: scopesim.Tek, vxi11: true},
 		{dialect: scopesim.Keysight, vxi11: true},
+		{dialect: scopesim.Tek, chunk: 3},
+		{dialect: scopesim.Keysight, chunk: 509}, // waveform blocks in ~2000 segments
 	} {
 		name := tc.dialect.String()
 		if tc.idn != "" {
@@ -88,9 +91,13 @@ func TestConformance(t *testing.T) {
 		if tc.vxi11 {
 			name += "-vxi11"
 		}
+		if tc.chunk > 0 {
+			name += fmt.Sprintf("-chunk%d", tc.chunk)
+		}
 		t.Run(name, func(t *testing.T) {
 			scopetest.Run(t, func(t *testing.T) scopetest.Rig {
 				r := startSim(t, tc.dialect, tc.idn)
+				r.srv.SetReplyChunk(tc.chunk)
 				addr := r.srv.Addr()
 				if tc.vxi11 {
 					addr = r.srv.PortmapperAddr()

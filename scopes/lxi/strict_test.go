@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -326,5 +327,66 @@ func TestRigolRollingWindowReported(t *testing.T) {
 	}
 	if got := st.Coverage(); !strings.Contains(got, "count 1200, window: last 100000 acquisitions") {
 		t.Fatalf("coverage %q", got)
+	}
+}
+
+// Over random schedules of late, dropped and garbled replies from the
+// strict simulator, every ReadStats that succeeds returns this case's
+// statistics (a mean of 3 µs over two pulses) — never a value shifted from
+// another query — and once the faults stop the connection reads correctly
+// again. Before the marker resync, a dropped reply left Tek, Rigol and
+// Siglent failing every later read on the connection.
+func TestFaultScheduleNeverShifts(t *testing.T) {
+	for _, d := range []scopesim.Dialect{scopesim.Tek, scopesim.Keysight, scopesim.Rigol, scopesim.Siglent} {
+		t.Run(d.String(), func(t *testing.T) {
+			r := startSim(t, d, "")
+			inst, err := lxi.Open(t.Context(), lxi.Options{Driver: d.String(), Addr: r.srv.Addr(), Timeout: 150 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = inst.Close() })
+			if err := inst.ConfigureDelay(t.Context(), scopes.DelayConfig{Source: 1, Dest: 2}); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.feed(t.Context(), []int64{2000, 4000}); err != nil {
+				t.Fatal(err)
+			}
+			rng := rand.New(rand.NewPCG(uint64(d), 7))
+			for i := range 8 {
+				switch rng.IntN(4) {
+				case 0:
+					r.srv.DropReplies(1 + rng.IntN(2))
+				case 1:
+					r.srv.GarbageReplies(1 + rng.IntN(2))
+				case 2:
+					r.srv.SetSlowReplies(time.Duration(100+rng.IntN(200)) * time.Millisecond) // late: after the 150 ms timeout
+				}
+				st, err := inst.ReadStats(t.Context())
+				r.srv.SetSlowReplies(0)
+				if err != nil {
+					if !errors.Is(err, scopes.ErrTimeout) && !errors.Is(err, scopes.ErrGarbage) {
+						t.Fatalf("round %d: %v", i, err)
+					}
+					continue
+				}
+				checkNear(t, fmt.Sprintf("round %d mean", i), st.Mean, 3e-6)
+				checkNear(t, fmt.Sprintf("round %d min", i), st.Min, 2e-6)
+				checkNear(t, fmt.Sprintf("round %d max", i), st.Max, 4e-6)
+				if st.Count.OK && st.Count.N != 2 {
+					t.Fatalf("round %d: count %v, want 2", i, st.Count)
+				}
+			}
+			r.srv.DropReplies(0)
+			r.srv.GarbageReplies(0)
+			var last error
+			for range 3 {
+				st, err := inst.ReadStats(t.Context())
+				if last = err; err == nil {
+					checkNear(t, "after the faults, mean", st.Mean, 3e-6)
+					return
+				}
+			}
+			t.Fatalf("no correct read within 3 attempts after the faults stopped: %v", last)
+		})
 	}
 }

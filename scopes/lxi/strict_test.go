@@ -352,17 +352,21 @@ func TestFaultScheduleNeverShifts(t *testing.T) {
 				t.Fatal(err)
 			}
 			rng := rand.New(rand.NewPCG(uint64(d), 7))
-			for i := range 8 {
+			for i := range 12 {
 				switch rng.IntN(4) {
 				case 0:
 					r.srv.DropReplies(1 + rng.IntN(2))
 				case 1:
 					r.srv.GarbageReplies(1 + rng.IntN(2))
 				case 2:
-					r.srv.SetSlowReplies(time.Duration(100+rng.IntN(200)) * time.Millisecond) // late: after the 150 ms timeout
+					// Late: after the 150 ms timeout, and slow enough that
+					// the next resync times out too, leaving two
+					// resyncs' answers in flight.
+					r.srv.SetSlowReplies(time.Duration(100+rng.IntN(200)) * time.Millisecond)
+				default:
+					r.srv.SetSlowReplies(0)
 				}
 				st, err := inst.ReadStats(t.Context())
-				r.srv.SetSlowReplies(0)
 				if err != nil {
 					if !errors.Is(err, scopes.ErrTimeout) && !errors.Is(err, scopes.ErrGarbage) {
 						t.Fatalf("round %d: %v", i, err)
@@ -378,6 +382,7 @@ func TestFaultScheduleNeverShifts(t *testing.T) {
 			}
 			r.srv.DropReplies(0)
 			r.srv.GarbageReplies(0)
+			r.srv.SetSlowReplies(0)
 			var last error
 			for range 3 {
 				st, err := inst.ReadStats(t.Context())

@@ -94,8 +94,8 @@ func (f family) matches(id scopes.Identity) bool {
 var (
 	tekFamilies = []family{{name: "Tektronix 4/5/6 Series MSO (MSO44/46, MSO54/56/58, MSO64, LPD64; B variants)",
 		vendor: regexp.MustCompile(`^TEKTRONIX$`), model: regexp.MustCompile(`^(MSO4[46]B?|MSO5[468](B|LP)?|MSO6[468]B?|LPD64)$`)}}
-	keysightFamilies = []family{{name: "Keysight InfiniiVision 3000 X / 4000 X (DSOX3xxx, MSOX3xxx, DSOX4xxx, MSOX4xxx)",
-		vendor: regexp.MustCompile(`^(KEYSIGHT|AGILENT) TECHNOLOGIES$`), model: regexp.MustCompile(`^(DSO|MSO)-?X[34](01|02|03|05|10|15)[24][ATG]?$`)}}
+	keysightFamilies = []family{{name: "Keysight InfiniiVision 3000 X / 4000 X (DSOX3xxx, MSOX3xxx, DSOX4xxx, MSOX4xxx; Agilent DSO-X 3xxxA, 4xxxA)",
+		vendor: regexp.MustCompile(`^(KEYSIGHT|AGILENT) TECHNOLOGIES$`), model: regexp.MustCompile(`^(DSO|MSO)-?X ?[34](01|02|03|05|10|15)[24][ATG]?$`)}}
 	rigolDS1000Z = family{name: "Rigol DS1000Z (DS1xx4Z, DS1xx4Z Plus)",
 		vendor: regexp.MustCompile(`^RIGOL TECHNOLOGIES$`), model: regexp.MustCompile(`^(DS|MSO)1(05|07|10)4Z(-S)?( PLUS)?$`)}
 	rigolMSO5000 = family{name: "Rigol MSO5000 (MSO5xx2, MSO5xx4)",

@@ -266,6 +266,8 @@ func (b *base) Identify(ctx context.Context) (scopes.Identity, error) {
 	if err != nil {
 		return scopes.Identity{}, fmt.Errorf("identify: %w", err)
 	}
+	// A Tektronix before HEADer OFF may echo the header (":*IDN TEK…").
+	s = strings.TrimPrefix(strings.TrimPrefix(strings.TrimSpace(s), ":"), "*IDN ")
 	return scopes.ParseIDN(s), nil
 }
 

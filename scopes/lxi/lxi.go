@@ -142,7 +142,7 @@ func Probe(ctx context.Context, o Options) (scopes.Identity, error) {
 	if err != nil {
 		return scopes.Identity{}, fmt.Errorf("identify: %w", err)
 	}
-	return scopes.ParseIDN(s), nil
+	return parseIDNReply(s), nil
 }
 
 // base holds what every SCPI driver shares.
@@ -266,9 +266,13 @@ func (b *base) Identify(ctx context.Context) (scopes.Identity, error) {
 	if err != nil {
 		return scopes.Identity{}, fmt.Errorf("identify: %w", err)
 	}
-	// A Tektronix before HEADer OFF may echo the header (":*IDN TEK…").
-	s = strings.TrimPrefix(strings.TrimPrefix(strings.TrimSpace(s), ":"), "*IDN ")
-	return scopes.ParseIDN(s), nil
+	return parseIDNReply(s), nil
+}
+
+// parseIDNReply parses an *IDN? reply; a Tektronix before HEADer OFF may
+// echo the header (":*IDN TEK…").
+func parseIDNReply(s string) scopes.Identity {
+	return scopes.ParseIDN(strings.TrimPrefix(strings.TrimPrefix(strings.TrimSpace(s), ":"), "*IDN "))
 }
 
 func (b *base) writeAll(ctx context.Context, cmds ...string) error {

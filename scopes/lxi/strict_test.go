@@ -395,3 +395,17 @@ func TestFaultScheduleNeverShifts(t *testing.T) {
 		})
 	}
 }
+
+// Probe asks any SCPI scope for its identity without a driver's checks,
+// and DriverFor then picks the driver (how the suites open a rack's
+// "scpi" scope).
+func TestProbeThenDriverFor(t *testing.T) {
+	r := startSim(t, scopesim.Siglent, "")
+	id, err := lxi.Probe(t.Context(), lxi.Options{Addr: r.srv.Addr(), Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, _, err := lxi.DriverFor(id); err != nil || d != "siglent" {
+		t.Fatalf("DriverFor(%v) = %q, %v", id, d, err)
+	}
+}

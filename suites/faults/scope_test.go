@@ -138,6 +138,7 @@ var _ = Describe("instrument faults", Label(labels.Faults, labels.NeedsScope, la
 			Expect(err).To(MatchError(scopes.ErrNoResult), "the no-result value is a failure, not a missing statistic")
 			Expect(none.Verdict).To(Equal(report.Fail))
 			Expect(none.Failure).To(ContainSubstring("no result"))
+			AddReportEntry("injected: no result", none.Failure)
 			b.srv.SetNoMeasurement(false)
 
 			By("the scope disconnects mid-case")

@@ -226,7 +226,7 @@ const restoreTimeout = 5 * time.Second
 
 // frozen runs read with acquisition stopped (when it was running) and
 // restarts it afterwards, so every figure read comes from the same
-// acquisitions. It reports whether acquisition was running.
+// acquisitions. It blocks on instrument I/O; a failed restart is joined to the error.
 func (b *base) frozen(ctx context.Context, f freezer, read func() error) (err error) {
 	st, err := b.c.Query(ctx, f.state)
 	if err != nil {

@@ -19,6 +19,8 @@ import (
 	"github.com/hilrig/hilrig/middleware"
 	"github.com/hilrig/hilrig/netns"
 	"github.com/hilrig/hilrig/rig"
+	"github.com/hilrig/hilrig/scopes"
+	"github.com/hilrig/hilrig/scopes/scopesim"
 )
 
 func openSim(t *testing.T) *rig.Rig {
@@ -294,6 +296,36 @@ instruments:
 	defer r.Close()
 	if err := r.CheckClaims(context.Background()); !errors.Is(err, rig.ErrClaimBroken) || !strings.Contains(err.Error(), "scope") {
 		t.Errorf("CheckClaims = %v, want ErrClaimBroken naming the scope", err)
+	}
+}
+
+// TestCheckClaimsFailsOtherVendor: a scope that answers *IDN? as a vendor
+// or model no driver supports fails the health gate, naming what answered,
+// instead of every case timing out on commands it does not know.
+func TestCheckClaimsFailsOtherVendor(t *testing.T) {
+	srv, err := scopesim.Start(t.Context(), scopesim.Config{IDN: "LECROY,WAVESURFER 3024Z,LCRY0001,9.1.0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	rack, err := fixtures.ParseRack("lecroy.yaml", []byte(`name: lecroy
+capabilities: [scope]
+boards:
+  - {name: a, reach: local, markers: [{name: tx, chip: "sim:lcr", offset: 0}]}
+instruments:
+  scope: {driver: scpi, address: "`+srv.Addr()+`", channels: 2, wiring: [{channel: 1, board: a, marker: tx}]}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := rig.Open(context.Background(), rack, &rig.Options{Binary: hilrigBin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	err = r.CheckClaims(context.Background())
+	if !errors.Is(err, rig.ErrClaimBroken) || !errors.Is(err, scopes.ErrWrongInstrument) || !strings.Contains(err.Error(), "LECROY") {
+		t.Errorf("CheckClaims = %v, want ErrClaimBroken naming the LECROY that answered", err)
 	}
 }
 

@@ -63,18 +63,13 @@ func OpenScope(ctx context.Context, env *Env) (*Scope, error) {
 	default:
 		// "scpi": find the vendor from *IDN? (every SCPI scope answers it
 		// the same way), then use its driver.
-		probe, err := lxi.Open(ctx, lxi.Options{Driver: "keysight", Addr: s.Addr})
-		if err != nil {
-			return nil, fmt.Errorf("scope at %s: %w", s.Addr, err)
-		}
-		id, err := probe.Identify(ctx)
-		probe.Close()
+		// (Driver keysight only picks 5025 when the address has no port.)
+		id, err := lxi.Probe(ctx, lxi.Options{Driver: "keysight", Addr: s.Addr})
 		if err != nil {
 			return nil, fmt.Errorf("scope at %s: *IDN?: %w", s.Addr, err)
 		}
-		s.Driver = vendorDriver(id.Vendor)
-		if s.Driver == "" {
-			return nil, fmt.Errorf("scope at %s identifies as %q: no driver for vendor %q (tek, keysight, rigol, siglent)", s.Addr, id.Raw, id.Vendor)
+		if s.Driver, _, err = lxi.DriverFor(id); err != nil {
+			return nil, fmt.Errorf("scope at %s: %w", s.Addr, err)
 		}
 	}
 	inst, err := lxi.Open(ctx, lxi.Options{Driver: s.Driver, Addr: s.Addr})
@@ -139,21 +134,6 @@ func openCapture(ctx context.Context, s *Scope, chans map[int]gpio.LineSpec, wha
 	return s, nil
 }
 
-func vendorDriver(v string) string {
-	v = strings.ToLower(v)
-	switch {
-	case strings.Contains(v, "tektronix"):
-		return "tek"
-	case strings.Contains(v, "keysight"), strings.Contains(v, "agilent"):
-		return "keysight"
-	case strings.Contains(v, "rigol"):
-		return "rigol"
-	case strings.Contains(v, "siglent"):
-		return "siglent"
-	}
-	return ""
-}
-
 // Close disconnects from the scope (the rig stops its simulator).
 func (s *Scope) Close() error {
 	if s.Instrument == nil {
@@ -202,9 +182,11 @@ func (s *Scope) Settle(ctx context.Context, want int64) (scopes.Stats, error) {
 	stable := 0
 	for {
 		st, err := s.Instrument.ReadStats(ctx)
-		if err != nil {
+		if err != nil && !errors.Is(err, scopes.ErrNoResult) {
 			return last, err
 		}
+		// No result yet may still turn into one while edges come in; if it
+		// stays, it is returned and fails the case with its reason.
 		if st.Count.OK && last.Count.OK && st.Count.N == last.Count.N {
 			stable++
 		} else {
@@ -212,11 +194,11 @@ func (s *Scope) Settle(ctx context.Context, want int64) (scopes.Stats, error) {
 		}
 		last = st
 		if stable >= 2 || st.Count.OK && st.Count.N >= want {
-			return last, nil
+			return last, err
 		}
 		select {
 		case <-ctx.Done():
-			return last, nil // the caller's deadline: report what the scope has
+			return last, err // the caller's deadline: report what the scope has
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
@@ -244,6 +226,7 @@ func (s *Scope) Compare(st scopes.Stats, src, dst int) *report.ScopeComparison {
 		sc.Channels = fmt.Sprintf("CH%d→CH%d both edges", src, dst)
 		sc.Note = "gpio-capture pairing: " + s.Capture.Pairing().String()
 	}
+	sc.Channels += " (" + st.Coverage() + ")" // what the scope's figures cover
 	return sc
 }
 

@@ -17,8 +17,10 @@ import (
 
 // Layout constants. Changing any offset requires bumping LayoutVersion.
 const (
-	Magic         = "HILRIGSM"
-	LayoutVersion = 1
+	Magic = "HILRIGSM"
+	// LayoutVersion 2: liveness by OFD lock leases instead of PIDs (the
+	// pid and state words changed meaning), see lease_linux.go.
+	LayoutVersion = 2
 	FrameVersion  = 1
 
 	// MaxSubscribers is the size of the subscriber table. Every table
@@ -51,8 +53,11 @@ const (
 	offReady      = 192 // uint32: 0 initialising, 1 ready
 
 	// publisher block
-	offPubOwner  = 256 // uint64: pid<<32 | 1 while a publisher owns the ring
-	offPubStart  = 264 // uint64: owner's start time (clock ticks after boot)
+	// offPubOwner is the publisher's lease byte (lease_linux.go) and holds
+	// pid<<32 | 1 while a publisher owns the ring; the pid is the owner's
+	// getpid() in its own PID namespace, for display only.
+	offPubOwner  = 256
+	offPubSpare  = 264 // uint64: unused (was the owner's start time)
 	offEpoch     = 272 // uint32
 	offEpochBase = 280 // uint64: position before the epoch's first message
 	offHead      = 320 // uint64: last committed position; low 32 bits are the futex word
@@ -68,8 +73,11 @@ const (
 	offTable = 512
 
 	// subscriber table entry
-	subState     = 0  // uint64: pid<<32 | state
-	subStart     = 8  // uint64: process start time
+	// subState is the entry's lease byte (lease_linux.go) and holds
+	// gen<<32 | state; gen counts claims of the entry, so a stale CAS by a
+	// publisher freeing a dead entry never frees its next owner.
+	subState     = 0
+	subPID       = 8  // uint64: owner's getpid() in its PID namespace, for display only
 	subHold      = 16 // uint64: 1 + slot index the callback is reading, 0 none
 	subAcked     = 24 // uint64: last position consumed
 	subDelivered = 32
@@ -159,6 +167,10 @@ type Region struct {
 	// file is the segment file behind the mapping; nil for anonymous
 	// (intra-process) rings. The writer reserves slots through it.
 	file *fileRef
+	// name is the segment file (or "intra:<topic>"), for errors.
+	name string
+	// anon holds the leases of an anonymous ring (lease.go); nil for files.
+	anon *anonLeases
 }
 
 // fileRef names the file a Region maps, for fallocate and fstat.
@@ -212,7 +224,7 @@ func format(mem []byte, p Params, pid int, nowNs int64) *Region {
 	le.PutUint64(mem[offChecksum:], checksum(mem))
 	le.PutUint32(mem[offCreatePID:], uint32(pid))
 	le.PutUint64(mem[offCreatedNs:], uint64(nowNs))
-	r := &Region{mem: mem, base: unsafe.Pointer(&mem[0]), P: p, G: g}
+	r := &Region{mem: mem, base: unsafe.Pointer(&mem[0]), P: p, G: g, name: "intra:" + p.Topic}
 	atomic.StoreUint32(r.u32(offReady), 1)
 	return r
 }

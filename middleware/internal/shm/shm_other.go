@@ -44,3 +44,13 @@ func (r *Region) checkSize() error { return nil }
 
 // CheckSize is a no-op off Linux, where no Segment can be opened.
 func (s *Segment) CheckSize() error { return nil }
+
+func (f *fileRef) tryLease(off int) (leaseHold, bool, error) {
+	return leaseHold{}, false, fmt.Errorf("%s: %w", f.path, errNotLinux)
+}
+
+func ofdHeld(fd, off int) (bool, error) { return false, errNotLinux }
+
+func closeLease(h leaseHold) {}
+
+func (r *Region) sizeNow() string { return "" }

@@ -101,6 +101,7 @@ func helperContract() middleware.Contract {
 	c := middleware.Contract{Topic: os.Getenv("HILRIG_TOPIC"), Transport: middleware.TransportShm}
 	c.MaxPayload, _ = strconv.Atoi(os.Getenv("HILRIG_MAX"))
 	c.Slots, _ = strconv.Atoi(os.Getenv("HILRIG_SLOTS"))
+	c.Depth, _ = strconv.Atoi(os.Getenv("HILRIG_DEPTH"))
 	if os.Getenv("HILRIG_RELIABLE") == "1" {
 		c.Reliability = middleware.Reliable
 	}
@@ -241,7 +242,7 @@ func helperEnvFor(d string, c middleware.Contract, count int) []string {
 		rel = "1"
 	}
 	return []string{"HILRIG_DOMAIN=" + d, "HILRIG_TOPIC=" + c.Topic, "HILRIG_MAX=" + strconv.Itoa(c.MaxPayload),
-		"HILRIG_SLOTS=" + strconv.Itoa(c.Slots), "HILRIG_RELIABLE=" + rel, "HILRIG_COUNT=" + strconv.Itoa(count)}
+		"HILRIG_SLOTS=" + strconv.Itoa(c.Slots), "HILRIG_DEPTH=" + strconv.Itoa(c.Depth), "HILRIG_RELIABLE=" + rel, "HILRIG_COUNT=" + strconv.Itoa(count)}
 }
 
 // A child process publishes; this process receives every message intact

@@ -168,6 +168,8 @@ type ringSub struct {
 	inCB    *atomic.Int32
 	f       shm.Frame
 	msg     Message
+	// sizeChecked is when next last fstat'ed the segment (nanotime).
+	sizeChecked int64
 }
 
 // sleepSlice bounds one futex sleep so ctx cancellation and Close are
@@ -275,6 +277,14 @@ func (t *ringSub) next(ctx context.Context, fn func(*Message)) (err error) {
 		}
 		if t.closing() {
 			return ErrClosed
+		}
+		// While idle, look for a file truncated under us now and then
+		// (a failed publisher will not wake us).
+		if now := nanotime(); now-t.sizeChecked > int64(sleepSlice) {
+			t.sizeChecked = now
+			if err := t.rd.CheckSize(); err != nil {
+				return mapErr(err)
+			}
 		}
 	}
 }

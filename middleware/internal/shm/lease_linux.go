@@ -86,3 +86,16 @@ func (r *Region) sizeNow() string {
 	}
 	return fmt.Sprintf("; the file now has %d bytes, the layout needs %d", st.Size, r.G.TotalSize)
 }
+
+// shrunk reports whether r's file is now smaller than the layout, and its
+// size. False for anonymous rings and when fstat fails.
+func (r *Region) shrunk() (int64, bool) {
+	if r.file == nil {
+		return 0, false
+	}
+	var st unix.Stat_t
+	if unix.Fstat(r.file.fd, &st) != nil {
+		return 0, false
+	}
+	return st.Size, st.Size < int64(r.G.TotalSize)
+}

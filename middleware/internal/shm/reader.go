@@ -145,6 +145,21 @@ func (rd *Reader) Fault(v any) error {
 	return err
 }
 
+// CheckSize fails the reader with ErrCorrupt naming the file if the
+// segment file is now shorter than its layout. A reader that waits for
+// the next message touches only the head word; this finds a segment
+// truncated under it (whose publisher is then failed too) without waiting
+// for a message that will not come. One fstat; a no-op for anonymous rings.
+func (rd *Reader) CheckSize() error {
+	if rd.err != nil {
+		return rd.err
+	}
+	if size, ok := rd.r.shrunk(); ok {
+		return rd.fail(rd.r.corrupt("the file shrank to %d bytes under the mapping, the layout needs %d", size, rd.r.G.TotalSize))
+	}
+	return nil
+}
+
 // Ready reports whether a message is available without taking it.
 func (rd *Reader) Ready() bool { return atomic.LoadUint64(rd.r.u64(offHead))>>posShift >= rd.next }
 

@@ -54,3 +54,5 @@ func ofdHeld(fd, off int) (bool, error) { return false, errNotLinux }
 func closeLease(h leaseHold) {}
 
 func (r *Region) sizeNow() string { return "" }
+
+func (r *Region) shrunk() (int64, bool) { return 0, false }

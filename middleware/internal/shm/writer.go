@@ -267,6 +267,16 @@ func (w *Writer) pickFree() int {
 		w.fail(w.r.corrupt("subscriber high-water mark %d, the table has %d entries", hi, MaxSubscribers))
 		return -1
 	}
+	// The state and hold words share a cache line: checking that they
+	// hold values a subscriber writes costs no extra transfer.
+	pool := uint64(w.r.G.PoolLen)
+	for i := 0; i < hi; i++ {
+		so := w.r.sub(i)
+		if st, h := uint32(atomic.LoadUint64(w.r.u64(so+subState))), atomic.LoadUint64(w.r.u64(so+subHold)); st > stActive || h > pool {
+			w.fail(w.r.corrupt("subscriber table entry %d in state %d holding %d (slot+1, pool of %d)", i, st, h, pool))
+			return -1
+		}
+	}
 	for len(w.free) > 0 {
 		k := w.free[len(w.free)-1]
 		w.free = w.free[:len(w.free)-1]

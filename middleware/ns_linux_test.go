@@ -219,6 +219,15 @@ func TestDeadSubscriberInPIDNamespaceDropped(t *testing.T) {
 	if st := pub.Stats(); st.DroppedSubs != 0 {
 		t.Fatalf("live container subscriber dropped: %+v", st)
 	}
+	segs, err := middleware.ListSegments("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range segs {
+		if s.Domain == d && (!s.PublisherAlive || len(s.Subscribers) != 1 || !s.Subscribers[0].Alive || s.Subscribers[0].PID != 1) {
+			t.Fatalf("shm ls: publisher alive %v, subscribers %+v; want one live subscriber, pid 1 (in its namespace)", s.PublisherAlive, s.Subscribers)
+		}
+	}
 	cmd.Process.Kill()
 	cmd.Wait()
 	if err := pub.Send(msg); err != nil {

@@ -11,3 +11,10 @@ const PosShift = posShift
 // Abandon gives up the writer's lease and nothing else, as its process
 // dying would.
 func (w *Writer) Abandon() { w.r.dropLease(w.lease) }
+
+// Abandon gives up the reader's lease and nothing else, as its process
+// dying would.
+func (rd *Reader) Abandon() { rd.r.dropLease(rd.lease) }
+
+// DropDead runs the writer's dead-subscriber sweep.
+func (w *Writer) DropDead() { w.dropDead() }

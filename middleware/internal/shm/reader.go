@@ -85,20 +85,23 @@ func NewReader(r *Region, pid int, name string, depth int, wait uint32) (*Reader
 	so := r.sub(idx)
 	// The lease makes the entry ours; the CAS only races with a
 	// publisher freeing the dead previous owner's state (which keeps the
-	// generation), so it succeeds within two attempts.
+	// generation), so it succeeds within two attempts, and the high-water
+	// CAS races only with the other joiners (at most 15 moves). More
+	// failures mean someone else keeps writing those words.
 	var state uint64
-	for {
+	claimed, raised := false, false
+	for try := 0; try < 64 && !claimed; try++ {
 		old := atomic.LoadUint64(r.u64(so + subState))
 		state = (old>>32 + 1) << 32
-		if atomic.CompareAndSwapUint64(r.u64(so+subState), old, state|stJoining) {
-			break
-		}
+		claimed = atomic.CompareAndSwapUint64(r.u64(so+subState), old, state|stJoining)
 	}
-	for {
+	for try := 0; try < 64 && claimed && !raised; try++ {
 		hw := atomic.LoadUint32(r.u32(offHiWater))
-		if hw > uint32(idx) || atomic.CompareAndSwapUint32(r.u32(offHiWater), hw, uint32(idx)+1) {
-			break
-		}
+		raised = hw > uint32(idx) || atomic.CompareAndSwapUint32(r.u32(offHiWater), hw, uint32(idx)+1)
+	}
+	if !claimed || !raised {
+		r.dropLease(lease)
+		return nil, r.corrupt("subscriber table entry %d or the high-water mark keeps changing under a subscriber that holds the entry's lease", idx)
 	}
 	atomic.StoreUint64(r.u64(so+subPID), uint64(pid))
 	atomic.StoreUint64(r.u64(so+subHold), 0)

@@ -223,3 +223,43 @@ func tryNext(t *testing.T, rd *shm.Reader, f *shm.Frame) bool {
 	}
 	return ok
 }
+
+// A publisher taking over a ring checks it is one a publisher can have
+// left; a ring entry or head word written by anything else is refused
+// with ErrCorrupt naming the ring and the entry, not used (a slot in two
+// entries would be handed out twice).
+func TestTakeoverRefusesCorruptRing(t *testing.T) {
+	p := shm.Params{Topic: "t", MaxPayload: 64, RingLen: 4}
+	for _, tc := range []struct {
+		name string
+		mess func(r *shm.Region)
+		want string
+	}{
+		{"slot in two entries", func(r *shm.Region) {
+			atomic.StoreUint64(r.Entry(1), atomic.LoadUint64(r.Entry(0))&(1<<shm.PosShift-1)|2<<shm.PosShift)
+		}, "two ring entries"},
+		{"entry position", func(r *shm.Region) { atomic.StoreUint64(r.Entry(2), 77<<shm.PosShift) }, "ring entry 2"},
+		{"entry slot", func(r *shm.Region) { atomic.StoreUint64(r.Entry(0), 1<<shm.PosShift|0xffff) }, "ring entry 0"},
+		{"head slot", func(r *shm.Region) { atomic.StoreUint64(r.Head(), 3<<shm.PosShift|0xfff0) }, "head word"},
+		{"head vs entry", func(r *shm.Region) { atomic.AddUint64(r.Head(), 1) }, "head word"},
+		{"uncommitted slot", func(r *shm.Region) {
+			atomic.StoreUint64(r.SlotVer(int(atomic.LoadUint64(r.Entry(1))&(1<<shm.PosShift-1))), 3)
+		}, "version 3"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRing(t, p)
+			w, _ := shm.NewWriter(r, os.Getpid())
+			for tag := uint64(1); tag <= 3; tag++ {
+				b, _ := w.Acquire(0, now)
+				fill(b, tag)
+				w.Commit(64, shm.Meta{})
+			}
+			w.Abandon()
+			tc.mess(r)
+			_, err := shm.NewWriter(r, os.Getpid())
+			if !errors.Is(err, shm.ErrCorrupt) || !strings.Contains(err.Error(), "intra:t") || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want ErrCorrupt naming the ring and saying %q", err, tc.want)
+			}
+		})
+	}
+}

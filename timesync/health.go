@@ -139,7 +139,10 @@ type Tracker struct {
 }
 
 // NewTracker returns a Tracker. expectedGM 0 means "the first grandmaster
-// seen while SLAVE". bound is the largest acceptable |offset| (> 0).
+// seen while SLAVE". bound is the largest acceptable |offset|; 0 means
+// [DefaultBound] of each sample's Sync ingress clock (20 µs with software
+// timestamping, 1 µs with hardware), since a fixed 1 µs flaps on software
+// timestamps.
 func NewTracker(expectedGM ClockIdentity, bound time.Duration) *Tracker {
 	return &Tracker{bound: bound, expectedGM: expectedGM, learned: expectedGM != 0, fault: "the first poll"}
 }
@@ -202,8 +205,12 @@ func (t *Tracker) Observe(st Status, err error) Verdict {
 			return Verdict{Cond: CondOffsetStale, Detail: t.staleDetail(st)}
 		}
 	}
-	if abs(st.Offset) > t.bound {
-		return Verdict{Cond: CondOffsetOutOfBound, Detail: fmt.Sprintf("|offset| %v > bound %v (offset %v)", abs(st.Offset), t.bound, st.Offset)}
+	bound := t.bound
+	if bound == 0 {
+		bound = DefaultBound(st.LastSyncIngress.Clock)
+	}
+	if abs(st.Offset) > bound {
+		return Verdict{Cond: CondOffsetOutOfBound, Detail: fmt.Sprintf("|offset| %v > bound %v (offset %v)", abs(st.Offset), bound, st.Offset)}
 	}
 	return Verdict{Locked: true, Cond: CondLocked}
 }
@@ -294,8 +301,8 @@ func RequireLocked(ctx context.Context, boards []Board, bound time.Duration, n i
 	if err := validateBoards(boards); err != nil {
 		return err
 	}
-	if bound <= 0 || n < 1 {
-		return fmt.Errorf("%w: RequireLocked bound %v, n %d: want bound > 0 and n ≥ 1", ErrBadConfig, bound, n)
+	if bound < 0 || n < 1 {
+		return fmt.Errorf("%w: RequireLocked bound %v, n %d: want bound ≥ 0 (0: by timestamping mode) and n ≥ 1", ErrBadConfig, bound, n)
 	}
 	period := opts.Period
 	if period <= 0 {

@@ -197,3 +197,22 @@ func TestRequireLockedValidates(t *testing.T) {
 		}
 	}
 }
+
+// Bound 0 is the timestamping mode's default: 5 µs is locked on software
+// timestamps (20 µs) but out of bound on hardware ones (1 µs). The suites
+// used a fixed 1 µs, which flapped on the sim rack's software ptp4l.
+func TestTrackerAutoBound(t *testing.T) {
+	for _, c := range []struct {
+		clock timesync.Clock
+		want  timesync.Condition
+	}{{timesync.Realtime, timesync.CondLocked}, {timesync.PHC, timesync.CondOffsetOutOfBound}} {
+		tr := timesync.NewTracker(gmA, 0)
+		var v timesync.Verdict
+		for i, off := range []time.Duration{4 * time.Microsecond, 5 * time.Microsecond, 6 * time.Microsecond} {
+			v = tr.Observe(with(slave(int64(i+1), off, gmA), func(s *timesync.Status) { s.LastSyncIngress.Clock = c.clock }), nil)
+		}
+		if v.Cond != c.want {
+			t.Errorf("ingress on %v, |offset| 6µs, bound 0: %v (%s), want %v", c.clock, v.Cond, v.Detail, c.want)
+		}
+	}
+}

@@ -29,7 +29,9 @@ type PTPResult struct {
 // agent-side probe, which the rig lacks, so they fail with that reason.
 // Blocks until locked or ctx ends.
 func RequirePTPLocked(ctx context.Context, rack *fixtures.Rack) (*PTPResult, error) {
-	bound := time.Microsecond
+	// 0: timesync.DefaultBound by timestamping mode (a fixed 1 µs flaps
+	// with software timestamping, which the sim rack's ptp4l uses).
+	var bound time.Duration
 	if rack.PTP != nil && rack.PTP.MaxOffset > 0 {
 		bound = rack.PTP.MaxOffset
 	}

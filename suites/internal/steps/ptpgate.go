@@ -170,7 +170,9 @@ func gated(rack *fixtures.Rack, from, to string) bool {
 // and the socket. Blocks up to a few poll periods (plus the agent's start
 // for a board whose agent is not up yet).
 func startGate(ctx context.Context, env *Env, from, to string, window time.Duration) (g *ptpGate, err error) {
-	bound := time.Microsecond
+	// 0: timesync.DefaultBound by timestamping mode (a fixed 1 µs flaps
+	// with software timestamping, which the sim rack's ptp4l uses).
+	var bound time.Duration
 	if env.Rack.PTP != nil && env.Rack.PTP.MaxOffset > 0 {
 		bound = env.Rack.PTP.MaxOffset
 	}

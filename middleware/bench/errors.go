@@ -16,6 +16,7 @@ var (
 	// ErrToolMissing is returned when an external tool (ddsperf) is absent.
 	ErrToolMissing = errors.New("bench: external tool missing")
 	// ErrUnavailable is returned for a transport this build or machine
-	// cannot run (middleware transport not implemented, no netns).
+	// cannot run (a middleware transport reporting errors.ErrUnsupported on
+	// this platform, no network namespaces).
 	ErrUnavailable = errors.New("bench: transport unavailable")
 )

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hilrig/hilrig/internal/monoclock"
 	"github.com/hilrig/hilrig/middleware/internal/shm"
 )
 
@@ -55,9 +56,9 @@ func (n *Node) newRingPub(c Contract, o *PublisherOptions, intra bool) (*ringPub
 func (t *ringPub) loan() ([]byte, error) {
 	var deadline int64
 	if t.sr.r.P.Reliable {
-		deadline = nanotime() + t.timeout
+		deadline = monoclock.Now() + t.timeout
 	}
-	b, err := t.w.Acquire(deadline, nanotime)
+	b, err := t.w.Acquire(deadline, monoclock.Now)
 	if err != nil {
 		return nil, mapErr(err)
 	}
@@ -167,7 +168,7 @@ func (t *ringSub) next(ctx context.Context, fn func(*Message)) error {
 		if t.rd.TryNext(&t.f) {
 			m := &t.msg
 			f := &t.f
-			m.RecvMono = nanotime()
+			m.RecvMono = monoclock.Now()
 			m.Header = Header{Version: f.Version, Flags: f.Flags, TopicID: f.TopicID, Epoch: f.Epoch,
 				Seq: f.Seq, SendMono: f.SendMono, SendClock: f.SendClock, Clock: ClockID(f.Clock), Len: f.Len}
 			m.Lost = f.Lost
@@ -188,12 +189,12 @@ func (t *ringSub) next(ctx context.Context, fn func(*Message)) error {
 		case WaitHybrid:
 			spins++
 			if spinStart == 0 {
-				spinStart = nanotime()
+				spinStart = monoclock.Now()
 			}
 			if spins&63 != 0 {
 				continue
 			}
-			if nanotime()-spinStart < t.spinFor {
+			if monoclock.Now()-spinStart < t.spinFor {
 				if spins&1023 == 0 {
 					if err := ctx.Err(); err != nil {
 						return err

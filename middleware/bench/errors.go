@@ -1,12 +1,17 @@
 package bench
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/hilrig/hilrig/internal/cli"
+)
 
 // Sentinel errors; compare with errors.Is. Returned errors wrap them with the
 // transport, size or tool they concern.
 var (
-	// ErrUsage marks a bad command line (unknown flag, transport, size).
-	ErrUsage = errors.New("bench: bad command line")
+	// ErrUsage marks a bad command line (unknown flag, transport, size;
+	// exit status 2): the binary's one usage error, cli.ErrUsage.
+	ErrUsage = cli.ErrUsage
 	// ErrPeer is returned when the pong/sink process failed, exited early or
 	// sent something the protocol does not expect.
 	ErrPeer = errors.New("bench: peer process failed")

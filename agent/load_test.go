@@ -1,12 +1,13 @@
 package agent_test
 
 import (
-	"runtime"
+	"fmt"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/hilrig/hilrig/agentproto"
+	"github.com/hilrig/hilrig/internal/testkit"
 )
 
 // processCPUNs is this test process's CPU time (the agent runs in it).
@@ -33,13 +34,12 @@ func TestLoadRunsThreadsAndStops(t *testing.T) {
 	}
 	// Wait until the load has visibly run: 100 ms of CPU per thread.
 	cpu0 := processCPUNs(t)
-	deadline := time.Now().Add(20 * time.Second)
-	for processCPUNs(t)-cpu0 < k*int64(100*time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the load consumed %v of CPU in 20 s, want ≥ %v", time.Duration(processCPUNs(t)-cpu0), k*100*time.Millisecond)
+	testkit.Until(t, 20*time.Second, func() error {
+		if used := time.Duration(processCPUNs(t) - cpu0); used < k*100*time.Millisecond {
+			return fmt.Errorf("the load consumed %v of CPU, want ≥ %v", used, k*100*time.Millisecond)
 		}
-		runtime.Gosched()
-	}
+		return nil
+	})
 	s.send(agentproto.NewStop("load"))
 	_, f := s.collect("load")
 	if f.Role != agentproto.Load || f.Reason != agentproto.EndStopped {

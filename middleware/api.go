@@ -5,7 +5,6 @@ package middleware
 // beside it fill them in. Changing a signature here is a cross-team change.
 
 import (
-	"context"
 	"log/slog"
 	"time"
 )
@@ -192,15 +191,3 @@ type SubscriberStats struct {
 	TornRetries uint64 // seqlock retries while reading
 	Epochs      uint64 // publisher epoch changes seen
 }
-
-// compile-time reminder of the blocking calls' shapes; see implementation files.
-var (
-	_ func(string, *NodeOptions) (*Node, error)                      = OpenNode
-	_ func(*Node, Contract, *PublisherOptions) (*Publisher, error)   = (*Node).NewPublisher
-	_ func(*Node, Contract, *SubscriberOptions) (*Subscriber, error) = (*Node).NewSubscriber
-	_ func(*Publisher, []byte) error                                 = (*Publisher).Send
-	_ func(*Publisher) (*Loan, error)                                = (*Publisher).Loan
-	_ func(*Loan, int) error                                         = (*Loan).Publish
-	_ func(*Subscriber, context.Context, func(*Message) error) error = (*Subscriber).Receive
-	_ func(*Subscriber, context.Context, func(*Message)) error       = (*Subscriber).Next
-)

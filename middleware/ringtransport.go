@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hilrig/hilrig/internal/monoclock"
 	"github.com/hilrig/hilrig/middleware/internal/shm"
 )
 
@@ -74,9 +75,9 @@ func (t *ringPub) loan() (b []byte, err error) {
 func (t *ringPub) acquire() ([]byte, error) {
 	var deadline int64
 	if t.sr.r.P.Reliable {
-		deadline = nanotime() + t.timeout
+		deadline = monoclock.Now() + t.timeout
 	}
-	b, err := t.w.Acquire(deadline, nanotime)
+	b, err := t.w.Acquire(deadline, monoclock.Now)
 	if err != nil {
 		return nil, mapErr(err)
 	}
@@ -230,7 +231,7 @@ func (t *ringSub) next(ctx context.Context, fn func(*Message)) (err error) {
 		if ok {
 			m := &t.msg
 			f := &t.f
-			m.RecvMono = nanotime()
+			m.RecvMono = monoclock.Now()
 			m.Header = Header{Version: f.Version, Flags: f.Flags, TopicID: f.TopicID, Epoch: f.Epoch,
 				Seq: f.Seq, SendMono: f.SendMono, SendClock: f.SendClock, Clock: ClockID(f.Clock), Len: f.Len}
 			m.Lost = f.Lost
@@ -252,12 +253,12 @@ func (t *ringSub) next(ctx context.Context, fn func(*Message)) (err error) {
 		case WaitHybrid:
 			spins++
 			if spinStart == 0 {
-				spinStart = nanotime()
+				spinStart = monoclock.Now()
 			}
 			if spins&63 != 0 {
 				continue
 			}
-			if nanotime()-spinStart < t.spinFor {
+			if monoclock.Now()-spinStart < t.spinFor {
 				if spins&1023 == 0 {
 					if err := ctx.Err(); err != nil {
 						return err
@@ -280,7 +281,7 @@ func (t *ringSub) next(ctx context.Context, fn func(*Message)) (err error) {
 		}
 		// While idle, look for a file truncated under us now and then
 		// (a failed publisher will not wake us).
-		if now := nanotime(); now-t.sizeChecked > int64(sleepSlice) {
+		if now := monoclock.Now(); now-t.sizeChecked > int64(sleepSlice) {
 			t.sizeChecked = now
 			if err := t.rd.CheckSize(); err != nil {
 				return mapErr(err)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hilrig/hilrig/internal/monoclock"
 	"github.com/hilrig/hilrig/middleware/internal/udp"
 )
 
@@ -399,7 +400,7 @@ func newUDPSubscriber(n *Node, c Contract, o *SubscriberOptions) (subTransport, 
 
 func (t *udpSub) deliver(d *udp.Delivery) {
 	m := &t.msg
-	m.RecvMono = nanotime()
+	m.RecvMono = monoclock.Now()
 	m.Header = Header{Version: d.Version, Flags: d.Flags, TopicID: d.TopicID, Epoch: d.Epoch, Seq: d.Seq,
 		SendMono: d.SendMono, SendClock: d.SendClock, Clock: ClockID(d.Clock), Len: uint32(len(d.Payload))}
 	m.Lost = d.Lost

@@ -14,21 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hilrig/hilrig/internal/testkit"
 	"github.com/hilrig/hilrig/middleware"
 	"github.com/hilrig/hilrig/netns"
 )
-
-// udpEventually polls cond every ms until it holds or d passes.
-func udpEventually(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	end := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(end) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
 
 func udpFill(p []byte, seq uint64) {
 	for i := range p {
@@ -105,7 +94,7 @@ func TestUDPLoopbackHeadersAndQoS(t *testing.T) {
 				t.Fatal(err)
 			}
 			if rel == middleware.Reliable {
-				udpEventually(t, 5*time.Second, "subscriber heard", func() bool { return pub.LiveSubscribers() == 1 })
+				testkit.Eventually(t, 5*time.Second, "subscriber heard", func() bool { return pub.LiveSubscribers() == 1 })
 			}
 			ctx := ctxT(t, 10*time.Second)
 			p := make([]byte, 150_000) // 3 fragments on loopback
@@ -212,7 +201,7 @@ func TestUDPCloseUnblocksNext(t *testing.T) {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- sub.Next(context.Background(), func(*middleware.Message) {}) }()
-	udpEventually(t, time.Second, "Next to block", func() bool { return true })
+	testkit.Eventually(t, time.Second, "Next to block", func() bool { return true })
 	if err := sub.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -327,7 +316,7 @@ func TestUDP10MiBReliableAcrossNamespaces(t *testing.T) {
 	c.UDP.Peers = []string{sub.LocalUDPAddr().String()}
 	c.UDP.Fault = &middleware.UDPFault{Seed: 20, Drop: 0.05, Reorder: 0.05}
 	pub := newPubIn(t, p.A, n, c, &middleware.PublisherOptions{SendTimeout: 5 * time.Second})
-	udpEventually(t, 5*time.Second, "subscriber heard across the veth", func() bool { return pub.LiveSubscribers() == 1 })
+	testkit.Eventually(t, 5*time.Second, "subscriber heard across the veth", func() bool { return pub.LiveSubscribers() == 1 })
 	d := drainUDP(sub)
 	tick := time.NewTicker(50 * time.Millisecond) // 20 Hz: a rate, not synchronisation
 	defer tick.Stop()
@@ -343,7 +332,7 @@ func TestUDP10MiBReliableAcrossNamespaces(t *testing.T) {
 			t.Fatalf("frame %d: %v", i, err)
 		}
 	}
-	udpEventually(t, 30*time.Second, "all frames", func() bool { return sub.Stats().Delivered == frames })
+	testkit.Eventually(t, 30*time.Second, "all frames", func() bool { return sub.Stats().Delivered == frames })
 	elapsed := time.Since(start)
 	d.stop()
 	ps, _ := pub.UDPStats()
@@ -377,13 +366,13 @@ func TestUDPBestEffortExactLossAcrossNamespaces(t *testing.T) {
 			t.Fatal(err)
 		}
 		if i%250 == 0 { // pace on a signal: never outrun the socket buffer
-			udpEventually(t, 5*time.Second, "subscriber catching up", func() bool {
+			testkit.Eventually(t, 5*time.Second, "subscriber catching up", func() bool {
 				st := sub.Stats()
 				return st.Delivered+st.Lost >= i-250
 			})
 		}
 	}
-	udpEventually(t, 5*time.Second, "every message delivered or counted lost", func() bool {
+	testkit.Eventually(t, 5*time.Second, "every message delivered or counted lost", func() bool {
 		st := sub.Stats()
 		return st.Delivered+st.Lost == total
 	})
@@ -416,7 +405,7 @@ func TestUDPPublisherRestartAcrossNamespaces(t *testing.T) {
 			}
 		}
 		want := uint64(25 * (round + 1))
-		udpEventually(t, 5*time.Second, "round delivered", func() bool { return sub.Stats().Delivered == want })
+		testkit.Eventually(t, 5*time.Second, "round delivered", func() bool { return sub.Stats().Delivered == want })
 		pub.Close()
 	}
 	d.stop()
@@ -442,7 +431,7 @@ func TestUDPUnknownSourceAcrossNamespaces(t *testing.T) {
 		udpFill(buf, i)
 		_ = pub.Send(buf)
 	}
-	udpEventually(t, 5*time.Second, "forged datagrams counted", func() bool {
+	testkit.Eventually(t, 5*time.Second, "forged datagrams counted", func() bool {
 		us, _ := sub.UDPStats()
 		return us.UnknownSource == 11
 	})
@@ -495,7 +484,7 @@ func TestUDPAnnounceOnLoopback(t *testing.T) {
 	defer d.stop()
 	p := make([]byte, 50)
 	seq := uint64(0)
-	udpEventually(t, 5*time.Second, "publisher learning the subscriber from its announce", func() bool {
+	testkit.Eventually(t, 5*time.Second, "publisher learning the subscriber from its announce", func() bool {
 		seq++
 		udpFill(p, seq)
 		_ = pub.Send(p)
@@ -539,7 +528,7 @@ func TestUDPReliableDeadPeerDropped(t *testing.T) {
 	if err := pub.Send(p); !errors.Is(err, middleware.ErrTimeout) {
 		t.Fatalf("third send: %v, want ErrTimeout while the peer may still come", err)
 	}
-	udpEventually(t, 5*time.Second, "dead peer dropped and sends flowing again", func() bool {
+	testkit.Eventually(t, 5*time.Second, "dead peer dropped and sends flowing again", func() bool {
 		return pub.Send(p) == nil
 	})
 	st := pub.Stats()

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hilrig/hilrig/internal/monoclock"
 	"github.com/hilrig/hilrig/timesync/internal/clk"
 	"github.com/hilrig/hilrig/timesync/internal/phc"
 )
@@ -151,7 +152,7 @@ func (s *Stamper) Clock() Clock { return s.clock }
 func (s *Stamper) Now() (Stamp, error) {
 	switch s.clock {
 	case Monotonic:
-		return Stamp{Ns: clk.Nanotime(), Clock: Monotonic}, nil
+		return Stamp{Ns: monoclock.Now(), Clock: Monotonic}, nil
 	case Realtime:
 		return Stamp{Ns: time.Now().UnixNano(), Clock: Realtime}, nil
 	}

@@ -2,10 +2,12 @@ package timesync_test
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/hilrig/hilrig/internal/testkit"
 	"github.com/hilrig/hilrig/timesync"
 	"github.com/hilrig/hilrig/timesync/timesyncsim"
 )
@@ -172,18 +174,14 @@ func TestMonitorWindowSumsBoards(t *testing.T) {
 	waitKind(t, m, timesync.EventLocked)
 	waitKind(t, m, timesync.EventLocked)
 	from := time.Now()
-	deadline := time.Now().Add(5 * time.Second)
 	var wq timesync.WindowQuality
-	for time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond) // poll interval
+	testkit.Until(t, 5*time.Second, func() error {
 		wq, err = m.Window(from, from.Add(10*time.Millisecond))
-		if err != nil {
-			t.Fatal(err)
+		if err == nil && !wq.Locked {
+			err = fmt.Errorf("window %+v not locked", wq)
 		}
-		if wq.Locked {
-			break
-		}
-	}
+		return err
+	})
 	if !wq.Locked || wq.Bound != 500 || len(wq.Boards) != 2 {
 		t.Fatalf("window %+v: want locked, bound 500ns over 2 boards", wq)
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hilrig/hilrig/internal/testkit"
 	"github.com/hilrig/hilrig/netns"
 	"github.com/hilrig/hilrig/timesync"
 	"github.com/hilrig/hilrig/timesync/ptprig"
@@ -328,8 +329,7 @@ func TestRealPTP4L(t *testing.T) {
 	ok = t.Run("GMKillIsLossOfLockWithin8s", func(t *testing.T) {
 		// Let the monitor record a few locked samples first (the window
 		// check below needs them); poll with a deadline.
-		deadline := time.Now().Add(10 * time.Second)
-		for {
+		testkit.Until(t, 10*time.Second, func() error {
 			series, _ := mon.Series("slave")
 			n := 0
 			for _, s := range series {
@@ -337,14 +337,11 @@ func TestRealPTP4L(t *testing.T) {
 					n++
 				}
 			}
-			if n >= 4 {
-				break
+			if n < 4 {
+				return fmt.Errorf("monitor has %d locked samples, want 4: %+v", n, series)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("monitor has %d locked samples after 10 s: %+v", n, series)
-			}
-			time.Sleep(200 * time.Millisecond) // poll interval
-		}
+			return nil
+		})
 		series, _ := mon.Series("slave")
 		for _, s := range series {
 			t.Logf("sample %s state %s offset %v delay %v ingress %d locked %t %s", s.At.Format("05.000"), s.State, s.Offset, s.PathDelay, s.Ingress, s.Locked, s.Cond)

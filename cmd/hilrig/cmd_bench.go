@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
 	"os"
 
@@ -15,9 +13,5 @@ import (
 // in middleware/bench; the other end of a two-process run re-executes this
 // binary as "hilrig bench pong|sink <spec>".
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	err := bench.Main(ctx, bench.Launcher{}, args, os.Stdin, stdout, stderr)
-	if errors.Is(err, bench.ErrUsage) {
-		return fmt.Errorf("%w: %w", errUsage, err)
-	}
-	return err
+	return bench.Main(ctx, bench.Launcher{}, args, os.Stdin, stdout, stderr)
 }

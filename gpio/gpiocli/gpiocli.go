@@ -17,10 +17,12 @@ import (
 
 	"github.com/hilrig/hilrig/gpio"
 	"github.com/hilrig/hilrig/gpio/gpiosim"
+	"github.com/hilrig/hilrig/internal/cli"
 )
 
-// ErrUsage marks command-line mistakes; the caller maps it to exit status 2.
-var ErrUsage = errors.New("usage")
+// ErrUsage marks command-line mistakes (exit status 2): the binary's one
+// usage error, cli.ErrUsage.
+var ErrUsage = cli.ErrUsage
 
 const usage = `usage: hilrig gpio <command> [flags]
 
@@ -34,25 +36,12 @@ Chips: gpiochipN, /dev/gpiochipN, a chip label, or sim:NAME. Lines: offset or na
 // Run runs one `hilrig gpio` command. It blocks until the command ends or
 // ctx is cancelled (mark and watch run until then unless --count is given).
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		fmt.Fprintln(stderr, usage)
-		return fmt.Errorf("gpio: missing command: %w", ErrUsage)
-	}
-	switch args[0] {
-	case "ls":
-		return runLs(ctx, args[1:], stdout, stderr)
-	case "mark":
-		return runMark(ctx, args[1:], stdout, stderr)
-	case "watch":
-		return runWatch(ctx, args[1:], stdout, stderr)
-	case "sim":
-		return runSim(ctx, args[1:], stdout, stderr)
-	case "-h", "--help", "help":
-		fmt.Fprintln(stdout, usage)
-		return nil
-	}
-	fmt.Fprintln(stderr, usage)
-	return fmt.Errorf("gpio: unknown command %q: %w", args[0], ErrUsage)
+	return cli.Set{Prog: "hilrig gpio", Usage: usage, Commands: []cli.Command{
+		{Name: "ls", Run: runLs},
+		{Name: "mark", Run: runMark},
+		{Name: "watch", Run: runWatch},
+		{Name: "sim", Run: runSim},
+	}}.Run(ctx, args, stdout, stderr)
 }
 
 func newFlags(name string, stderr io.Writer) *flag.FlagSet {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/hilrig/hilrig/gpio/gpiocli"
 	"github.com/hilrig/hilrig/gpio/gpiosim"
 	"github.com/hilrig/hilrig/gpio/gpiotest"
+	"github.com/hilrig/hilrig/internal/testkit"
 )
 
 // syncBuf is a bytes.Buffer safe for the watch goroutine and the test.
@@ -34,13 +36,12 @@ func TestMarkWatchLs(t *testing.T) {
 		done <- gpiocli.Run(ctx, []string{"watch", "--chip", sim.Chip(), "--line", "TX", "--count", "4"}, &wout, &werr)
 	}()
 	// The watch announces itself on stderr once it is capturing.
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(werr.String(), "watching") {
-		if time.Now().After(deadline) {
-			t.Fatalf("watch did not start: %q", werr.String())
+	testkit.Until(t, 10*time.Second, func() error {
+		if s := werr.String(); !strings.Contains(s, "watching") {
+			return fmt.Errorf("watch did not start: %q", s)
 		}
-		time.Sleep(time.Millisecond) // polling with a deadline
-	}
+		return nil
+	})
 	var out, errb bytes.Buffer
 	if err := gpiocli.Run(ctx, []string{"mark", "--chip", sim.Chip(), "--line", "TX", "--rate", "0", "--count", "4", "--consumer", "cli-tx"}, &out, &errb); err != nil {
 		t.Fatalf("mark: %v (%s)", err, errb.String())

@@ -264,18 +264,6 @@ func TestCancelKillsChildren(t *testing.T) {
 	}
 }
 
-// middlewareOrSkip turns "transport not implemented yet" into a skip with
-// the reason; any other failure fails the test.
-func middlewareOrSkip(t *testing.T, err error) {
-	t.Helper()
-	if errors.Is(err, bench.ErrUnavailable) {
-		t.Skipf("middleware transport not available yet: %v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestMiddlewareTransports(t *testing.T) {
 	noLeftovers(t)
 	cases := []bench.PingPongConfig{
@@ -292,7 +280,9 @@ func TestMiddlewareTransports(t *testing.T) {
 			c.Sizes, c.RoundTrips, c.Warmup, c.Launcher = []int{16, 64 << 10}, 300, 50, launcher(t)
 			c.Pin, c.PingCPU, c.PongCPU = pins()
 			rep, err := bench.PingPong(t.Context(), c)
-			middlewareOrSkip(t, err)
+			if err != nil {
+				t.Fatal(err)
+			}
 			for _, r := range rep.Results {
 				checkOrdered(t, fmt.Sprintf("%s %d B", r.Transport, r.Size), r.RTT, 300)
 			}
@@ -312,7 +302,9 @@ func TestUDPAcrossNamespaces(t *testing.T) {
 		t.Run(tr, func(t *testing.T) {
 			rep, err := bench.PingPong(t.Context(), bench.PingPongConfig{Transport: tr, Wait: "futex", NetNS: true,
 				Sizes: []int{16}, RoundTrips: 200, Warmup: 20, Launcher: launcher(t)})
-			middlewareOrSkip(t, err)
+			if err != nil {
+				t.Fatal(err)
+			}
 			if !rep.Results[0].NetNS {
 				t.Errorf("result not marked netns")
 			}
@@ -329,7 +321,9 @@ func TestCompareRatio(t *testing.T) {
 	noLeftovers(t)
 	out, err := runMain(t, "pingpong", "--transport", "shm", "--wait", "spin", "--compare", "--rounds", "2",
 		"-n", "400", "--warmup", "100", "--size", "16", "--json", "--pin")
-	middlewareOrSkip(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var rep bench.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatal(err)
@@ -360,7 +354,9 @@ func TestThroughput(t *testing.T) {
 	pin, pub, sub := pins()
 	rep, err := bench.Throughput(t.Context(), bench.ThroughputConfig{Duration: 200 * time.Millisecond, Rounds: 2,
 		Pin: pin, PubCPU: pub, SubCPU: sub, Launcher: launcher(t)})
-	middlewareOrSkip(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	want := []string{"memcpy", "shm/copy", "shm/copy", "raw-udp", "udp", "raw-udp", "udp"}
 	if len(rep.Results) != len(want) {
 		t.Fatalf("got %d results, want %d: %+v", len(rep.Results), len(want), rep.Results)

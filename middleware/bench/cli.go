@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/hilrig/hilrig/internal/cli"
 )
 
 // Main is "hilrig bench": it parses args (the sub-command and its flags),
@@ -13,32 +15,31 @@ import (
 // wrap ErrUsage. The hidden sub-modes "pong" and "sink" are the other end of
 // a run, started by the parent through l. Blocks until done or ctx ends.
 func Main(ctx context.Context, l Launcher, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		usage(stderr)
-		if len(args) == 0 {
-			return fmt.Errorf("%w: missing sub-command", ErrUsage)
+	type mainFunc func(context.Context, Launcher, []string, io.Writer, io.Writer) error
+	withLauncher := func(f mainFunc) func(context.Context, []string, io.Writer, io.Writer) error {
+		return func(ctx context.Context, rest []string, stdout, stderr io.Writer) error {
+			return f(ctx, l, rest, stdout, stderr)
 		}
-		return nil
 	}
-	switch args[0] {
-	case "pingpong":
-		return mainPingPong(ctx, l, args[1:], stdout, stderr)
-	case "throughput":
-		return mainThroughput(ctx, l, args[1:], stdout, stderr)
-	case "ddsperf":
-		return mainDDSPerf(ctx, l, args[1:], stdout, stderr)
-	case "pong", "sink":
-		if len(args) != 2 {
-			return fmt.Errorf("%w: %s is internal: hilrig bench %s <json spec>", ErrUsage, args[0], args[0])
+	// pong and sink are not in the usage: only a parent run starts them.
+	child := func(mode string) func(context.Context, []string, io.Writer, io.Writer) error {
+		return func(ctx context.Context, rest []string, stdout, _ io.Writer) error {
+			if len(rest) != 1 {
+				return fmt.Errorf("%w: %s is internal: hilrig bench %s <json spec>", ErrUsage, mode, mode)
+			}
+			return runChild(ctx, mode, rest[0], stdin, stdout)
 		}
-		return runChild(ctx, args[0], args[1], stdin, stdout)
 	}
-	usage(stderr)
-	return fmt.Errorf("%w: unknown bench sub-command %q", ErrUsage, args[0])
+	return cli.Set{Prog: "hilrig bench", Usage: usage, Commands: []cli.Command{
+		{Name: "pingpong", Run: withLauncher(mainPingPong)},
+		{Name: "throughput", Run: withLauncher(mainThroughput)},
+		{Name: "ddsperf", Run: withLauncher(mainDDSPerf)},
+		{Name: "pong", Run: child("pong")},
+		{Name: "sink", Run: child("sink")},
+	}}.Run(ctx, args, stdout, stderr)
 }
 
-func usage(w io.Writer) {
-	fmt.Fprint(w, `usage: hilrig bench <sub-command> [flags]
+const usage = `usage: hilrig bench <sub-command> [flags]
 
   pingpong    round-trip latency between two processes (or goroutines):
               --transport shm|intra|udp|raw-spin|raw-futex|uds|raw-udp|raw-spin-intra|chan
@@ -47,9 +48,7 @@ func usage(w io.Writer) {
               memcpy / raw-udp baselines in the same run
   ddsperf     Cyclone DDS ddsperf (loopback-confined) side by side with hilrig udp
 
-Run "hilrig bench <sub-command> -h" for its flags.
-`)
-}
+Run "hilrig bench <sub-command> -h" for its flags.`
 
 // sizeFlag is a repeatable --size that also accepts comma lists.
 type sizeFlag struct{ v *[]int }

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"runtime"
 	"strings"
@@ -166,5 +167,22 @@ func BenchmarkPingPong(b *testing.B) {
 				b.ReportMetric(float64(p.P99), "p99-ns")
 			})
 		}
+	}
+}
+
+// mwErr classifies by error identity, not text: an unsupported transport
+// is ErrUnavailable (and still ErrUnsupported); a failure whose message
+// merely says "not implemented" is a failure.
+func TestMWErrClassifiesByIdentity(t *testing.T) {
+	unsupported := mwErr("open node", fmt.Errorf("shm: %w", errors.ErrUnsupported))
+	if !errors.Is(unsupported, ErrUnavailable) || !errors.Is(unsupported, errors.ErrUnsupported) {
+		t.Errorf("mwErr(ErrUnsupported) = %v: want ErrUnavailable wrapping errors.ErrUnsupported", unsupported)
+	}
+	failed := mwErr("open node", errors.New("peer said: not implemented"))
+	if errors.Is(failed, ErrUnavailable) {
+		t.Errorf("mwErr(text mentioning 'not implemented') = %v: matched ErrUnavailable by text", failed)
+	}
+	if mwErr("x", nil) != nil {
+		t.Error("mwErr(nil) != nil")
 	}
 }

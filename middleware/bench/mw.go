@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -52,14 +51,15 @@ func (o mwOptions) contract(topic string, udp middleware.UDPConfig) middleware.C
 	return c
 }
 
-// errNotImpl recognises the middleware's placeholder error text, so the
-// bench can say "not implemented yet" instead of a raw failure.
+// mwErr wraps a middleware error with what the bench was doing; a
+// transport this platform cannot run (errors.ErrUnsupported, e.g. shm off
+// Linux) also matches ErrUnavailable, so callers can tell it from a failure.
 func mwErr(what string, err error) error {
 	if err == nil {
 		return nil
 	}
-	if strings.Contains(err.Error(), "not implemented") {
-		return fmt.Errorf("%w: %s: %v", ErrUnavailable, what, err)
+	if errors.Is(err, errors.ErrUnsupported) {
+		return fmt.Errorf("%w: %s: %w", ErrUnavailable, what, err)
 	}
 	return fmt.Errorf("%s: %w", what, err)
 }

@@ -195,11 +195,13 @@ const (
 // openSession sets up transport e for one ping-pong and returns it ready
 // to time (handshake done).
 func openSession(ctx context.Context, e endSpec) (s *session, err error) {
-	s = &session{outer: ctx}
-	s.ctx, s.cancel = context.WithCancel(ctx)
+	sess := &session{outer: ctx}
+	sess.ctx, sess.cancel = context.WithCancel(ctx)
+	s = sess
 	// Spinning loops poll stop, not ctx: cancelling the caller's ctx must
-	// reach them too.
-	context.AfterFunc(s.ctx, func() { s.stop.Store(true) })
+	// reach them too. The callback runs on its own goroutine, so it holds
+	// sess, not the result s that the deferred clean-up below sets to nil.
+	context.AfterFunc(sess.ctx, func() { sess.stop.Store(true) })
 	defer func() {
 		if err != nil {
 			_ = s.close()

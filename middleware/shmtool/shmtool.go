@@ -14,11 +14,13 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/hilrig/hilrig/internal/cli"
 	"github.com/hilrig/hilrig/middleware"
 )
 
-// ErrUsage is wrapped by errors about the command line.
-var ErrUsage = errors.New("usage")
+// ErrUsage is wrapped by errors about the command line (exit status 2):
+// the binary's one usage error, cli.ErrUsage.
+var ErrUsage = cli.ErrUsage
 
 const usage = `usage: hilrig shm ls [--dir DIR] [--domain D] [-v] [--json]
        hilrig shm clean [--dir DIR] [--domain D] [--dry-run]
@@ -31,11 +33,19 @@ clean  removes stale segments (no process has them open) and says which.`
 // Run runs `hilrig shm` with args (after "shm"). Does not block beyond
 // reading /dev/shm.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		fmt.Fprintln(stderr, usage)
-		return fmt.Errorf("%w: missing sub-command (ls, clean)", ErrUsage)
+	set := cli.Set{Prog: "hilrig shm", Usage: usage}
+	for _, name := range []string{"ls", "clean"} {
+		set.Commands = append(set.Commands, cli.Command{Name: name,
+			Run: func(_ context.Context, rest []string, stdout, stderr io.Writer) error {
+				return runSub(name, rest, stdout, stderr)
+			}})
 	}
-	fs := flag.NewFlagSet("shm "+args[0], flag.ContinueOnError)
+	return set.Run(ctx, args, stdout, stderr)
+}
+
+// runSub runs ls or clean; they share one flag set.
+func runSub(sub string, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("shm "+sub, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dir := fs.String("dir", "/dev/shm", "directory holding the segments")
 	domain := fs.String("domain", "", "only this domain")
@@ -43,16 +53,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	asJSON := fs.Bool("json", false, "ls: JSON output")
 	dry := fs.Bool("dry-run", false, "clean: only say what would be removed")
 	fs.Usage = func() { fmt.Fprintln(stderr, usage) }
-	switch args[0] {
-	case "ls", "clean":
-	case "-h", "--help", "help":
-		fmt.Fprintln(stdout, usage)
-		return nil
-	default:
-		fmt.Fprintln(stderr, usage)
-		return fmt.Errorf("%w: unknown sub-command %q (want ls or clean)", ErrUsage, args[0])
-	}
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("%w: %v", ErrUsage, err)
 	}
 	if fs.NArg() > 0 {
@@ -71,7 +72,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		segs = kept
 	}
-	if args[0] == "ls" {
+	if sub == "ls" {
 		if *asJSON {
 			return writeJSON(stdout, segs)
 		}

@@ -6,7 +6,6 @@ package reportcli
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -15,14 +14,16 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/hilrig/hilrig/internal/cli"
 	"github.com/hilrig/hilrig/report"
 	"github.com/hilrig/hilrig/report/reporthtml"
 	"github.com/hilrig/hilrig/report/soak"
 )
 
-// ErrUsage marks command-line mistakes (the command maps it to exit 2).
+// ErrUsage marks command-line mistakes (exit status 2): the binary's one
+// usage error, cli.ErrUsage.
 // Regressions are reported wrapping report.ErrRegression (exit 3).
-var ErrUsage = errors.New("usage")
+var ErrUsage = cli.ErrUsage
 
 const usage = `usage:
   hilrig report html RESULT.json|SOAK.jsonl [-o out.html] [--soak SOAK.jsonl] [--title T]
@@ -30,22 +31,10 @@ const usage = `usage:
 
 // Run runs "hilrig report <sub> ...". It blocks only on file I/O.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		fmt.Fprintln(stderr, usage)
-		return fmt.Errorf("%w: missing sub-command (html, compare)", ErrUsage)
-	}
-	switch args[0] {
-	case "html":
-		return runHTML(ctx, args[1:], stdout, stderr)
-	case "compare":
-		return runCompare(ctx, args[1:], stdout, stderr)
-	case "-h", "--help", "help":
-		fmt.Fprintln(stdout, usage)
-		return nil
-	default:
-		fmt.Fprintln(stderr, usage)
-		return fmt.Errorf("%w: unknown sub-command %q", ErrUsage, args[0])
-	}
+	return cli.Set{Prog: "hilrig report", Usage: usage, Commands: []cli.Command{
+		{Name: "html", Run: runHTML},
+		{Name: "compare", Run: runCompare},
+	}}.Run(ctx, args, stdout, stderr)
 }
 
 // parse parses flags that may come before or after the positional args.

@@ -13,14 +13,16 @@ import (
 	"time"
 
 	"github.com/hilrig/hilrig/gpio"
+	"github.com/hilrig/hilrig/internal/cli"
 	"github.com/hilrig/hilrig/scopes"
 	"github.com/hilrig/hilrig/scopes/lxi"
 	"github.com/hilrig/hilrig/scopes/scopesim"
 	"github.com/hilrig/hilrig/scopes/sigrok"
 )
 
-// ErrUsage marks command-line mistakes; the caller maps it to exit status 2.
-var ErrUsage = errors.New("usage")
+// ErrUsage marks command-line mistakes (exit status 2): the binary's one
+// usage error, cli.ErrUsage.
+var ErrUsage = cli.ErrUsage
 
 const usage = `usage: hilrig scope <idn|measure|reset|sim> [flags]
 
@@ -39,14 +41,18 @@ sim flags: --listen 127.0.0.1:0 --dialect tek|keysight|rigol|siglent [--vxi11] -
 // Run executes one "hilrig scope" invocation. It blocks until done (sim:
 // until ctx ends) and writes results to stdout.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(stderr, usage)
-		if len(args) == 0 {
-			return fmt.Errorf("%w: missing sub-command", ErrUsage)
-		}
-		return nil
+	set := cli.Set{Prog: "hilrig scope", Usage: usage}
+	for _, name := range []string{"idn", "measure", "reset", "sim"} {
+		set.Commands = append(set.Commands, cli.Command{Name: name,
+			Run: func(ctx context.Context, rest []string, stdout, stderr io.Writer) error {
+				return runSub(ctx, name, rest, stdout, stderr)
+			}})
 	}
-	sub, rest := args[0], args[1:]
+	return set.Run(ctx, args, stdout, stderr)
+}
+
+// runSub runs one sub-command; they share one flag set.
+func runSub(ctx context.Context, sub string, rest []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("hilrig scope "+sub, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	driver := fs.String("driver", "", "tek, keysight, rigol, siglent or sigrok")
@@ -81,9 +87,6 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("%w: --dialect: %w", ErrUsage, err)
 		}
 		return runSim(ctx, stdout, d, *listen, *vxi, *period, *delay, *jitter, *ch1, *ch2)
-	}
-	if sub != "idn" && sub != "measure" && sub != "reset" {
-		return fmt.Errorf("%w: unknown sub-command %q", ErrUsage, sub)
 	}
 	if *driver == "" || *addr == "" {
 		return fmt.Errorf("%w: --driver and --addr are required", ErrUsage)

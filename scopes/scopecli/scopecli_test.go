@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hilrig/hilrig/internal/testkit"
 	"github.com/hilrig/hilrig/scopes"
 	"github.com/hilrig/hilrig/scopes/scopecli"
 )
@@ -52,15 +54,13 @@ func TestSimIdnMeasure(t *testing.T) {
 		done <- scopecli.Run(ctx, []string{"sim", "--dialect", "keysight", "--period", "200us", "--delay", "40us", "--jitter", "0"}, &simOut, &simOut)
 	}()
 	re := regexp.MustCompile(`127\.0\.0\.1:\d+`)
-	deadline := time.Now().Add(5 * time.Second)
 	var addr string
-	for addr == "" {
-		if time.Now().After(deadline) {
-			t.Fatalf("sim never printed its address: %q", simOut.String())
+	testkit.Until(t, 5*time.Second, func() error {
+		if addr = re.FindString(simOut.String()); addr == "" {
+			return fmt.Errorf("sim never printed its address: %q", simOut.String())
 		}
-		addr = re.FindString(simOut.String())
-		time.Sleep(time.Millisecond) // polling with a deadline
-	}
+		return nil
+	})
 	out, _, err := run(t.Context(), "idn", "--driver", "keysight", "--addr", addr)
 	if err != nil || !strings.HasPrefix(out, "KEYSIGHT TECHNOLOGIES,") {
 		t.Fatalf("idn: %q, %v", out, err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hilrig/hilrig/gpio"
 	"github.com/hilrig/hilrig/gpio/gpiosim"
+	"github.com/hilrig/hilrig/internal/testkit"
 	"github.com/hilrig/hilrig/scopes"
 	"github.com/hilrig/hilrig/scopes/lxi"
 	"github.com/hilrig/hilrig/scopes/scopesim"
@@ -90,13 +91,7 @@ func TestGPIOSimRackEndToEnd(t *testing.T) {
 		}
 		sw = append(sw, t1.Sub(t0).Seconds())
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for srv.EdgeCount(1) < 2*n || srv.EdgeCount(2) < 2*n {
-		if time.Now().After(deadline) {
-			t.Fatalf("simulator saw %d/%d edges, want %d each", srv.EdgeCount(1), srv.EdgeCount(2), 2*n)
-		}
-		time.Sleep(time.Millisecond) // polling with a deadline
-	}
+	waitEdgesBoth(t, srv, 2*n)
 	st, err := tek.ReadStats(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -202,13 +197,7 @@ func TestGPIOSimRackDistribution(t *testing.T) {
 		}
 		sw = append(sw, t1.Sub(t0).Seconds())
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for srv.EdgeCount(1) < 2*n || srv.EdgeCount(2) < 2*n {
-		if time.Now().After(deadline) {
-			t.Fatalf("simulator saw %d/%d edges, want %d each", srv.EdgeCount(1), srv.EdgeCount(2), 2*n)
-		}
-		time.Sleep(time.Millisecond) // polling with a deadline
-	}
+	waitEdgesBoth(t, srv, 2*n)
 	st, err := ks.ReadStats(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -241,4 +230,15 @@ func TestGPIOSimRackDistribution(t *testing.T) {
 		t.Fatalf("a software side without the tail was not caught on p99 (mean agreeing): %s", c.Explanation)
 	}
 	t.Log(c.Explanation)
+}
+
+// waitEdgesBoth waits until the simulator has seen n edges on CH1 and CH2.
+func waitEdgesBoth(t *testing.T, srv *scopesim.Server, n int) {
+	t.Helper()
+	testkit.Until(t, 5*time.Second, func() error {
+		if a, b := srv.EdgeCount(1), srv.EdgeCount(2); a < n || b < n {
+			return fmt.Errorf("simulator saw %d/%d edges, want %d each", a, b, n)
+		}
+		return nil
+	})
 }

@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hilrig/hilrig/internal/testkit"
 	"github.com/hilrig/hilrig/scopes"
 	"github.com/hilrig/hilrig/scopes/scopesim"
 )
@@ -162,13 +164,12 @@ func TestCloseTwice(t *testing.T) {
 
 func waitEdges(t *testing.T, s *scopesim.Server, ch, n int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for s.EdgeCount(ch) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("channel %d has %d edges, want %d", ch, s.EdgeCount(ch), n)
+	testkit.Until(t, 5*time.Second, func() error {
+		if got := s.EdgeCount(ch); got < n {
+			return fmt.Errorf("channel %d has %d edges, want %d", ch, got, n)
 		}
-		time.Sleep(time.Millisecond) // polling with a deadline
-	}
+		return nil
+	})
 }
 
 func connectIDN(t *testing.T, d scopesim.Dialect, idn string, ch map[int]scopesim.EdgeSource) (*scopesim.Server, *client) {

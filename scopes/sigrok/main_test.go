@@ -3,7 +3,7 @@ package sigrok_test
 import (
 	"testing"
 
-	"github.com/hilrig/hilrig/scopes/scopetest"
+	"github.com/hilrig/hilrig/internal/testkit"
 )
 
-func TestMain(m *testing.M) { scopetest.Main(m) }
+func TestMain(m *testing.M) { testkit.Main(m) }

@@ -14,11 +14,13 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/hilrig/hilrig/internal/cli"
 	"github.com/hilrig/hilrig/timesync"
 )
 
-// ErrUsage marks command-line mistakes (the caller exits 2).
-var ErrUsage = errors.New("hilrig ptp")
+// ErrUsage marks command-line mistakes (exit status 2): the binary's one
+// usage error, cli.ErrUsage.
+var ErrUsage = cli.ErrUsage
 
 // ErrRead: at least one socket could not be read (details printed).
 var ErrRead = errors.New("ptp: some sockets could not be read")
@@ -43,21 +45,10 @@ first one seen), after printing a summary per socket.`
 // Run executes "hilrig ptp <sub> …". Blocks (watch: until ctx ends or
 // --count samples).
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		fmt.Fprintln(stderr, usage)
-		return fmt.Errorf("%w: missing sub-command (status or watch)", ErrUsage)
-	}
-	switch args[0] {
-	case "status":
-		return status(ctx, args[1:], stdout, stderr)
-	case "watch":
-		return watch(ctx, args[1:], stdout, stderr)
-	case "-h", "--help", "help":
-		fmt.Fprintln(stdout, usage)
-		return nil
-	}
-	fmt.Fprintln(stderr, usage)
-	return fmt.Errorf("%w: unknown sub-command %q (want status or watch)", ErrUsage, args[0])
+	return cli.Set{Prog: "hilrig ptp", Usage: usage, Commands: []cli.Command{
+		{Name: "status", Run: status},
+		{Name: "watch", Run: watch},
+	}}.Run(ctx, args, stdout, stderr)
 }
 
 type udsList []string

@@ -13,11 +13,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hilrig/hilrig/internal/cli"
 	"github.com/hilrig/hilrig/vmboard"
 )
 
-// ErrUsage marks command-line mistakes.
-var ErrUsage = errors.New("invalid command line")
+// ErrUsage marks command-line mistakes (exit status 2): the binary's one
+// usage error, cli.ErrUsage.
+var ErrUsage = cli.ErrUsage
 
 const usage = `usage:
   hilrig vm build [-kernel-source TARBALL] [-cache DIR] [-j N] [-v]
@@ -31,21 +33,10 @@ const usage = `usage:
 // Run runs "hilrig vm" with args (without the "vm"). Blocks until the build
 // or the board run ends; the console goes to stdout.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		fmt.Fprintln(stderr, usage)
-		return fmt.Errorf("%w: missing sub-command build or run", ErrUsage)
-	}
-	switch args[0] {
-	case "build":
-		return build(ctx, args[1:], stdout, stderr)
-	case "run":
-		return run(ctx, args[1:], stdout, stderr)
-	case "-h", "-help", "--help", "help":
-		fmt.Fprintln(stdout, usage)
-		return nil
-	}
-	fmt.Fprintln(stderr, usage)
-	return fmt.Errorf("%w: unknown sub-command %q (want build or run)", ErrUsage, args[0])
+	return cli.Set{Prog: "hilrig vm", Usage: usage, Commands: []cli.Command{
+		{Name: "build", Run: build},
+		{Name: "run", Run: run},
+	}}.Run(ctx, args, stdout, stderr)
 }
 
 func buildFlags(name string, stderr io.Writer) (*flag.FlagSet, *vmboard.BuildOptions, *bool) {

@@ -12,13 +12,15 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hilrig/hilrig/internal/monoclock"
 )
 
 // MonotonicNs returns CLOCK_MONOTONIC in nanoseconds. It is the same clock
 // in every process of the machine (and the kernel's default GPIO event
 // clock). It reads the vDSO through the runtime: no system call, no
 // allocation.
-func MonotonicNs() int64 { return nanotime() }
+func MonotonicNs() int64 { return monoclock.Now() }
 
 // RealtimeNs returns CLOCK_REALTIME in nanoseconds since the Unix epoch.
 func RealtimeNs() int64 { return time.Now().UnixNano() }

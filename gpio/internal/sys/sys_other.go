@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/hilrig/hilrig/internal/monoclock"
 )
 
 // errNotLinux is returned off Linux by everything the simulated chip needs
@@ -16,7 +18,7 @@ var errNotLinux = fmt.Errorf("gpio: simulated chip needs Linux (shared memory, f
 
 // MonotonicNs returns the runtime's monotonic clock in nanoseconds (on
 // Linux it is CLOCK_MONOTONIC). No system call, no allocation.
-func MonotonicNs() int64 { return nanotime() }
+func MonotonicNs() int64 { return monoclock.Now() }
 
 // RealtimeNs returns the wall clock in nanoseconds since the Unix epoch.
 func RealtimeNs() int64 { return time.Now().UnixNano() }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hilrig/hilrig/internal/testkit"
 	"github.com/hilrig/hilrig/middleware/internal/udp"
 )
 
@@ -62,7 +63,7 @@ func BenchmarkBatching2kHz1KiB(b *testing.B) {
 					_ = r.snd.Send(p)
 				}
 				_ = r.snd.Flush()
-				eventually(b, 5*time.Second, "all delivered", func() bool { return r.rcv.Stats().Delivered+r.rcv.Stats().Lost >= uint64(msgs) })
+				testkit.Eventually(b, 5*time.Second, "all delivered", func() bool { return r.rcv.Stats().Delivered+r.rcv.Stats().Lost >= uint64(msgs) })
 				cpu += cpuNow() - c0
 			}
 			cancel()

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hilrig/hilrig/internal/testkit"
 	"github.com/hilrig/hilrig/middleware/internal/udp"
 )
 
@@ -53,18 +54,6 @@ func newRig(t testing.TB, sc udp.SenderConfig, rc udp.ReceiverConfig, fc *udp.Fa
 	t.Cleanup(func() { snd.Close() })
 	r.snd = snd
 	return r
-}
-
-// eventually polls cond every ms until it holds or d passes.
-func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	end := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(end) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 // fill writes a payload that encodes its sequence number and length.
@@ -142,7 +131,7 @@ func TestBestEffortExactLoss(t *testing.T) {
 			t.Fatal(err)
 		}
 		if i%200 == 0 { // pace by signal: never outrun the socket buffer
-			eventually(t, 5*time.Second, "receiver catching up", func() bool {
+			testkit.Eventually(t, 5*time.Second, "receiver catching up", func() bool {
 				st := r.rcv.Stats()
 				return st.Datagrams >= i-r.fault.Stats().Dropped
 			})
@@ -153,7 +142,7 @@ func TestBestEffortExactLoss(t *testing.T) {
 	if err := r.snd.Send(p); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, "sentinel", func() bool {
+	testkit.Eventually(t, 5*time.Second, "sentinel", func() bool {
 		st := r.rcv.Stats()
 		return st.Delivered+st.Lost == n+1
 	})
@@ -183,7 +172,7 @@ func TestBestEffortTailLossByHeartbeat(t *testing.T) {
 	r.fault.SetEnabled(false)
 	fill(p, 1)
 	_ = r.snd.Send(p)
-	eventually(t, 5*time.Second, "first message", func() bool { return r.rcv.Stats().Delivered == 1 })
+	testkit.Eventually(t, 5*time.Second, "first message", func() bool { return r.rcv.Stats().Delivered == 1 })
 	// Every DATA datagram from now on is dropped: only heartbeats reveal
 	// the three lost messages at the tail.
 	r.fault.SetEnabled(true)
@@ -191,7 +180,7 @@ func TestBestEffortTailLossByHeartbeat(t *testing.T) {
 		fill(p, i)
 		_ = r.snd.Send(p)
 	}
-	eventually(t, 5*time.Second, "tail loss counted", func() bool { return r.rcv.Stats().Lost == 3 })
+	testkit.Eventually(t, 5*time.Second, "tail loss counted", func() bool { return r.rcv.Stats().Lost == 3 })
 	if d := r.fault.Stats().DroppedData; d != 3 {
 		t.Fatalf("fault layer dropped %d, want 3", d)
 	}
@@ -203,7 +192,7 @@ func TestReliableLossReorderDuplicate(t *testing.T) {
 		udp.SenderConfig{TopicID: topic, MaxPayload: size, FragSize: 8000, Reliable: true, Depth: 8},
 		udp.ReceiverConfig{TopicID: topic, MaxPayload: size, Reliable: true, Depth: 8, ReassemblyBytes: 16 * size},
 		&udp.FaultConfig{Seed: 3, Drop: 0.05, Reorder: 0.05, Duplicate: 0.02, DelayRate: 0.01, Delay: 3 * time.Millisecond})
-	eventually(t, 5*time.Second, "subscriber heard", func() bool { return r.snd.LiveSubscribers() == 1 })
+	testkit.Eventually(t, 5*time.Second, "subscriber heard", func() bool { return r.snd.LiveSubscribers() == 1 })
 	c := collect(r.rcv, true)
 	p := make([]byte, size)
 	for i := uint64(1); i <= n; i++ {
@@ -213,7 +202,7 @@ func TestReliableLossReorderDuplicate(t *testing.T) {
 			t.Fatalf("send %d: %v (stats %+v)", i, err, r.snd.Stats())
 		}
 	}
-	eventually(t, 20*time.Second, "all delivered", func() bool { return r.rcv.Stats().Delivered == n })
+	testkit.Eventually(t, 20*time.Second, "all delivered", func() bool { return r.rcv.Stats().Delivered == n })
 	c.finish()
 	ss, rs, fs := r.snd.Stats(), r.rcv.Stats(), r.fault.Stats()
 	if c.err != nil || c.got != n || rs.Lost != 0 || c.last != n {
@@ -249,7 +238,7 @@ func TestEpochRestart(t *testing.T) {
 			}
 		}
 		want := uint64(20 * (round + 1))
-		eventually(t, 5*time.Second, "round delivered", func() bool { return rcv.Stats().Delivered == want })
+		testkit.Eventually(t, 5*time.Second, "round delivered", func() bool { return rcv.Stats().Delivered == want })
 		snd.Close()
 	}
 	c.finish()
@@ -285,7 +274,7 @@ func TestUnknownSourceDropped(t *testing.T) {
 		fill(p, i)
 		_ = r.snd.Send(p)
 	}
-	eventually(t, 5*time.Second, "real traffic and forged datagrams counted", func() bool {
+	testkit.Eventually(t, 5*time.Second, "real traffic and forged datagrams counted", func() bool {
 		st := r.rcv.Stats()
 		return st.Delivered == 10 && st.UnknownSource == forged
 	})
@@ -304,7 +293,7 @@ func TestHostileFlood(t *testing.T) {
 		udp.SenderConfig{TopicID: topic, MaxPayload: size, FragSize: 4000, Reliable: true, Depth: 8},
 		udp.ReceiverConfig{TopicID: topic, MaxPayload: size, Reliable: true, Depth: 8},
 		nil)
-	eventually(t, 5*time.Second, "subscriber heard", func() bool { return r.snd.LiveSubscribers() == 1 })
+	testkit.Eventually(t, 5*time.Second, "subscriber heard", func() bool { return r.snd.LiveSubscribers() == 1 })
 	c := collect(r.rcv, true)
 	atk := openSock(t, lo)
 	defer atk.Close()
@@ -356,7 +345,7 @@ func TestHostileFlood(t *testing.T) {
 			}
 		}
 	}
-	eventually(t, 20*time.Second, "all delivered and every bad datagram counted", func() bool {
+	testkit.Eventually(t, 20*time.Second, "all delivered and every bad datagram counted", func() bool {
 		st := r.rcv.Stats()
 		return st.Delivered == n && st.Malformed == malformed && st.UnknownTopic == otherTopic && st.Forged == forged
 	})
@@ -394,7 +383,7 @@ func TestReassemblyBoundUnderFragmentFlood(t *testing.T) {
 		}
 		sent++
 		if i%300 == 0 {
-			eventually(t, 5*time.Second, "flood read", func() bool { return r.rcv.Stats().Datagrams >= sent })
+			testkit.Eventually(t, 5*time.Second, "flood read", func() bool { return r.rcv.Stats().Datagrams >= sent })
 			if st := r.rcv.Stats(); st.PoolBytes > limit {
 				t.Fatalf("pool grew to %d > bound %d", st.PoolBytes, limit)
 			}
@@ -403,7 +392,7 @@ func TestReassemblyBoundUnderFragmentFlood(t *testing.T) {
 	c := collect(r.rcv, false)
 	p := make([]byte, 100_000)
 	seq := uint64(0)
-	eventually(t, 10*time.Second, "real message through the flooded receiver", func() bool {
+	testkit.Eventually(t, 10*time.Second, "real message through the flooded receiver", func() bool {
 		seq++
 		fill(p, seq)
 		_ = r.snd.Send(p)
@@ -436,7 +425,7 @@ func testHotPathAllocs(t *testing.T, reliable bool) {
 		udp.ReceiverConfig{TopicID: topic, MaxPayload: 1024, Reliable: reliable, Depth: 8},
 		nil)
 	if reliable {
-		eventually(t, 5*time.Second, "subscriber heard", func() bool { return r.snd.LiveSubscribers() == 1 })
+		testkit.Eventually(t, 5*time.Second, "subscriber heard", func() bool { return r.snd.LiveSubscribers() == 1 })
 	}
 	p := make([]byte, 64)
 	ctx := context.Background()

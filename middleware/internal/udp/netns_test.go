@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hilrig/hilrig/internal/testkit"
 	"github.com/hilrig/hilrig/middleware/internal/udp"
 	"github.com/hilrig/hilrig/netns"
 )
@@ -80,7 +81,7 @@ func TestReliable10MiBAcrossNamespaces(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer snd.Close()
-	eventually(t, 5*time.Second, "subscriber heard across the veth", func() bool { return snd.LiveSubscribers() == 1 })
+	testkit.Eventually(t, 5*time.Second, "subscriber heard across the veth", func() bool { return snd.LiveSubscribers() == 1 })
 
 	c := collect(rcv, true)
 	tick := time.NewTicker(50 * time.Millisecond) // 20 Hz: a rate, not synchronisation
@@ -97,7 +98,7 @@ func TestReliable10MiBAcrossNamespaces(t *testing.T) {
 			t.Fatalf("frame %d: %v", i, err)
 		}
 	}
-	eventually(t, 30*time.Second, "all frames delivered", func() bool { return rcv.Stats().Delivered == frames })
+	testkit.Eventually(t, 30*time.Second, "all frames delivered", func() bool { return rcv.Stats().Delivered == frames })
 	elapsed := time.Since(start)
 	c.finish()
 	rst, sst, fst := rcv.Stats(), snd.Stats(), fc.Stats()
@@ -184,7 +185,7 @@ func reliable1MiBMaxRate(t *testing.T, paceRate int64) {
 		t.Fatal(err)
 	}
 	defer snd.Close()
-	eventually(t, 5*time.Second, "subscriber heard across the veth", func() bool { return snd.LiveSubscribers() == 1 })
+	testkit.Eventually(t, 5*time.Second, "subscriber heard across the veth", func() bool { return snd.LiveSubscribers() == 1 })
 
 	c := collect(rcv, true)
 	buf := make([]byte, size)
@@ -201,7 +202,7 @@ func reliable1MiBMaxRate(t *testing.T, paceRate int64) {
 			t.Fatalf("message %d: %v", sent+1, err)
 		}
 	}
-	eventually(t, 30*time.Second, "every published message delivered", func() bool {
+	testkit.Eventually(t, 30*time.Second, "every published message delivered", func() bool {
 		return rcv.Stats().Delivered >= sent || rcv.Stats().Lost > 0
 	})
 	c.finish()

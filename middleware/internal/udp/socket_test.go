@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hilrig/hilrig/internal/testkit"
 	"github.com/hilrig/hilrig/middleware/internal/udp"
 )
 
@@ -154,7 +155,7 @@ func TestReceiverHandOver(t *testing.T) {
 	if err := r.snd.Send(p); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, "background goroutine reads while nobody calls Next", func() bool {
+	testkit.Eventually(t, 5*time.Second, "background goroutine reads while nobody calls Next", func() bool {
 		return r.rcv.Stats().Datagrams > d0
 	})
 	next() // from the ready queue

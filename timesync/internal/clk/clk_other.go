@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/hilrig/hilrig/internal/monoclock"
 )
 
 // Kernel clock ids, with their Linux values so recorded ids mean the same.
@@ -20,15 +22,15 @@ const (
 var errNotLinux = fmt.Errorf("timesync: clock_gettime of this clock needs Linux: %w", errors.ErrUnsupported)
 
 // Gettime returns the clock in nanoseconds since its epoch. Off Linux only
-// Realtime (time.Now) and Monotonic (the runtime's monotonic clock, see
-// Nanotime) are served; other ids fail with an error matching
+// Realtime (time.Now) and Monotonic (the runtime's monotonic clock,
+// monoclock.Now) are served; other ids fail with an error matching
 // errors.ErrUnsupported.
 func Gettime(id int32) (int64, error) {
 	switch id {
 	case Realtime:
 		return time.Now().UnixNano(), nil
 	case Monotonic:
-		return Nanotime(), nil
+		return monoclock.Now(), nil
 	}
 	return 0, fmt.Errorf("clock id %d: %w", id, errNotLinux)
 }

@@ -15,6 +15,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hilrig/hilrig/internal/monoclock"
 )
 
 // futex(2) operations (linux/futex.h); shared, not FUTEX_PRIVATE_FLAG,
@@ -190,12 +192,8 @@ func Thread() (Rusage, error) {
 func (r Rusage) CPU() time.Duration { return r.User + r.System }
 
 // Monotonic returns CLOCK_MONOTONIC in ns, comparable across processes of
-// one host (unlike time.Time's hidden monotonic reading).
-func Monotonic() int64 {
-	var ts unix.Timespec
-	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
-	return ts.Nano()
-}
+// one host (unlike time.Time's hidden monotonic reading), through the vDSO.
+func Monotonic() int64 { return monoclock.Now() }
 
 // SocketPair returns a connected AF_UNIX SOCK_STREAM pair in blocking mode
 // with receive timeout rcvTimeout.

@@ -9,7 +9,8 @@ import (
 	"runtime"
 	"sync/atomic"
 	"time"
-	_ "unsafe" // for go:linkname
+
+	"github.com/hilrig/hilrig/internal/monoclock"
 )
 
 // errNotLinux is what every constructor returns off Linux: the benchmark
@@ -85,10 +86,7 @@ func (r Rusage) CPU() time.Duration { return r.User + r.System }
 
 // Monotonic returns the runtime's monotonic clock in ns (on Linux it is
 // CLOCK_MONOTONIC).
-func Monotonic() int64 { return nanotime() }
-
-//go:linkname nanotime runtime.nanotime
-func nanotime() int64
+func Monotonic() int64 { return monoclock.Now() }
 
 // SocketPair fails off Linux with an error matching errors.ErrUnsupported.
 func SocketPair(rcvTimeout time.Duration) (a, b *os.File, err error) {

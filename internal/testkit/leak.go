@@ -1,4 +1,4 @@
-package scopetest
+package testkit
 
 import (
 	"fmt"
@@ -14,27 +14,31 @@ import (
 // last test ended (every goroutine must have an owner that waits for it).
 // Runtime and test-framework goroutines (signal handling, the fuzzing
 // engine) are not counted. Use it as
-// `func TestMain(m *testing.M) { scopetest.Main(m) }`.
+// `func TestMain(m *testing.M) { testkit.Main(m) }`.
 func Main(m *testing.M) {
 	base := len(goroutines())
 	code := m.Run()
 	if code == 0 {
-		deadline := time.Now().Add(2 * time.Second)
-		for {
-			g := goroutines()
-			if len(g) <= base {
-				break
-			}
-			if time.Now().After(deadline) {
-				fmt.Fprintf(os.Stderr, "scopetest: %d goroutines leaked (had %d before the tests):\n%s\n",
-					len(g)-base, base, strings.Join(g, "\n\n"))
-				code = 1
-				break
-			}
-			time.Sleep(10 * time.Millisecond) // polling with a deadline
+		if g := settle(base, 2*time.Second); len(g) > base {
+			fmt.Fprintf(os.Stderr, "testkit: %d goroutines leaked (had %d before the tests):\n%s\n",
+				len(g)-base, base, strings.Join(g, "\n\n"))
+			code = 1
 		}
 	}
 	os.Exit(code)
+}
+
+// settle polls until at most base goroutines remain or d passes, and
+// returns the last count's stacks.
+func settle(base int, d time.Duration) []string {
+	end := time.Now().Add(d)
+	for {
+		g := goroutines()
+		if len(g) <= base || time.Now().After(end) {
+			return g
+		}
+		time.Sleep(PollInterval)
+	}
 }
 
 // goroutines returns the stacks of goroutines other than the caller's and

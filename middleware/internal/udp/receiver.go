@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/bits"
+	"math/rand/v2"
 	"net"
 	"net/netip"
 	"os"
@@ -56,7 +57,12 @@ type ReceiverConfig struct {
 	// WriterTimeout is the silence after which a stream is forgotten and its
 	// slots freed. Default 3 s.
 	WriterTimeout time.Duration
-	Logger        *slog.Logger
+	// Key, when set, authenticates every datagram (docs/udp.md,
+	// "Authentication"): datagrams without a valid tag are dropped and
+	// counted (Unauthenticated), replayed ones too (Replayed). nil: an
+	// unauthenticated domain.
+	Key    *Key
+	Logger *slog.Logger
 }
 
 func (c *ReceiverConfig) withDefaults() (ReceiverConfig, error) {
@@ -127,6 +133,20 @@ type ReceiverStats struct {
 	StackDelayMax      uint64 // max of the above, ns
 	PoolBytes          uint64 // reassembly bytes allocated so far
 	PoolLimit          uint64 // the configured bound on PoolBytes
+	// Unconfirmed counts messages completed by writers that were not (yet)
+	// confirmed and were discarded undelivered: their slot was reclaimed,
+	// or the writer never answered the challenge (forged or spoofed).
+	Unconfirmed uint64
+	// Confirmed counts writers confirmed by the challenge handshake.
+	Confirmed uint64
+	// Challenges counts challenge ACKNACKs sent to unconfirmed writers.
+	Challenges uint64
+	// Unauthenticated counts datagrams dropped for a missing or invalid
+	// tag (a keyed receiver), or for carrying one without a key here.
+	Unauthenticated uint64
+	// Replayed counts authenticated datagrams whose counter was seen
+	// before (or is older than the replay window) for their writer.
+	Replayed uint64
 }
 
 // Delivery is one received message as handed to Next's callback. Payload
@@ -208,6 +228,16 @@ type stream struct {
 	// NackInterval retransmitted whole 1 MiB messages that were still on
 	// their way, which overflowed the socket buffer and fed a storm.
 	wholeNack []nackMark
+	// The confirmation handshake (docs/udp.md, "Confirmed writers"): a
+	// new stream is unconfirmed until its source echoes cookie in a
+	// unicast HEARTBEAT; until then nothing of it is delivered or NACKed,
+	// and its slots count against the unconfirmed share of the pool.
+	confirmed bool
+	cookie    uint64 // random, non-zero
+	token     uint64 // the publisher's token for us (from the echo)
+	chalAt    int64  // when the last challenge went out, -1 none
+	held      int    // slots held (filling or complete, not yet handed out)
+	rw        replayWindow
 }
 
 // Receiver is the receiving side of one topic. A goroutine it owns reads
@@ -255,11 +285,15 @@ type Receiver struct {
 	maxFrags  int
 	poolBytes int
 	srtt      int64 // smoothed NACK→retransmission delay, ns
+	share     int   // slots all unconfirmed streams may hold together
+	mac       *mac  // nil: unauthenticated domain
+	ctr       uint64
 
 	st struct {
 		datagrams, bytes, malformed, unknownTopic, unknownSource, forged, duplicates,
 		overruns, exhausted, evicted, timeouts, nacks, acks, delivered, lost, epochs,
-		unknownWriter, stamped, stackSum, stackMax, poolBytes atomic.Uint64
+		unknownWriter, stamped, stackSum, stackMax, poolBytes, unconfirmed, confirmed,
+		challenges, unauth, replayed atomic.Uint64
 	}
 	msg Delivery // Next's view, reused
 }
@@ -297,7 +331,9 @@ func newReceiver(conn Conn, cfg ReceiverConfig, start bool) (*Receiver, error) {
 	}
 	r.maxFrags = FragCountFor(c.MaxPayload, MinFragSize)
 	r.rbuf = make([]byte, MaxDatagram+1)
-	r.wbuf = make([]byte, AckNackHeaderLen+MaxNackEntries*NackEntryLen)
+	r.wbuf = make([]byte, AckNackHeaderLen+MaxNackEntries*NackEntryLen+AuthLen)
+	r.share = max(n/4, 1)
+	r.mac = c.Key.newMAC(uint64(time.Now().UnixNano()))
 	if r.PoolLimit() <= 16<<20 {
 		// Small pools are allocated up front so the receive path never
 		// allocates, even on first use of a slot.
@@ -335,6 +371,8 @@ func (r *Receiver) Stats() ReceiverStats {
 		AcksSent: s.acks.Load(), Delivered: s.delivered.Load(), Lost: s.lost.Load(), Epochs: s.epochs.Load(),
 		UnknownWriter: s.unknownWriter.Load(), RxStamped: s.stamped.Load(), StackDelaySum: s.stackSum.Load(),
 		StackDelayMax: s.stackMax.Load(), PoolBytes: s.poolBytes.Load(), PoolLimit: uint64(r.PoolLimit()),
+		Unconfirmed: s.unconfirmed.Load(), Confirmed: s.confirmed.Load(), Challenges: s.challenges.Load(),
+		Unauthenticated: s.unauth.Load(), Replayed: s.replayed.Load(),
 	}
 }
 
@@ -645,6 +683,18 @@ func (r *Receiver) handle(b []byte, from netip.AddrPort, rx int64, now int64) {
 		r.st.malformed.Add(1)
 		return
 	}
+	var ctr uint64
+	if r.mac != nil || c.Auth {
+		ok := false
+		if r.mac != nil && c.Auth {
+			ctr, ok = r.mac.verify(b)
+		}
+		if !ok {
+			r.st.unauth.Add(1)
+			return
+		}
+		b = c.body(b)
+	}
 	if c.TopicID != r.cfg.TopicID {
 		r.st.unknownTopic.Add(1)
 		return
@@ -666,10 +716,11 @@ func (r *Receiver) handle(b []byte, from netip.AddrPort, rx int64, now int64) {
 			return
 		}
 		si := r.stream(c.Epoch, from, r.data.Seq, now)
-		if si < 0 {
+		if si < 0 || !r.fresh(si, ctr) {
 			return
 		}
 		r.fragment(si, &r.data, rx, readRx, now)
+		r.challenge(si, now)
 	case KindBatch:
 		if err := r.batch.decode(b); err != nil {
 			r.st.malformed.Add(1)
@@ -687,7 +738,7 @@ func (r *Receiver) handle(b []byte, from netip.AddrPort, rx int64, now int64) {
 		si := -1
 		for r.batch.Next(&r.rec) {
 			if first {
-				if si = r.stream(c.Epoch, from, r.rec.Seq, now); si < 0 {
+				if si = r.stream(c.Epoch, from, r.rec.Seq, now); si < 0 || !r.fresh(si, ctr) {
 					return
 				}
 				first = false
@@ -698,6 +749,7 @@ func (r *Receiver) handle(b []byte, from netip.AddrPort, rx int64, now int64) {
 			d.Payload = r.rec.Payload
 			r.fragment(si, d, rx, readRx, now)
 		}
+		r.challenge(si, now)
 	case KindHeartbeat:
 		if err := r.hb.decode(c, b); err != nil {
 			r.st.malformed.Add(1)
@@ -708,7 +760,7 @@ func (r *Receiver) handle(b []byte, from netip.AddrPort, rx int64, now int64) {
 			start = r.hb.LastSeq + 1 // nothing to recover in best effort
 		}
 		si := r.stream(c.Epoch, from, start, now)
-		if si < 0 {
+		if si < 0 || !r.fresh(si, ctr) {
 			return
 		}
 		r.heartbeat(si, &r.hb, now)
@@ -747,7 +799,7 @@ func (r *Receiver) stream(epoch uint32, from netip.AddrPort, seq uint64, now int
 		for i := range r.streams {
 			o := &r.streams[i]
 			silent := now-o.lastActive > int64(r.cfg.WriterTimeout)
-			barren := o.delivered == 0 && now-o.created > int64(r.cfg.ReassemblyTimeout)
+			barren := !o.confirmed && now-o.created > int64(r.cfg.ReassemblyTimeout)
 			if (silent || barren || r.presumedDead(o, now)) && (old < 0 || o.lastActive < r.streams[old].lastActive) {
 				old = i
 			}
@@ -769,15 +821,118 @@ func (r *Receiver) stream(epoch uint32, from netip.AddrPort, seq uint64, now int
 	st.high, st.hbFirst, st.hbLast, st.hbLastAt, st.gapSince, st.lastNack, st.pendLost, st.unacked = 0, 0, 0, now, -1, 0, 0, 0
 	st.created, st.delivered = now, 0
 	st.hbAt, st.hbGap = -1, 0
+	st.confirmed, st.token, st.chalAt, st.held, st.rw = false, 0, -1, 0, replayWindow{}
+	for st.cookie == 0 {
+		st.cookie = rand.Uint64()
+	}
 	for i := range st.win {
 		st.win[i] = -1
 		st.wholeNack[i] = nackMark{}
 	}
+	return freeIdx
+}
+
+// fresh reports whether an authenticated datagram's counter is new for
+// stream si (always true in an unauthenticated domain); a replay is
+// dropped and counted.
+func (r *Receiver) fresh(si int, ctr uint64) bool {
+	if r.mac == nil || r.streams[si].rw.accept(ctr) {
+		return true
+	}
+	r.st.replayed.Add(1)
+	return false
+}
+
+// challengeGap is the shortest spacing of challenges to one unconfirmed
+// stream. Challenges are sent only in answer to a datagram of that
+// stream, never from a timer, so what a forger draws is at most one
+// 48-byte ACKNACK per datagram it sends (≤ its own size) and at most one
+// per challengeGap.
+const challengeGap = 5 * time.Millisecond
+
+// challenge asks the source of unconfirmed stream si to echo its cookie
+// (mu held).
+func (r *Receiver) challenge(si int, now int64) {
+	st := &r.streams[si]
+	if st.confirmed || !st.used || (st.chalAt >= 0 && now-st.chalAt < int64(challengeGap)) {
+		return
+	}
+	st.chalAt = now
+	r.st.challenges.Add(1)
+	a := &r.an
+	a.TopicID, a.Epoch, a.Ack, a.N = r.cfg.TopicID, st.epoch, st.next-1, 0
+	a.Challenge, a.Cookie, a.Token = true, st.cookie, st.token
+	r.writeAckNack(st.src)
+}
+
+// writeAckNack encodes r.an (sealing it in a keyed domain) and sends it.
+func (r *Receiver) writeAckNack(to netip.AddrPort) bool {
+	n, err := r.an.MarshalBinaryTo(r.wbuf)
+	if err == nil && r.mac != nil {
+		n, err = r.mac.seal(r.wbuf, n)
+	}
+	if err != nil {
+		return false
+	}
+	_ = r.conn.WriteTo(r.wbuf[:n], to)
+	r.st.acks.Add(1)
+	return true
+}
+
+// confirm marks stream si confirmed (its source echoed the cookie) and
+// hands out what it completed meanwhile.
+func (r *Receiver) confirm(si int, token uint64) {
+	st := &r.streams[si]
+	st.token = token
+	if st.confirmed {
+		return
+	}
+	st.confirmed = true
+	r.st.confirmed.Add(1)
 	if r.seenAny {
 		r.st.epochs.Add(1)
 	}
 	r.seenAny = true
-	return freeIdx
+	if !r.cfg.Reliable {
+		// Best effort delivers the newest complete message at once; held
+		// ones older than a gap go first, the gap counts as lost.
+		for q := st.next; q <= st.high && q-st.next <= r.mask; q++ {
+			if j := st.win[q&r.mask]; j >= 0 && r.slots[j].seq == q && r.slots[j].state == slotComplete {
+				if q > st.next {
+					r.skipTo(si, q)
+				} else {
+					r.drain(si)
+				}
+				q = st.next - 1
+			}
+		}
+	}
+	r.drain(si)
+}
+
+// unconfirmedHeld is the number of slots unconfirmed streams hold.
+func (r *Receiver) unconfirmedHeld() int {
+	n := 0
+	for i := range r.streams {
+		if st := &r.streams[i]; st.used && !st.confirmed {
+			n += st.held
+		}
+	}
+	return n
+}
+
+// oldestUnconfirmedSlot is the slot an unconfirmed stream has held
+// longest (-1 none): it made no progress, so it is reclaimed first.
+func (r *Receiver) oldestUnconfirmedSlot() int32 {
+	v := int32(-1)
+	for i := range r.slots {
+		s := &r.slots[i]
+		if (s.state == slotFilling || s.state == slotComplete) && !r.streams[s.stream].confirmed &&
+			(v < 0 || s.started < r.slots[v].started) {
+			v = int32(i)
+		}
+	}
+	return v
 }
 
 // missedHeartbeats is how many of a stream's heartbeat periods of silence
@@ -815,8 +970,13 @@ func (r *Receiver) freeSlot(idx int32) {
 	if s.state == slotFree || s.state == slotReady {
 		return
 	}
-	if st := &r.streams[s.stream]; st.win[s.seq&r.mask] == idx {
+	st := &r.streams[s.stream]
+	if st.win[s.seq&r.mask] == idx {
 		st.win[s.seq&r.mask] = -1
+	}
+	st.held--
+	if s.state == slotComplete && !st.confirmed {
+		r.st.unconfirmed.Add(1)
 	}
 	s.state = slotFree
 	r.free <- idx
@@ -894,7 +1054,7 @@ func (r *Receiver) fragment(si int, d *Data, rx, readRx, now int64) {
 		return
 	}
 	s.state = slotComplete
-	if !r.cfg.Reliable {
+	if !r.cfg.Reliable && st.confirmed {
 		// Deliver at once; everything older still incomplete is lost.
 		if seq > st.next {
 			for q := st.next; q < seq && seq-q <= r.mask; q++ {
@@ -913,14 +1073,37 @@ func (r *Receiver) fragment(si int, d *Data, rx, readRx, now int64) {
 // per mode when none is free; -1 drops the fragment.
 func (r *Receiver) takeSlot(si int, seq uint64) int32 {
 	var idx int32 = -1
+	if !r.streams[si].confirmed && r.unconfirmedHeld() >= r.share {
+		// Unconfirmed writers share a bounded part of the pool: the
+		// oldest slot among them is reclaimed (it made no progress), so
+		// forged streams can never crowd out a confirmed one.
+		v := r.oldestUnconfirmedSlot()
+		if v < 0 {
+			r.st.exhausted.Add(1)
+			return -1
+		}
+		r.st.evicted.Add(1)
+		r.freeSlot(v)
+	}
 	select {
 	case idx = <-r.free:
 	default:
+		if r.streams[si].confirmed {
+			if v := r.oldestUnconfirmedSlot(); v >= 0 {
+				r.st.evicted.Add(1)
+				r.freeSlot(v)
+				idx = <-r.free
+				break
+			}
+		}
 		victim := int32(-1)
 		for i := range r.slots {
 			s := &r.slots[i]
 			if s.state != slotFilling && (s.state != slotComplete || !r.cfg.Reliable) {
 				continue
+			}
+			if !r.streams[si].confirmed && r.streams[s.stream].confirmed {
+				continue // an unconfirmed writer never evicts a confirmed one
 			}
 			if r.cfg.Reliable {
 				// Only for the message the stream waits on: evict the
@@ -946,6 +1129,8 @@ func (r *Receiver) takeSlot(si int, seq uint64) int32 {
 	s := &r.slots[idx]
 	r.allocSlot(s)
 	s.state = slotFilling
+	s.stream = si
+	r.streams[si].held++
 	return idx
 }
 
@@ -965,6 +1150,9 @@ func (r *Receiver) allocSlot(s *slot) {
 // drain hands complete messages from st.next on to the caller, in order.
 func (r *Receiver) drain(si int) {
 	st := &r.streams[si]
+	if !st.confirmed {
+		return // held until the writer is confirmed
+	}
 	for {
 		idx := st.win[st.next&r.mask]
 		if idx < 0 || r.slots[idx].seq != st.next || r.slots[idx].state != slotComplete {
@@ -976,6 +1164,7 @@ func (r *Receiver) drain(si int) {
 		r.st.lost.Add(st.pendLost)
 		st.pendLost = 0
 		s.state = slotReady
+		st.held--
 		r.ready <- idx // never blocks: capacity == slots
 		st.next++
 		st.gapSince = -1
@@ -992,6 +1181,15 @@ func (r *Receiver) drain(si int) {
 // heartbeat applies a publisher's history range and answers it (reliable).
 func (r *Receiver) heartbeat(si int, hb *Heartbeat, now int64) {
 	st := &r.streams[si]
+	if hb.Echo != 0 && hb.Echo == st.cookie {
+		r.confirm(si, hb.Token)
+	}
+	if !st.confirmed {
+		// Nothing of an unconfirmed writer's heartbeat is acted on (no
+		// skip, no NACK: a forged heartbeat draws only the challenge).
+		r.challenge(si, now)
+		return
+	}
 	if st.hbAt >= 0 {
 		st.hbGap = max(st.hbGap, now-st.hbAt)
 	}
@@ -1034,6 +1232,15 @@ func (r *Receiver) tick(now int64) {
 			r.dropStream(si)
 			continue
 		}
+		if !st.confirmed {
+			// No NACKs, timers or loss accounting for a writer that has
+			// not answered its challenge; it is forgotten, with its
+			// slots, when it did not within confirmTimeout.
+			if now-st.created > int64(r.confirmTimeout()) {
+				r.dropStream(si)
+			}
+			continue
+		}
 		if r.cfg.Reliable {
 			if st.high >= st.next || st.hbLast >= st.next {
 				if st.gapSince < 0 {
@@ -1071,8 +1278,12 @@ func (r *Receiver) tick(now int64) {
 // needed (at most 8 per call).
 func (r *Receiver) sendAckNack(si int, now int64, nack bool) {
 	st := &r.streams[si]
+	if !st.confirmed {
+		return
+	}
 	a := &r.an
 	a.TopicID, a.Epoch, a.Ack, a.N = r.cfg.TopicID, st.epoch, st.next-1, 0
+	a.Challenge, a.Cookie, a.Token = false, st.cookie, st.token
 	top := max(st.high, st.hbLast)
 	if !nack {
 		top = 0
@@ -1082,13 +1293,8 @@ func (r *Receiver) sendAckNack(si int, now int64, nack bool) {
 	}
 	sent := 0
 	flush := func() bool {
-		n, err := a.MarshalBinaryTo(r.wbuf)
-		if err == nil {
-			_ = r.conn.WriteTo(r.wbuf[:n], st.src)
-			r.st.acks.Add(1)
-			if a.N > 0 {
-				r.st.nacks.Add(1)
-			}
+		if r.writeAckNack(st.src) && a.N > 0 {
+			r.st.nacks.Add(1)
 		}
 		a.N = 0
 		sent++
@@ -1162,3 +1368,8 @@ func (r *Receiver) sendAckNack(si int, now int64, nack bool) {
 	}
 	st.unacked = 0
 }
+
+// confirmTimeout is how long a stream may stay unconfirmed before it is
+// forgotten with its slots: a third of WriterTimeout (1 s by default),
+// many heartbeat periods of a live reliable publisher.
+func (r *Receiver) confirmTimeout() time.Duration { return r.cfg.WriterTimeout / 3 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"math/bits"
 	"math/rand/v2"
@@ -287,7 +288,8 @@ type Receiver struct {
 	srtt      int64 // smoothed NACK→retransmission delay, ns
 	share     int   // slots all unconfirmed streams may hold together
 	mac       *mac  // nil: unauthenticated domain
-	ctr       uint64
+	cseed     maphash.Seed
+	schal     [64]int64 // stateless challenges: when each hashed slot last sent
 
 	st struct {
 		datagrams, bytes, malformed, unknownTopic, unknownSource, forged, duplicates,
@@ -333,6 +335,7 @@ func newReceiver(conn Conn, cfg ReceiverConfig, start bool) (*Receiver, error) {
 	r.rbuf = make([]byte, MaxDatagram+1)
 	r.wbuf = make([]byte, AckNackHeaderLen+MaxNackEntries*NackEntryLen+AuthLen)
 	r.share = max(n/4, 1)
+	r.cseed = maphash.MakeSeed()
 	r.mac = c.Key.newMAC(uint64(time.Now().UnixNano()))
 	if r.PoolLimit() <= 16<<20 {
 		// Small pools are allocated up front so the receive path never
@@ -715,7 +718,7 @@ func (r *Receiver) handle(b []byte, from netip.AddrPort, rx int64, now int64) {
 			r.st.malformed.Add(1)
 			return
 		}
-		si := r.stream(c.Epoch, from, r.data.Seq, now)
+		si := r.stream(c.Epoch, from, r.data.Seq, now, false)
 		if si < 0 || !r.fresh(si, ctr) {
 			return
 		}
@@ -738,7 +741,7 @@ func (r *Receiver) handle(b []byte, from netip.AddrPort, rx int64, now int64) {
 		si := -1
 		for r.batch.Next(&r.rec) {
 			if first {
-				if si = r.stream(c.Epoch, from, r.rec.Seq, now); si < 0 || !r.fresh(si, ctr) {
+				if si = r.stream(c.Epoch, from, r.rec.Seq, now, false); si < 0 || !r.fresh(si, ctr) {
 					return
 				}
 				first = false
@@ -759,9 +762,15 @@ func (r *Receiver) handle(b []byte, from netip.AddrPort, rx int64, now int64) {
 		if !r.cfg.Reliable {
 			start = r.hb.LastSeq + 1 // nothing to recover in best effort
 		}
-		si := r.stream(c.Epoch, from, start, now)
+		// An echo of a stateless challenge (sent while the writer table
+		// was full) proves the writer: it may displace an unconfirmed one.
+		proven := r.hb.Echo != 0 && r.statelessOK(r.hb.Echo, c.Epoch, from, now)
+		si := r.stream(c.Epoch, from, start, now, proven)
 		if si < 0 || !r.fresh(si, ctr) {
 			return
+		}
+		if proven {
+			r.confirm(si, r.hb.Token)
 		}
 		r.heartbeat(si, &r.hb, now)
 	case KindAckNack, KindAnnounce:
@@ -772,7 +781,14 @@ func (r *Receiver) handle(b []byte, from netip.AddrPort, rx int64, now int64) {
 
 // stream finds or creates the stream of epoch; -1 when the datagram must be
 // dropped (forged source, table full).
-func (r *Receiver) stream(epoch uint32, from netip.AddrPort, seq uint64, now int64) int {
+//
+// With the table full, a new epoch may take the entry of a stream that is
+// silent, presumed dead, or unconfirmed past ReassemblyTimeout; a proven
+// writer (it echoed a stateless challenge) may take any unconfirmed one.
+// Otherwise the datagram is dropped (UnknownWriter) and its source gets a
+// stateless challenge: no state is kept for it, so a flood of made-up
+// epochs cannot lock a real publisher out of a full table.
+func (r *Receiver) stream(epoch uint32, from netip.AddrPort, seq uint64, now int64, proven bool) int {
 	freeIdx := -1
 	for i := range r.streams {
 		st := &r.streams[i]
@@ -799,13 +815,14 @@ func (r *Receiver) stream(epoch uint32, from netip.AddrPort, seq uint64, now int
 		for i := range r.streams {
 			o := &r.streams[i]
 			silent := now-o.lastActive > int64(r.cfg.WriterTimeout)
-			barren := !o.confirmed && now-o.created > int64(r.cfg.ReassemblyTimeout)
+			barren := !o.confirmed && (proven || now-o.created > int64(r.cfg.ReassemblyTimeout))
 			if (silent || barren || r.presumedDead(o, now)) && (old < 0 || o.lastActive < r.streams[old].lastActive) {
 				old = i
 			}
 		}
 		if old < 0 {
 			r.st.unknownWriter.Add(1)
+			r.statelessChallenge(epoch, from, now)
 			return -1
 		}
 		r.dropStream(old)
@@ -863,6 +880,48 @@ func (r *Receiver) challenge(si int, now int64) {
 	a.TopicID, a.Epoch, a.Ack, a.N = r.cfg.TopicID, st.epoch, st.next-1, 0
 	a.Challenge, a.Cookie, a.Token = true, st.cookie, st.token
 	r.writeAckNack(st.src)
+}
+
+// cookieBucket is the lifetime unit of stateless cookies: an echo is
+// accepted within one to two buckets of the challenge, so a captured echo
+// cannot be replayed later to resurrect a stream.
+const cookieBucket = 128 * time.Millisecond
+
+// statelessCookie is the cookie of a stateless challenge to (epoch, src)
+// in time bucket b: a keyed hash (random seed per receiver), like a SYN
+// cookie. Non-zero.
+func (r *Receiver) statelessCookie(epoch uint32, src netip.AddrPort, b int64) uint64 {
+	var k [30]byte
+	ip := src.Addr().As16()
+	be.PutUint32(k[0:], epoch)
+	copy(k[4:], ip[:])
+	be.PutUint16(k[20:], src.Port())
+	be.PutUint64(k[22:], uint64(b))
+	return maphash.Bytes(r.cseed, k[:]) | 1
+}
+
+// statelessOK reports whether echo answers a stateless challenge to
+// (epoch, src) sent in this or the previous cookie bucket.
+func (r *Receiver) statelessOK(echo uint64, epoch uint32, src netip.AddrPort, now int64) bool {
+	b := now / int64(cookieBucket)
+	return echo == r.statelessCookie(epoch, src, b) || echo == r.statelessCookie(epoch, src, b-1)
+}
+
+// statelessChallenge challenges a writer that found the table full,
+// keeping no state for it; at most one per hashed (epoch, source) slot
+// per challengeGap, and only in answer to a datagram.
+func (r *Receiver) statelessChallenge(epoch uint32, from netip.AddrPort, now int64) {
+	ck := r.statelessCookie(epoch, from, now/int64(cookieBucket))
+	at := &r.schal[ck%uint64(len(r.schal))]
+	if *at != 0 && now-*at < int64(challengeGap) {
+		return
+	}
+	*at = now
+	r.st.challenges.Add(1)
+	a := &r.an
+	a.TopicID, a.Epoch, a.Ack, a.N = r.cfg.TopicID, epoch, 0, 0
+	a.Challenge, a.Cookie, a.Token = true, ck, 0
+	r.writeAckNack(from)
 }
 
 // writeAckNack encodes r.an (sealing it in a keyed domain) and sends it.

@@ -713,9 +713,34 @@ func (s *Sender) echo(a *AckNack, to netip.AddrPort, now int64) {
 	*slot = now
 	s.hb = Heartbeat{TopicID: s.cfg.TopicID, Epoch: s.cfg.Epoch, FirstSeq: s.oldestLocked(), LastSeq: s.seq, Echo: a.Cookie, Token: tok}
 	if n, ok := s.heartbeatBytes(); ok {
-		s.write(s.scratch[:n], to)
+		s.write(s.scratch[:n], s.echoDest(to))
 		s.st.echoes.Add(1)
 	}
+}
+
+// echoDest is where the echo to subscriber `to` goes: unicast to a known
+// unicast destination, else to the multicast group when there is one —
+// several subscribers of a group may share its port, and a unicast
+// datagram to that port reaches only one of them — else unicast (mu held).
+func (s *Sender) echoDest(to netip.AddrPort) netip.AddrPort {
+	var group netip.AddrPort
+	for _, d := range s.dests {
+		if d == to {
+			return to
+		}
+		if d.Addr().IsMulticast() {
+			group = d
+		}
+	}
+	for i := range s.learned {
+		if s.learned[i].addr == to {
+			return to
+		}
+	}
+	if group.IsValid() {
+		return group
+	}
+	return to
 }
 
 // Close flushes the open batch, stops the goroutine and closes the socket.

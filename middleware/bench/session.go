@@ -200,7 +200,10 @@ func openSession(ctx context.Context, e endSpec) (s *session, err error) {
 	s.ctx, s.cancel = context.WithCancel(ctx)
 	// Spinning loops poll stop, not ctx: cancelling the caller's ctx must
 	// reach them too.
-	context.AfterFunc(s.ctx, func() { s.stop.Store(true) })
+	// The closure keeps its own pointer: s (the named result) is nil after
+	// a failed set-up, when close cancels s.ctx and this runs.
+	ss := s
+	context.AfterFunc(s.ctx, func() { ss.stop.Store(true) })
 	defer func() {
 		if err != nil {
 			_ = s.close()

@@ -27,7 +27,7 @@ func LoadKeyFile(path string) (*Key, error) {
 		return nil, fmt.Errorf("%w: domain key file: %w", ErrConfig, err)
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%w: domain key file %s: %s, want a regular file", ErrConfig, path, fi.Mode().Type())
+		return nil, fmt.Errorf("%w: domain key file %s: %s, want a regular file", ErrConfig, path, fileKind(fi.Mode()))
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -39,7 +39,7 @@ func LoadKeyFile(path string) (*Key, error) {
 		return nil, fmt.Errorf("%w: domain key file %s: %w", ErrConfig, path, err)
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%w: domain key file %s: %s, want a regular file", ErrConfig, path, fi.Mode().Type())
+		return nil, fmt.Errorf("%w: domain key file %s: %s, want a regular file", ErrConfig, path, fileKind(fi.Mode()))
 	}
 	if p := fi.Mode().Perm(); p&0o077 != 0 {
 		return nil, fmt.Errorf("%w: %s has mode %#o, want 0600 (chmod 600 %s)", ErrKeyMode, path, p, path)
@@ -61,4 +61,19 @@ func LoadKeyFile(path string) (*Key, error) {
 		return nil, fmt.Errorf("domain key file %s: %w", path, err)
 	}
 	return key, nil
+}
+
+// fileKind names a non-regular file's type for errors.
+func fileKind(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&os.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	case m&os.ModeDevice != 0:
+		return "a device"
+	}
+	return "not a regular file (" + m.Type().String() + ")"
 }

@@ -908,11 +908,15 @@ func (r *Receiver) statelessOK(echo uint64, epoch uint32, src netip.AddrPort, no
 }
 
 // statelessChallenge challenges a writer that found the table full,
-// keeping no state for it; at most one per hashed (epoch, source) slot
-// per challengeGap, and only in answer to a datagram.
+// keeping no state for it; only in answer to a datagram, and at most one
+// per challengeGap per hashed source address (the cookie of epoch 0), so
+// a flood from one source draws at most 200 challenges/s however many
+// epochs it makes up, while a writer at another address keeps its own
+// budget.
 func (r *Receiver) statelessChallenge(epoch uint32, from netip.AddrPort, now int64) {
-	ck := r.statelessCookie(epoch, from, now/int64(cookieBucket))
-	at := &r.schal[ck%uint64(len(r.schal))]
+	b := now / int64(cookieBucket)
+	ck := r.statelessCookie(epoch, from, b)
+	at := &r.schal[r.statelessCookie(0, from, 0)%uint64(len(r.schal))]
 	if *at != 0 && now-*at < int64(challengeGap) {
 		return
 	}

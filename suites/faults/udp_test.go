@@ -203,7 +203,7 @@ var _ = Describe("network faults", Label(labels.Faults, labels.Smoke), func() {
 // forgedFragmentFlood is issue 14 item 1 as a measurement: a reliable
 // 500 Hz topic (the rate the issue froze), measured idle and then under a
 // flood of 10,000 forged DATA first fragments per second under made-up
-// epochs. Throughput is delivered messages per second from the phase's
+// epochs, each epoch covering the topic's whole reliable window. Throughput is delivered messages per second from the phase's
 // first send to its last delivery; under the flood it must stay ≥ 99 % of
 // idle, with nothing lost and no send timing out.
 func forgedFragmentFlood(ctx SpecContext) {
@@ -224,7 +224,9 @@ func forgedFragmentFlood(ctx SpecContext) {
 	Expect(err).NotTo(HaveOccurred())
 
 	By("under 10,000 forged first fragments per second")
-	fl, err := faultkit.NewFragmentFlood(p.Sub.LocalUDPAddr(), p.C.Topic, payload, 14)
+	// 256 messages per made-up epoch: the contract's whole window (Depth
+	// 256), so three forged streams could hold 3× the pool.
+	fl, err := faultkit.NewFragmentFlood(p.Sub.LocalUDPAddr(), p.C.Topic, payload, 256, 14)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(fl.Close)
 	fctx, stop := context.WithCancel(ctx)

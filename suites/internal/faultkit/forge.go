@@ -18,7 +18,10 @@ import (
 // FragmentFlood forges DATA first fragments of large messages under
 // made-up writer epochs (valid header and CRC32C, docs/udp.md "Datagram
 // layout") at a subscriber: the attack of issue 14 item 1, which used to
-// take a reliable subscriber's reassembly pool. It is built by hand from
+// take a reliable subscriber's reassembly pool. Each made-up epoch sends
+// the first fragments of messages 1..perEpoch (a reliable stream holds a
+// slot for each until the message completes, which it never does), then
+// the next epoch takes over. It is built by hand from
 // the documented wire format (suites do not import the middleware's
 // internals). Not safe for concurrent use.
 type FragmentFlood struct {
@@ -27,6 +30,8 @@ type FragmentFlood struct {
 	topic  uint32
 	msgLen int
 	frag   int
+	per    uint64
+	epoch  uint32
 	rng    *rand.Rand
 	buf    []byte
 	// Sent counts forged datagrams sent.
@@ -34,8 +39,12 @@ type FragmentFlood struct {
 }
 
 // NewFragmentFlood forges first fragments of maxPayload-byte messages of
-// topic, sent to `to` from its own loopback socket. Close it.
-func NewFragmentFlood(to netip.AddrPort, topic string, maxPayload int, seed uint64) (*FragmentFlood, error) {
+// topic, perEpoch under each made-up epoch, sent to `to` from its own
+// loopback socket. Close it.
+func NewFragmentFlood(to netip.AddrPort, topic string, maxPayload, perEpoch int, seed uint64) (*FragmentFlood, error) {
+	if perEpoch < 1 {
+		return nil, fmt.Errorf("%w: fragment flood: %d messages per epoch, want >= 1", ErrFault, perEpoch)
+	}
 	frag := max(256, maxPayload/16)
 	if maxPayload <= frag {
 		return nil, fmt.Errorf("%w: fragment flood: max payload %d B leaves no room for a multi-fragment message", ErrFault, maxPayload)
@@ -44,7 +53,7 @@ func NewFragmentFlood(to netip.AddrPort, topic string, maxPayload int, seed uint
 	if err != nil {
 		return nil, fmt.Errorf("%w: fragment flood socket: %w", ErrFault, err)
 	}
-	return &FragmentFlood{conn: c, to: to, topic: middleware.TopicID(topic), msgLen: maxPayload, frag: frag,
+	return &FragmentFlood{conn: c, to: to, topic: middleware.TopicID(topic), msgLen: maxPayload, frag: frag, per: uint64(perEpoch),
 		rng: rand.New(rand.NewPCG(seed, ^seed)), buf: make([]byte, dataHeaderLen+frag)}, nil
 }
 
@@ -56,8 +65,11 @@ const (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// forge writes one first fragment under a fresh made-up epoch.
+// forge writes the next first fragment.
 func (f *FragmentFlood) forge() []byte {
+	if f.Sent%f.per == 0 {
+		f.epoch = f.rng.Uint32() | 1 // a made-up epoch
+	}
 	b := f.buf
 	be := binary.BigEndian
 	n := len(b)
@@ -66,8 +78,8 @@ func (f *FragmentFlood) forge() []byte {
 	b[4], b[5] = 1, 1 // wire version 1, DATA
 	be.PutUint16(b[6:], uint16(n))
 	be.PutUint32(b[8:], f.topic)
-	be.PutUint32(b[12:], f.rng.Uint32()|1)    // made-up epoch
-	be.PutUint64(b[20:], 1+f.rng.Uint64N(16)) // seq within any window
+	be.PutUint32(b[12:], f.epoch)
+	be.PutUint64(b[20:], 1+f.Sent%f.per) // seq
 	be.PutUint64(b[28:], uint64(time.Now().UnixNano()))
 	b[48] = 1                              // header version
 	be.PutUint32(b[52:], uint32(f.msgLen)) // message length

@@ -156,7 +156,7 @@ func TestForgedWholeMessagesNotDelivered(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			end := time.Now().Add(5 * time.Second)
+			end := time.Now().Add(15 * time.Second) // forged streams are forgotten after WriterTimeout (3 s)
 			for st := r.rcv.Stats(); st.Delivered < 10 || st.Unconfirmed == 0; st = r.rcv.Stats() {
 				if time.Now().After(end) {
 					t.Fatalf("real messages not delivered or forged ones not discarded: %+v", st)

@@ -169,6 +169,10 @@ const (
 	slotFilling
 	slotComplete
 	slotReady
+	// slotHeld: complete and in order, but its writer is not confirmed
+	// yet: it waits in the stream's heldQ, to be handed out on
+	// confirmation or discarded with the stream.
+	slotHeld
 )
 
 type slot struct {
@@ -237,7 +241,8 @@ type stream struct {
 	cookie    uint64 // random, non-zero
 	token     uint64 // the publisher's token for us (from the echo)
 	chalAt    int64  // when the last challenge went out, -1 none
-	held      int    // slots held (filling or complete, not yet handed out)
+	held      int    // slots held (filling, complete or in heldQ, not yet handed out)
+	heldQ     []int32
 	rw        replayWindow
 }
 
@@ -330,6 +335,7 @@ func newReceiver(conn Conn, cfg ReceiverConfig, start bool) (*Receiver, error) {
 	for i := range r.streams {
 		r.streams[i].win = make([]int32, w)
 		r.streams[i].wholeNack = make([]nackMark, w)
+		r.streams[i].heldQ = make([]int32, 0, n)
 	}
 	r.maxFrags = FragCountFor(c.MaxPayload, MinFragSize)
 	r.rbuf = make([]byte, MaxDatagram+1)
@@ -839,6 +845,7 @@ func (r *Receiver) stream(epoch uint32, from netip.AddrPort, seq uint64, now int
 	st.created, st.delivered = now, 0
 	st.hbAt, st.hbGap = -1, 0
 	st.confirmed, st.token, st.chalAt, st.held, st.rw = false, 0, -1, 0, replayWindow{}
+	st.heldQ = st.heldQ[:0]
 	for st.cookie == 0 {
 		st.cookie = rand.Uint64()
 	}
@@ -956,20 +963,15 @@ func (r *Receiver) confirm(si int, token uint64) {
 		r.st.epochs.Add(1)
 	}
 	r.seenAny = true
-	if !r.cfg.Reliable {
-		// Best effort delivers the newest complete message at once; held
-		// ones older than a gap go first, the gap counts as lost.
-		for q := st.next; q <= st.high && q-st.next <= r.mask; q++ {
-			if j := st.win[q&r.mask]; j >= 0 && r.slots[j].seq == q && r.slots[j].state == slotComplete {
-				if q > st.next {
-					r.skipTo(si, q)
-				} else {
-					r.drain(si)
-				}
-				q = st.next - 1
-			}
-		}
+	// What it completed meanwhile was sequenced exactly as if it had been
+	// confirmed (same order, same loss accounting); hand it out now.
+	for _, idx := range st.heldQ {
+		r.slots[idx].state = slotReady
+		st.held--
+		r.st.lost.Add(r.slots[idx].lost)
+		r.ready <- idx // never blocks: capacity == slots
 	}
+	st.heldQ = st.heldQ[:0]
 	r.drain(si)
 }
 
@@ -990,7 +992,7 @@ func (r *Receiver) oldestUnconfirmedSlot() int32 {
 	v := int32(-1)
 	for i := range r.slots {
 		s := &r.slots[i]
-		if (s.state == slotFilling || s.state == slotComplete) && !r.streams[s.stream].confirmed &&
+		if (s.state == slotFilling || s.state == slotComplete || s.state == slotHeld) && !r.streams[s.stream].confirmed &&
 			(v < 0 || s.started < r.slots[v].started) {
 			v = int32(i)
 		}
@@ -1025,6 +1027,9 @@ func (r *Receiver) dropStream(si int) {
 			r.freeSlot(idx)
 		}
 	}
+	for len(st.heldQ) > 0 {
+		r.freeSlot(st.heldQ[len(st.heldQ)-1])
+	}
 	st.used = false
 }
 
@@ -1034,11 +1039,18 @@ func (r *Receiver) freeSlot(idx int32) {
 		return
 	}
 	st := &r.streams[s.stream]
-	if st.win[s.seq&r.mask] == idx {
+	if s.state == slotHeld {
+		for i, j := range st.heldQ {
+			if j == idx {
+				st.heldQ = append(st.heldQ[:i], st.heldQ[i+1:]...)
+				break
+			}
+		}
+	} else if st.win[s.seq&r.mask] == idx {
 		st.win[s.seq&r.mask] = -1
 	}
 	st.held--
-	if s.state == slotComplete && !st.confirmed {
+	if (s.state == slotComplete || s.state == slotHeld) && !st.confirmed {
 		r.st.unconfirmed.Add(1)
 	}
 	s.state = slotFree
@@ -1117,7 +1129,7 @@ func (r *Receiver) fragment(si int, d *Data, rx, readRx, now int64) {
 		return
 	}
 	s.state = slotComplete
-	if !r.cfg.Reliable && st.confirmed {
+	if !r.cfg.Reliable {
 		// Deliver at once; everything older still incomplete is lost.
 		if seq > st.next {
 			for q := st.next; q < seq && seq-q <= r.mask; q++ {
@@ -1213,9 +1225,6 @@ func (r *Receiver) allocSlot(s *slot) {
 // drain hands complete messages from st.next on to the caller, in order.
 func (r *Receiver) drain(si int) {
 	st := &r.streams[si]
-	if !st.confirmed {
-		return // held until the writer is confirmed
-	}
 	for {
 		idx := st.win[st.next&r.mask]
 		if idx < 0 || r.slots[idx].seq != st.next || r.slots[idx].state != slotComplete {
@@ -1224,11 +1233,17 @@ func (r *Receiver) drain(si int) {
 		s := &r.slots[idx]
 		st.win[st.next&r.mask] = -1
 		s.lost = st.pendLost
-		r.st.lost.Add(st.pendLost)
 		st.pendLost = 0
-		s.state = slotReady
-		st.held--
-		r.ready <- idx // never blocks: capacity == slots
+		if st.confirmed {
+			r.st.lost.Add(s.lost)
+			s.state = slotReady
+			st.held--
+			r.ready <- idx // never blocks: capacity == slots
+		} else {
+			// Not handed out before the writer is confirmed.
+			s.state = slotHeld
+			st.heldQ = append(st.heldQ, idx)
+		}
 		st.next++
 		st.gapSince = -1
 		st.unacked++
@@ -1433,6 +1448,8 @@ func (r *Receiver) sendAckNack(si int, now int64, nack bool) {
 }
 
 // confirmTimeout is how long a stream may stay unconfirmed before it is
-// forgotten with its slots: a third of WriterTimeout (1 s by default),
-// many heartbeat periods of a live reliable publisher.
-func (r *Receiver) confirmTimeout() time.Duration { return r.cfg.WriterTimeout / 3 }
+// forgotten with its slots: WriterTimeout (3 s by default), so a quiet
+// best-effort publisher (one heartbeat per second) whose echo was lost is
+// challenged again by its next heartbeat before its held messages go.
+// What unconfirmed streams hold meanwhile is bounded by their share.
+func (r *Receiver) confirmTimeout() time.Duration { return r.cfg.WriterTimeout }

@@ -690,9 +690,9 @@ func (s *Sender) isStatic(from netip.AddrPort) bool {
 	return false
 }
 
-// Echo replies (HEARTBEATs answering challenges) are limited per peer:
-// peers hash into echoSlots buckets, each answered at most once per
-// echoGap. Every echo answers one ACKNACK that is at least as long
+// Echo replies (HEARTBEATs answering challenges) are limited per peer and
+// cookie: (peer, cookie) pairs hash into echoSlots buckets, each answered
+// at most once per echoGap. Every echo answers one ACKNACK that is at least as long
 // (48 bytes against 52, both plus the same trailer when keyed), so a
 // forged source draws at most ~1.1× what it sends, and at most
 // echoSlots/echoGap replies per second in all.
@@ -705,7 +705,9 @@ const (
 // token): one unicast HEARTBEAT with the cookie and the token.
 func (s *Sender) echo(a *AckNack, to netip.AddrPort, now int64) {
 	tok := s.token(to)
-	slot := &s.echoAt[tok%echoSlots]
+	// Per (peer, cookie): subscribers of one group share their source
+	// address (the group port), and each needs its own echo.
+	slot := &s.echoAt[(tok^a.Cookie)%echoSlots]
 	if *slot != 0 && now-*slot < int64(echoGap) {
 		s.st.echoLimited.Add(1)
 		return

@@ -1,9 +1,9 @@
 package udp
 
 import (
-	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding"
 	"fmt"
 	"hash"
 )
@@ -53,12 +53,21 @@ func (k *Key) Overhead() int {
 	return AuthLen
 }
 
-// mac seals and verifies datagrams. Not safe for concurrent use: every
-// goroutine that seals or verifies holds its own (or a lock).
+// mac seals and verifies datagrams with HMAC-SHA-256 (RFC 2104). Not safe
+// for concurrent use: every goroutine that seals or verifies holds its own
+// (or a lock).
+//
+// It keeps the SHA-256 states after the ipad and opad blocks and restores
+// them per datagram (what crypto/hmac does too, minus its per-call
+// bookkeeping: about a fifth of the cost of a small datagram here);
+// TestMACMatchesCryptoHMAC checks the tags against crypto/hmac.
 type mac struct {
-	h   hash.Hash
-	sum [sha256.Size]byte
-	ctr uint64 // last counter sealed
+	in, out  hash.Hash
+	inU      encoding.BinaryUnmarshaler
+	outU     encoding.BinaryUnmarshaler
+	ist, ost []byte // marshalled states after the ipad / opad block
+	sum      [sha256.Size]byte
+	ctr      uint64 // last counter sealed
 }
 
 // newMAC returns the MAC state of one sending/receiving context; nil for
@@ -69,14 +78,41 @@ func (k *Key) newMAC(ctr0 uint64) *mac {
 	if k == nil {
 		return nil
 	}
-	return &mac{h: hmac.New(sha256.New, k.b), ctr: ctr0}
+	key := k.b
+	if len(key) > sha256.BlockSize {
+		s := sha256.Sum256(key)
+		key = s[:]
+	}
+	var ipad, opad [sha256.BlockSize]byte
+	copy(ipad[:], key)
+	copy(opad[:], key)
+	for i := range ipad {
+		ipad[i] ^= 0x36
+		opad[i] ^= 0x5c
+	}
+	m := &mac{in: sha256.New(), out: sha256.New(), ctr: ctr0}
+	m.in.Write(ipad[:])
+	m.out.Write(opad[:])
+	// sha256's digest implements both (it is how crypto/hmac restores it).
+	m.ist, _ = m.in.(encoding.BinaryMarshaler).MarshalBinary()
+	m.ost, _ = m.out.(encoding.BinaryMarshaler).MarshalBinary()
+	m.inU, m.outU = m.in.(encoding.BinaryUnmarshaler), m.out.(encoding.BinaryUnmarshaler)
+	return m
+}
+
+// hmacOf is HMAC-SHA-256(key, a ++ b) into m.sum. 0 allocs.
+func (m *mac) hmacOf(a, b []byte) []byte {
+	_ = m.inU.UnmarshalBinary(m.ist)
+	m.in.Write(a)
+	m.in.Write(b)
+	inner := m.in.Sum(m.sum[:0])
+	_ = m.outU.UnmarshalBinary(m.ost)
+	m.out.Write(inner)
+	return m.out.Sum(m.sum[:0])
 }
 
 func (m *mac) compute(b []byte, n int) []byte {
-	m.h.Reset()
-	m.h.Write(b[:16])
-	m.h.Write(b[CommonLen : n-TagLen])
-	return m.h.Sum(m.sum[:0])[:TagLen]
+	return m.hmacOf(b[:16], b[CommonLen:n-TagLen])[:TagLen]
 }
 
 // seal turns the plain datagram b[:n] (already framed by putCommon) into an

@@ -114,6 +114,11 @@ type NodeOptions struct {
 	// (Slots+17) × slot size of memory per topic (about 200 MiB for a
 	// 10 MiB contract with Depth 1). docs/middleware.md, "Space".
 	ShmReserveAll bool
+	// UDPKeyFile names the domain key of this node's UDP endpoints whose
+	// contract names none (UDPConfig.KeyFile): hex, mode 0600. Every
+	// datagram is then authenticated (docs/security.md, "UDP"). Empty: an
+	// unauthenticated domain.
+	UDPKeyFile string
 }
 
 // PublisherOptions configures a publisher. nil means defaults.

@@ -119,6 +119,8 @@ func mapUDPErr(err error) error {
 		return ErrClosed
 	case errors.Is(err, udp.ErrLoanOutstanding):
 		return ErrLoanOutstanding
+	case errors.Is(err, udp.ErrKeyMode):
+		return fmt.Errorf("%w: %w", ErrPermission, err)
 	case errors.Is(err, udp.ErrConfig):
 		return fmt.Errorf("%w: %w", ErrContract, err)
 	}
@@ -138,13 +140,17 @@ type udpParams struct {
 	depth    int
 	loopback bool
 	announce netip.AddrPort
+	keyFile  string
+	key      *udp.Key // nil: unauthenticated
 }
 
 func udpContractErr(c Contract, field string, v any, why string) error {
 	return fmt.Errorf("%w: topic %q: udp.%s %v: %s", ErrContract, c.Topic, field, v, why)
 }
 
-func parseUDP(c Contract) (udpParams, error) {
+// parseUDP validates c's UDP part and loads its domain key (the
+// contract's KeyFile, else the node's UDPKeyFile).
+func parseUDP(c Contract, nodeKeyFile string) (udpParams, error) {
 	var p udpParams
 	if err := validTopic(c.Topic); err != nil {
 		return p, err
@@ -220,18 +226,30 @@ func parseUDP(c Contract) (udpParams, error) {
 		}
 		p.allow = append(p.allow, pf.Masked())
 	}
+	if p.keyFile = u.KeyFile; p.keyFile == "" {
+		p.keyFile = nodeKeyFile
+	}
+	if p.keyFile != "" {
+		k, err := udp.LoadKeyFile(p.keyFile)
+		if err != nil {
+			return p, fmt.Errorf("topic %q: udp.key_file: %w", c.Topic, mapUDPErr(err))
+		}
+		p.key = k
+	}
+	// An authenticated datagram carries AuthLen more bytes.
+	over := p.key.Overhead()
 	switch {
 	case u.FragmentSize != 0:
 		p.fragSize = u.FragmentSize
 	case u.MTU != 0:
-		p.fragSize = u.MTU - 28 - udp.DataHeaderLen
+		p.fragSize = u.MTU - 28 - udp.DataHeaderLen - over
 	case p.loopback && (len(p.peers) > 0 || p.group.IsValid()):
-		p.fragSize = udp.MaxDatagram - udp.DataHeaderLen
+		p.fragSize = udp.MaxDatagram - udp.DataHeaderLen - over
 	default:
-		p.fragSize = 1500 - 28 - udp.DataHeaderLen
+		p.fragSize = 1500 - 28 - udp.DataHeaderLen - over
 	}
-	if p.fragSize < udp.MinFragSize || p.fragSize > udp.MaxDatagram-udp.DataHeaderLen {
-		return p, udpContractErr(c, "fragment_size/mtu", p.fragSize, fmt.Sprintf("fragment payload must be %d..%d bytes", udp.MinFragSize, udp.MaxDatagram-udp.DataHeaderLen))
+	if top := udp.MaxDatagram - udp.DataHeaderLen - over; p.fragSize < udp.MinFragSize || p.fragSize > top {
+		return p, udpContractErr(c, "fragment_size/mtu", p.fragSize, fmt.Sprintf("fragment payload must be %d..%d bytes", udp.MinFragSize, top))
 	}
 	return p, nil
 }
@@ -244,7 +262,7 @@ type udpPub struct {
 }
 
 func newUDPPublisher(n *Node, c Contract, o *PublisherOptions) (pubTransport, error) {
-	p, err := parseUDP(c)
+	p, err := parseUDP(c, n.opts.UDPKeyFile)
 	if err != nil {
 		return nil, err
 	}
@@ -281,7 +299,7 @@ func newUDPPublisher(n *Node, c Contract, o *PublisherOptions) (pubTransport, er
 		SendTimeout: sendTimeout, BatchBytes: c.UDP.BatchBytes, BatchDelay: c.UDP.BatchDelay,
 		Clock: int32(clock), Stamp: func() (int64, int64) { return stampNow(clock) },
 		HeaderVersion: 1, LearnTTL: 3 * annPeriod(c), PaceRate: c.UDP.PaceRate, PaceBurst: c.UDP.PaceBurst,
-		Logger: n.opts.Logger,
+		Key: p.key, Logger: n.opts.Logger,
 	})
 	if err != nil {
 		conn.Close()
@@ -290,7 +308,7 @@ func newUDPPublisher(n *Node, c Contract, o *PublisherOptions) (pubTransport, er
 	if p.announce.IsValid() {
 		e := udp.AnnounceEntry{Role: udp.RolePublisher, Port: t.s.LocalAddr().Port(), Epoch: t.s.Epoch()}
 		e.SetTopic(c.Topic)
-		if t.ann, err = n.announce(c, p.announce, e, t.s.LearnAnnounce); err != nil {
+		if t.ann, err = n.announce(c, p, e, t.s.LearnAnnounce); err != nil {
 			t.s.Close()
 			return nil, err
 		}
@@ -347,7 +365,7 @@ type udpSub struct {
 }
 
 func newUDPSubscriber(n *Node, c Contract, o *SubscriberOptions) (subTransport, error) {
-	p, err := parseUDP(c)
+	p, err := parseUDP(c, n.opts.UDPKeyFile)
 	if err != nil {
 		return nil, err
 	}
@@ -375,7 +393,7 @@ func newUDPSubscriber(n *Node, c Contract, o *SubscriberOptions) (subTransport, 
 	r, err := udp.NewReceiver(sock, udp.ReceiverConfig{
 		TopicID: p.topicID, MaxPayload: c.MaxPayload, Reliable: p.reliable, Depth: p.depth,
 		ReassemblyBytes: c.UDP.ReassemblyBytes, ReassemblyTimeout: c.UDP.ReassemblyTimeout,
-		NackInterval: c.UDP.NackInterval, AllowFrom: p.allow, Logger: n.opts.Logger,
+		NackInterval: c.UDP.NackInterval, AllowFrom: p.allow, Key: p.key, Logger: n.opts.Logger,
 	})
 	if err != nil {
 		sock.Close()
@@ -389,7 +407,7 @@ func newUDPSubscriber(n *Node, c Contract, o *SubscriberOptions) (subTransport, 
 			e.Addr = a.As4()
 		}
 		e.SetTopic(c.Topic)
-		if t.ann, err = n.announce(c, p.announce, e, nil); err != nil {
+		if t.ann, err = n.announce(c, p, e, nil); err != nil {
 			r.Close()
 			return nil, err
 		}
@@ -459,6 +477,7 @@ type annKey struct {
 	group netip.AddrPort
 	iface string
 	netns uint64 // inode of the calling thread's network namespace
+	key   string // domain key file: endpoints under different keys announce apart
 }
 
 func annPeriod(c Contract) time.Duration {
@@ -471,20 +490,21 @@ func annPeriod(c Contract) time.Duration {
 // announce registers an endpoint with the node's announcer for the
 // contract's announce group, opening the announcer (one socket joined to
 // the group, in the calling thread's namespace) for the first endpoint.
-func (n *Node) announce(c Contract, group netip.AddrPort, e udp.AnnounceEntry, learn udp.LearnFunc) (*udp.AnnounceEndpoint, error) {
+func (n *Node) announce(c Contract, p udpParams, e udp.AnnounceEntry, learn udp.LearnFunc) (*udp.AnnounceEndpoint, error) {
+	group := p.announce
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.closed {
 		return nil, fmt.Errorf("node %q: %w", n.name, ErrClosed)
 	}
-	k := annKey{group: group, iface: c.UDP.Interface, netns: threadNetns()}
+	k := annKey{group: group, iface: c.UDP.Interface, netns: threadNetns(), key: p.keyFile}
 	a := n.ann[k]
 	if a == nil {
 		sock, err := udp.Open(udp.SocketConfig{Group: group, Interface: c.UDP.Interface, Logger: n.opts.Logger})
 		if err != nil {
 			return nil, fmt.Errorf("topic %q: announce socket %s on %s: %w", c.Topic, group, c.UDP.Interface, mapUDPErr(err))
 		}
-		a = udp.NewAnnouncer(sock, udp.AnnouncerConfig{To: group, Period: annPeriod(c), Node: n.name, Logger: n.opts.Logger})
+		a = udp.NewAnnouncer(sock, udp.AnnouncerConfig{To: group, Period: annPeriod(c), Node: n.name, Key: p.key, Logger: n.opts.Logger})
 		if n.ann == nil {
 			n.ann = map[annKey]*udp.Announcer{}
 		}

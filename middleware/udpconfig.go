@@ -102,6 +102,14 @@ type UDPConfig struct {
 	// BusyPoll sets SO_BUSY_POLL on the subscriber's socket; 0 is off.
 	BusyPoll time.Duration `yaml:"busy_poll,omitempty" json:"busy_poll,omitempty"`
 
+	// KeyFile names the domain key file (hex, mode 0600 — anything group-
+	// or world-accessible is refused with an error naming the file). With
+	// a key every datagram carries a 128-bit HMAC-SHA-256 tag and a replay
+	// counter; datagrams without a valid tag, or replayed, are dropped and
+	// counted (docs/security.md, "UDP"). Both ends need the same key.
+	// Default: NodeOptions.UDPKeyFile; empty there too: unauthenticated.
+	KeyFile string `yaml:"key_file,omitempty" json:"key_file,omitempty"`
+
 	// Fault injects seeded, deterministic faults under the publisher's
 	// socket (tests only; never set by fixtures).
 	Fault *UDPFault `yaml:"-" json:"-"`

@@ -204,6 +204,8 @@ func TestUsageErrors(t *testing.T) {
 		{"pingpong", "--wait", "sometimes"},
 		{"pingpong", "--path", "teleport"},
 		{"pingpong", "--transport", "uds", "--netns"},
+		{"pingpong", "--transport", "shm", "--compare-auth"},
+		{"pingpong", "--transport", "raw-udp", "--key", "k"},
 		{"pingpong", "--bogus"},
 		{"frobnicate"},
 		{},
@@ -212,6 +214,28 @@ func TestUsageErrors(t *testing.T) {
 		if !errors.Is(err, bench.ErrUsage) {
 			t.Errorf("%v: err %v, want ErrUsage", args, err)
 		}
+	}
+}
+
+// TestCompareAuth: --compare-auth alternates keyed and unkeyed udp
+// sessions (a temporary key) and reports their ratio; the table names the
+// keyed rows udp+key.
+func TestCompareAuth(t *testing.T) {
+	noLeftovers(t)
+	out, err := runMain(t, "pingpong", "--transport", "udp", "--compare-auth", "--rounds", "2",
+		"-n", "200", "--warmup", "50", "--size", "16", "--json", "--probe=false")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep bench.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Ratios) != 1 || rep.Ratios[0].Middleware != "udp+key" || rep.Ratios[0].Baseline != "udp" || rep.Ratios[0].P50 <= 0 {
+		t.Fatalf("want one udp+key / udp ratio, got %+v", rep.Ratios)
+	}
+	if len(rep.Results) != 2 || !rep.Results[0].Auth || rep.Results[1].Auth || len(rep.Results[0].RoundP50) != 2 {
+		t.Fatalf("compare-auth results: %+v", rep.Results)
 	}
 }
 

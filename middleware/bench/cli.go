@@ -44,6 +44,8 @@ const usage = `usage: hilrig bench <sub-command> [flags]
   pingpong    round-trip latency between two processes (or goroutines):
               --transport shm|intra|udp|raw-spin|raw-futex|uds|raw-udp|raw-spin-intra|chan
               --compare runs the matching baseline alternately and prints the ratio
+              --transport udp --key FILE authenticates every datagram; --compare-auth
+              prints the ratio keyed/unkeyed, alternating rounds in one run
   throughput  1 MiB reliable MB/s + CPU%, 16 B best-effort msgs/s (shm, udp) with
               memcpy / raw-udp baselines in the same run
   ddsperf     Cyclone DDS ddsperf (loopback-confined) side by side with hilrig udp
@@ -119,6 +121,8 @@ func mainPingPong(ctx context.Context, l Launcher, args []string, stdout, stderr
 	fs.IntVar(&c.Datagram, "datagram", 0, "raw-udp payload bytes per datagram (0: 65507 on loopback, 1472 across --netns, the middleware's packet sizes)")
 	fs.BoolVar(&c.Compare, "compare", false, "also run the matching baseline, alternating rounds, and print the ratio")
 	fs.IntVar(&c.Rounds, "rounds", 4, "compare: number of alternating rounds (n is split across them)")
+	fs.StringVar(&c.KeyFile, "key", "", "udp: domain key file (hex, mode 0600): authenticate every datagram (docs/security.md)")
+	fs.BoolVar(&c.CompareAuth, "compare-auth", false, "udp: measure with the domain key against without, alternating rounds, and print the ratio (a random key when --key is not given)")
 	fs.BoolVar(&c.Probe, "probe", true, "measure a cache-line round trip before and after and flag disturbed runs")
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
 	if err := parse(fs, args); err != nil || fsHelp(args) {

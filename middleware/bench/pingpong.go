@@ -2,7 +2,10 @@ package bench
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
+	"os"
 	"runtime"
 	"time"
 
@@ -44,6 +47,14 @@ type PingPongConfig struct {
 	Rounds  int
 	// Probe measures a cache-line round trip before and after.
 	Probe bool
+	// KeyFile is a UDP domain key file (hex, mode 0600): the udp
+	// transport's datagrams are then authenticated (docs/security.md).
+	KeyFile string
+	// CompareAuth (udp only) measures udp with the domain key against udp
+	// without, alternating rounds in one run, and reports their ratio
+	// instead of the raw-udp one. Without KeyFile a random key is written
+	// to a temporary 0600 file for the run.
+	CompareAuth bool
 	// Launcher starts the other process; zero means this hilrig binary.
 	Launcher Launcher
 }
@@ -107,7 +118,10 @@ func (c *PingPongConfig) Validate() error {
 	if c.NetNS && c.Transport != TUDP && c.Transport != TRawUDP {
 		return fmt.Errorf("%w: --netns applies to udp and raw-udp only, not %s", ErrUsage, c.Transport)
 	}
-	if c.Compare && c.Rounds < 1 {
+	if (c.KeyFile != "" || c.CompareAuth) && c.Transport != TUDP {
+		return fmt.Errorf("%w: --key/--compare-auth apply to --transport udp only, not %s", ErrUsage, c.Transport)
+	}
+	if (c.Compare || c.CompareAuth) && c.Rounds < 1 {
 		return fmt.Errorf("%w: --rounds %d: want >= 1", ErrUsage, c.Rounds)
 	}
 	return nil
@@ -137,13 +151,15 @@ func Baseline(t, w string) string {
 
 // Result is one transport at one size.
 type Result struct {
-	Transport string      `json:"transport"`
-	Wait      string      `json:"wait,omitempty"`
-	Path      string      `json:"path,omitempty"`
-	Size      int         `json:"size"`
-	NetNS     bool        `json:"netns,omitempty"`
-	RTT       Percentiles `json:"rtt"`
-	OneWay    Percentiles `json:"one_way"`
+	Transport string `json:"transport"`
+	Wait      string `json:"wait,omitempty"`
+	Path      string `json:"path,omitempty"`
+	Size      int    `json:"size"`
+	NetNS     bool   `json:"netns,omitempty"`
+	// Auth: udp with the domain key (--key, --compare-auth).
+	Auth   bool        `json:"auth,omitempty"`
+	RTT    Percentiles `json:"rtt"`
+	OneWay Percentiles `json:"one_way"`
 	// RoundP50 are the per-round RTT p50s in compare mode, ns.
 	RoundP50 []int64 `json:"round_p50_ns,omitempty"`
 }
@@ -193,6 +209,9 @@ func (c *PingPongConfig) end(t string, size int) endSpec {
 		pingCPU: c.PingCPU, pongCPU: c.PongCPU, launcher: c.Launcher}
 	if isMiddleware(t) {
 		e.wait, e.path = c.Wait, c.Path
+	}
+	if t == TUDP {
+		e.keyFile = c.KeyFile
 	}
 	return e
 }
@@ -286,8 +305,28 @@ func PingPong(ctx context.Context, c PingPongConfig) (*Report, error) {
 			return nil, err
 		}
 	}
+	if c.CompareAuth && c.KeyFile == "" {
+		f, err := tempKeyFile()
+		if err != nil {
+			return nil, err
+		}
+		defer os.Remove(f)
+		c.KeyFile = f
+	}
 	base := Baseline(c.Transport, c.Wait)
 	for _, size := range c.Sizes {
+		if c.CompareAuth {
+			keyed := c.end(TUDP, size)
+			plain := keyed
+			plain.keyFile = ""
+			mw, bl, ratio, err := c.compareEnds(ctx, keyed, plain, size)
+			if err != nil {
+				return nil, err
+			}
+			rep.Results = append(rep.Results, mw, bl)
+			rep.Ratios = append(rep.Ratios, ratio)
+			continue
+		}
 		if !c.Compare || base == c.Transport {
 			h := newHist()
 			if err := measure(ctx, c.end(c.Transport, size), c.RoundTrips, c.Warmup, h); err != nil {
@@ -315,7 +354,8 @@ func PingPong(ctx context.Context, c PingPongConfig) (*Report, error) {
 }
 
 func (c *PingPongConfig) result(t string, size int, h *hist, rounds []int64) Result {
-	r := Result{Transport: t, Size: size, NetNS: c.NetNS && (t == TUDP || t == TRawUDP), RTT: h.percentiles(), RoundP50: rounds}
+	r := Result{Transport: t, Size: size, NetNS: c.NetNS && (t == TUDP || t == TRawUDP), RTT: h.percentiles(), RoundP50: rounds,
+		Auth: t == TUDP && c.KeyFile != ""}
 	if isMiddleware(t) {
 		r.Wait, r.Path = c.Wait, c.Path
 	}
@@ -326,22 +366,32 @@ func (c *PingPongConfig) result(t string, size int, h *hist, rounds []int64) Res
 // compare alternates middleware and baseline sessions (A B, B A, ...) so
 // slow drifts of the shared machine hit both alike.
 func (c *PingPongConfig) compare(ctx context.Context, base string, size int) (Result, Result, Ratio, error) {
+	return c.compareEnds(ctx, c.end(c.Transport, size), c.end(base, size), size)
+}
+
+// compareEnds alternates sessions of a (the middleware under test) and b
+// (its baseline): A B, B A, ...
+func (c *PingPongConfig) compareEnds(ctx context.Context, a, b endSpec, size int) (Result, Result, Ratio, error) {
 	per := max(c.RoundTrips/c.Rounds, 1)
 	warm := max(c.Warmup/c.Rounds, 100)
 	hm, hb := newHist(), newHist()
 	var rm, rb []int64
 	for r := range c.Rounds {
-		order := []string{c.Transport, base}
+		order := []bool{true, false}
 		if r%2 == 1 {
-			order[0], order[1] = base, c.Transport
+			order[0], order[1] = false, true
 		}
-		for _, t := range order {
+		for _, isA := range order {
+			e := b
+			if isA {
+				e = a
+			}
 			h := newHist()
-			if err := measure(ctx, c.end(t, size), per, warm, h); err != nil {
+			if err := measure(ctx, e, per, warm, h); err != nil {
 				return Result{}, Result{}, Ratio{}, err
 			}
 			p50 := h.percentiles().P50
-			if t == c.Transport {
+			if isA {
 				hm.merge(h)
 				rm = append(rm, p50)
 			} else {
@@ -350,8 +400,9 @@ func (c *PingPongConfig) compare(ctx context.Context, base string, size int) (Re
 			}
 		}
 	}
-	mw, bl := c.result(c.Transport, size, hm, rm), c.result(base, size, hb, rb)
-	ratio := Ratio{Middleware: c.Transport, Baseline: base, Size: size,
+	mw, bl := c.result(a.transport, size, hm, rm), c.result(b.transport, size, hb, rb)
+	mw.Auth, bl.Auth = a.keyFile != "", b.keyFile != ""
+	ratio := Ratio{Middleware: name(mw), Baseline: name(bl), Size: size,
 		P50: float64(mw.RTT.P50) / float64(bl.RTT.P50), P99: float64(mw.RTT.P99) / float64(bl.RTT.P99)}
 	for i := range rm {
 		x := float64(rm[i]) / float64(rb[i])
@@ -441,4 +492,24 @@ func judgeProbe(before, after int64) *Probe {
 		p.Reason = fmt.Sprintf("cache-line round trip %d/%d ns (> %d ns): the vCPUs are far apart or busy; figures are not comparable with a near placement", before, after, probeFarNs)
 	}
 	return p
+}
+
+// tempKeyFile writes a random 32-byte domain key (hex) to a new 0600 file
+// for a --compare-auth run without --key; the caller removes it.
+func tempKeyFile() (string, error) {
+	var k [32]byte
+	_, _ = rand.Read(k[:])
+	f, err := os.CreateTemp("", "hilrig-bench-*.key") // created 0600
+	if err != nil {
+		return "", fmt.Errorf("--compare-auth: temporary key file: %w", err)
+	}
+	_, err = f.WriteString(hex.EncodeToString(k[:]) + "\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", fmt.Errorf("--compare-auth: temporary key file: %w", err)
+	}
+	return f.Name(), nil
 }

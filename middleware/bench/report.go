@@ -22,8 +22,16 @@ func FormatSize(n int) string {
 
 func us(ns int64) string { return fmt.Sprintf("%.3f", float64(ns)/1e3) }
 
+// name is the transport as ratios name it: "udp+key" when authenticated.
+func name(r Result) string {
+	if r.Auth {
+		return r.Transport + "+key"
+	}
+	return r.Transport
+}
+
 func label(r Result) string {
-	s := r.Transport
+	s := name(r)
 	if r.Wait != "" {
 		s += "/" + r.Wait + "/" + r.Path
 	}
@@ -76,7 +84,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 
 func roundsOf(r *Report, q Ratio) int {
 	for _, x := range r.Results {
-		if x.Transport == q.Middleware && x.Size == q.Size {
+		if name(x) == q.Middleware && x.Size == q.Size {
 			return len(x.RoundP50)
 		}
 	}

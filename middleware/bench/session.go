@@ -61,7 +61,8 @@ type endSpec struct {
 	pingCPU   int
 	pongCPU   int
 	launcher  Launcher
-	depth     int // contract history depth; 0: 1
+	depth     int    // contract history depth; 0: 1
+	keyFile   string // udp: domain key file; "": unauthenticated
 }
 
 // session is one set-up ping-pong: the local pinger and either a child
@@ -295,7 +296,7 @@ func (s *session) openUDP(e endSpec, buf []byte) error {
 	if err != nil {
 		return err
 	}
-	spec.Wait, spec.Path, spec.Reliable = e.wait, e.path, e.reliable
+	spec.Wait, spec.Path, spec.Reliable, spec.KeyFile = e.wait, e.path, e.reliable, e.keyFile
 	var end *mwEnd
 	err = s.inA(func() error {
 		port, err := freeUDPPort(parentIP)
@@ -303,7 +304,7 @@ func (s *session) openUDP(e endSpec, buf []byte) error {
 			return err
 		}
 		spec.ParentAddr = netip.AddrPortFrom(parentIP, uint16(port)).String()
-		node, err := middleware.OpenNode("bench-ping", &middleware.NodeOptions{Domain: benchDomain()})
+		node, err := middleware.OpenNode("bench-ping", &middleware.NodeOptions{Domain: benchDomain(), UDPKeyFile: e.keyFile})
 		if err != nil {
 			return mwErr("open node", err)
 		}
@@ -428,7 +429,7 @@ func newChildPong(spec childSpec) (ponger, string, error) {
 		if err != nil {
 			return nil, "", err
 		}
-		node, err := middleware.OpenNode("bench-pong", &middleware.NodeOptions{Domain: spec.Domain, ShmDir: spec.ShmDir})
+		node, err := middleware.OpenNode("bench-pong", &middleware.NodeOptions{Domain: spec.Domain, ShmDir: spec.ShmDir, UDPKeyFile: spec.KeyFile})
 		if err != nil {
 			return nil, "", mwErr("open node", err)
 		}

@@ -71,6 +71,31 @@ func (p udpPair) sendPaced(ctx context.Context, n int, rateHz float64, from uint
 	return nil
 }
 
+// sendScheduled publishes n pattern messages on a fixed schedule of
+// rateHz from its start: a tick the host delivered late is made up at
+// once, so the offered rate is the schedule's, not what the ticker
+// managed on a busy host.
+func (p udpPair) sendScheduled(ctx context.Context, n int, rateHz float64, from uint64) error {
+	buf := make([]byte, p.C.MaxPayload)
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	start := time.Now()
+	for i := 0; i < n; {
+		for due := min(int(rateHz*time.Since(start).Seconds())+1, n); i < due; i++ {
+			faultkit.Fill(buf, from+uint64(i))
+			if err := p.Pub.Send(buf); err != nil {
+				return fmt.Errorf("send %d: %w", from+uint64(i), err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+	return nil
+}
+
 func udpStats(s *middleware.Subscriber) middleware.UDPSubscriberStats {
 	st, _ := s.UDPStats()
 	return st
@@ -170,6 +195,84 @@ var _ = Describe("network faults", Label(labels.Faults, labels.Smoke), func() {
 			Expect(c).To(reportmatch.HaveNoLoss())
 			Expect(c).To(reportmatch.MeetBounds())
 		})
+})
+
+// forgedFragmentFlood is issue 14 item 1 as a measurement: a reliable
+// 500 Hz topic (the rate the issue froze), measured idle and then under a
+// flood of 10,000 forged DATA first fragments per second under made-up
+// epochs, each epoch covering the topic's whole reliable window. Throughput is delivered messages per second from the phase's
+// first send to its last delivery; under the flood it must stay ≥ 99 % of
+// idle, with nothing lost and no send timing out.
+func forgedFragmentFlood(ctx SpecContext) {
+	const payload, rate, perPhase, floodRate = 16 << 10, 500.0, 4000, 10_000.0
+	p := newUDPPair(ctx, "fault/udp-fragflood", true, payload, nil)
+	phase := func(from uint64) (float64, error) {
+		before := p.W.Delivered()
+		start := time.Now()
+		if err := p.sendScheduled(ctx, perPhase, rate, from); err != nil {
+			return 0, err
+		}
+		Eventually(p.W.Delivered).WithContext(ctx).WithTimeout(20*time.Second).Should(BeEquivalentTo(before+perPhase), "phase from seq %d delivered", from)
+		return float64(perPhase) / time.Since(start).Seconds(), nil
+	}
+
+	By("idle: 4000 messages at 500 Hz")
+	idle, err := phase(1)
+	Expect(err).NotTo(HaveOccurred())
+
+	By("under 10,000 forged first fragments per second")
+	// 256 messages per made-up epoch: the contract's whole window (Depth
+	// 256), so three forged streams could hold 3× the pool.
+	fl, err := faultkit.NewFragmentFlood(p.Sub.LocalUDPAddr(), p.C.Topic, payload, 256, 14)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(fl.Close)
+	fctx, stop := context.WithCancel(ctx)
+	type res struct {
+		rate float64
+		err  error
+	}
+	fdone := make(chan res, 1)
+	go func() { r, err := fl.Run(fctx, floodRate); fdone <- res{r, err} }()
+	base := udpStats(p.Sub)
+	flooded, err := phase(1 + perPhase)
+	stop()
+	fr := <-fdone
+	Expect(err).NotTo(HaveOccurred(), "no send timed out under the flood")
+	Expect(fr.err).NotTo(HaveOccurred())
+
+	st := udpStats(p.Sub)
+	ps, _ := p.Pub.UDPStats()
+	es := p.W.Epochs()
+	ratio := flooded / idle
+	c := udpCase("udp reliable 500 Hz under 10k/s forged first fragments", p, 2*perPhase)
+	c.RateHz = rate
+	c.MsgsPerSec = flooded
+	c.Extra = map[string]float64{
+		"idle msgs/s": idle, "flood msgs/s": flooded, "flood/idle": ratio,
+		"forged datagrams/s": fr.rate, "forged sent": float64(fl.Sent),
+		"receiver unconfirmed": float64(st.Unconfirmed - base.Unconfirmed), "receiver unknown writer": float64(st.UnknownWriter - base.UnknownWriter),
+		"receiver pool exhausted": float64(st.PoolExhausted - base.PoolExhausted), "receiver evicted": float64(st.Evicted - base.Evicted),
+		"challenges sent": float64(st.Challenges - base.Challenges), "publisher timeouts": float64(ps.Timeouts),
+		"publisher retransmits": float64(ps.Retransmits),
+	}
+	c.Notes = append(c.Notes, "throughput = messages per second from a phase's first send to its last delivery; the topic is paced at 500 Hz, so the idle figure is ~500",
+		"the forged fragments carry valid CRCs and made-up epochs; none was confirmed, so none was delivered or NACKed (docs/security.md, UDP)")
+	AddReportEntry("forged fragment flood", fmt.Sprintf("idle %.1f msg/s, flooded %.1f msg/s (%.4f×) under %.0f forged datagrams/s (%d sent); receiver %+v; publisher timeouts %d retransmits %d",
+		idle, flooded, ratio, fr.rate, fl.Sent, st, ps.Timeouts, ps.Retransmits))
+	Expect(harness.Record(c)).To(Succeed())
+	Expect(es).To(HaveLen(1), "only the real writer was delivered")
+	Expect(es[0].Lost).To(BeZero())
+	Expect(es[0].SeqErrors).To(BeZero())
+	Expect(es[0].Torn).To(BeZero())
+	Expect(ps.Timeouts).To(BeZero())
+	Expect(fr.rate).To(BeNumerically(">=", 0.9*floodRate), "the flood ran at (about) its rate")
+	Expect(ratio).To(BeNumerically(">=", 0.99), "throughput under the flood ≥ 99 %% of idle")
+}
+
+// A ~20 s measurement: faults only, not smoke.
+var _ = Describe("network faults, measured", Label(labels.Faults), func() {
+	It("a reliable topic under 10,000 forged first fragments per second (made-up epochs) keeps ≥ 99 % of its idle throughput with 0 loss",
+		SpecTimeout(2*time.Minute), forgedFragmentFlood)
 })
 
 func udpCase(name string, p udpPair, n int) *report.Case {

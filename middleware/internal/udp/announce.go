@@ -21,7 +21,11 @@ type AnnouncerConfig struct {
 	// MaxBytes bounds one ANNOUNCE datagram; a node whose endpoints do not
 	// fit sends several per period. Default AnnounceMTU (1472).
 	MaxBytes int
-	Logger   *slog.Logger
+	// Key, when set, seals every ANNOUNCE and makes the announcer ignore
+	// announces without a valid tag (a spoofed announce cannot steer a
+	// publisher to a made-up subscriber).
+	Key    *Key
+	Logger *slog.Logger
 }
 
 // LearnFunc receives one subscriber entry of a foreign or local ANNOUNCE
@@ -46,6 +50,8 @@ type Announcer struct {
 	lastSent int64
 	closed   bool
 	sent     uint64 // datagrams sent
+	mac      *mac   // seals (guarded by mu); nil unkeyed
+	vmac     *mac   // verifies (the loop goroutine)
 
 	done chan struct{}
 	wg   sync.WaitGroup
@@ -78,6 +84,7 @@ func NewAnnouncer(conn Conn, cfg AnnouncerConfig) *Announcer {
 	for a.epoch == 0 {
 		a.epoch = randEpoch()
 	}
+	a.mac, a.vmac = cfg.Key.newMAC(uint64(time.Now().UnixNano())), cfg.Key.newMAC(0)
 	a.wg.Add(1)
 	go a.loop()
 	return a
@@ -162,7 +169,11 @@ func (a *Announcer) sendLocked(msg *Announce, buf []byte) {
 		if msg.N == 0 {
 			return
 		}
-		if n, err := msg.MarshalBinaryTo(buf); err == nil {
+		n, err := msg.MarshalBinaryTo(buf)
+		if err == nil && a.mac != nil {
+			n, err = a.mac.seal(buf, n)
+		}
+		if err == nil {
 			if err := a.conn.WriteTo(buf[:n], a.cfg.To); err != nil {
 				a.cfg.Logger.Warn("udp: announce send failed", "group", a.cfg.To, "err", err)
 			} else {
@@ -185,7 +196,7 @@ func (a *Announcer) sendLocked(msg *Announce, buf []byte) {
 func (a *Announcer) loop() {
 	defer a.wg.Done()
 	buf := make([]byte, MaxDatagram+1)
-	out := make([]byte, a.cfg.MaxBytes)
+	out := make([]byte, a.cfg.MaxBytes+AuthLen)
 	var in, msg Announce
 	for {
 		a.mu.Lock()
@@ -213,7 +224,7 @@ func (a *Announcer) loop() {
 			}
 			continue
 		}
-		if in.UnmarshalBinary(buf[:n]) != nil {
+		if decodeAnnounce(&in, buf[:n], a.vmac) != nil {
 			continue
 		}
 		a.mu.Lock()
@@ -258,4 +269,26 @@ func ListenAnnounces(ctx context.Context, conn Conn, fn func(from netip.AddrPort
 			fn(from, &a)
 		}
 	}
+}
+
+// decodeAnnounce validates and decodes an ANNOUNCE, authenticated with m
+// (nil: an unauthenticated domain, where authenticated announces are
+// refused as unverifiable).
+func decodeAnnounce(a *Announce, b []byte, m *mac) error {
+	c, err := Parse(b)
+	if err != nil {
+		return err
+	}
+	if c.Kind != KindAnnounce {
+		return ErrKind
+	}
+	if m != nil || c.Auth {
+		if m == nil || !c.Auth {
+			return ErrAuth
+		}
+		if _, ok := m.verify(b); !ok {
+			return ErrAuth
+		}
+	}
+	return a.decode(c, c.body(b))
 }

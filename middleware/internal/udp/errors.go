@@ -20,6 +20,9 @@ var (
 	// ErrField is a datagram with an out-of-range field (fragment index,
 	// lengths, record count).
 	ErrField = errors.New("udp: field out of range")
+	// ErrAuth is an authenticated datagram given to a decoder without the
+	// domain key, or one whose tag does not verify.
+	ErrAuth = errors.New("udp: datagram authentication failed")
 	// ErrBuffer is returned by MarshalBinaryTo when the destination is too
 	// small.
 	ErrBuffer = errors.New("udp: buffer too small")

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"math/bits"
+	"math/rand/v2"
 	"net"
 	"net/netip"
 	"os"
@@ -56,7 +58,12 @@ type ReceiverConfig struct {
 	// WriterTimeout is the silence after which a stream is forgotten and its
 	// slots freed. Default 3 s.
 	WriterTimeout time.Duration
-	Logger        *slog.Logger
+	// Key, when set, authenticates every datagram (docs/udp.md,
+	// "Authentication"): datagrams without a valid tag are dropped and
+	// counted (Unauthenticated), replayed ones too (Replayed). nil: an
+	// unauthenticated domain.
+	Key    *Key
+	Logger *slog.Logger
 }
 
 func (c *ReceiverConfig) withDefaults() (ReceiverConfig, error) {
@@ -127,6 +134,20 @@ type ReceiverStats struct {
 	StackDelayMax      uint64 // max of the above, ns
 	PoolBytes          uint64 // reassembly bytes allocated so far
 	PoolLimit          uint64 // the configured bound on PoolBytes
+	// Unconfirmed counts messages completed by writers that were not (yet)
+	// confirmed and were discarded undelivered: their slot was reclaimed,
+	// or the writer never answered the challenge (forged or spoofed).
+	Unconfirmed uint64
+	// Confirmed counts writers confirmed by the challenge handshake.
+	Confirmed uint64
+	// Challenges counts challenge ACKNACKs sent to unconfirmed writers.
+	Challenges uint64
+	// Unauthenticated counts datagrams dropped for a missing or invalid
+	// tag (a keyed receiver), or for carrying one without a key here.
+	Unauthenticated uint64
+	// Replayed counts authenticated datagrams whose counter was seen
+	// before (or is older than the replay window) for their writer.
+	Replayed uint64
 }
 
 // Delivery is one received message as handed to Next's callback. Payload
@@ -148,6 +169,10 @@ const (
 	slotFilling
 	slotComplete
 	slotReady
+	// slotHeld: complete and in order, but its writer is not confirmed
+	// yet: it waits in the stream's heldQ, to be handed out on
+	// confirmation or discarded with the stream.
+	slotHeld
 )
 
 type slot struct {
@@ -208,6 +233,17 @@ type stream struct {
 	// NackInterval retransmitted whole 1 MiB messages that were still on
 	// their way, which overflowed the socket buffer and fed a storm.
 	wholeNack []nackMark
+	// The confirmation handshake (docs/udp.md, "Confirmed writers"): a
+	// new stream is unconfirmed until its source echoes cookie in a
+	// unicast HEARTBEAT; until then nothing of it is delivered or NACKed,
+	// and its slots count against the unconfirmed share of the pool.
+	confirmed bool
+	cookie    uint64 // random, non-zero
+	token     uint64 // the publisher's token for us (from the echo)
+	chalAt    int64  // when the last challenge went out, -1 none
+	held      int    // slots held (filling, complete or in heldQ, not yet handed out)
+	heldQ     []int32
+	rw        replayWindow
 }
 
 // Receiver is the receiving side of one topic. A goroutine it owns reads
@@ -255,11 +291,16 @@ type Receiver struct {
 	maxFrags  int
 	poolBytes int
 	srtt      int64 // smoothed NACK→retransmission delay, ns
+	share     int   // slots all unconfirmed streams may hold together
+	mac       *mac  // nil: unauthenticated domain
+	cseed     maphash.Seed
+	schal     [64]int64 // stateless challenges: when each hashed slot last sent
 
 	st struct {
 		datagrams, bytes, malformed, unknownTopic, unknownSource, forged, duplicates,
 		overruns, exhausted, evicted, timeouts, nacks, acks, delivered, lost, epochs,
-		unknownWriter, stamped, stackSum, stackMax, poolBytes atomic.Uint64
+		unknownWriter, stamped, stackSum, stackMax, poolBytes, unconfirmed, confirmed,
+		challenges, unauth, replayed atomic.Uint64
 	}
 	msg Delivery // Next's view, reused
 }
@@ -294,10 +335,14 @@ func newReceiver(conn Conn, cfg ReceiverConfig, start bool) (*Receiver, error) {
 	for i := range r.streams {
 		r.streams[i].win = make([]int32, w)
 		r.streams[i].wholeNack = make([]nackMark, w)
+		r.streams[i].heldQ = make([]int32, 0, n)
 	}
 	r.maxFrags = FragCountFor(c.MaxPayload, MinFragSize)
 	r.rbuf = make([]byte, MaxDatagram+1)
-	r.wbuf = make([]byte, AckNackHeaderLen+MaxNackEntries*NackEntryLen)
+	r.wbuf = make([]byte, AckNackHeaderLen+MaxNackEntries*NackEntryLen+AuthLen)
+	r.share = max(n/4, 1)
+	r.cseed = maphash.MakeSeed()
+	r.mac = c.Key.newMAC(uint64(time.Now().UnixNano()))
 	if r.PoolLimit() <= 16<<20 {
 		// Small pools are allocated up front so the receive path never
 		// allocates, even on first use of a slot.
@@ -335,6 +380,8 @@ func (r *Receiver) Stats() ReceiverStats {
 		AcksSent: s.acks.Load(), Delivered: s.delivered.Load(), Lost: s.lost.Load(), Epochs: s.epochs.Load(),
 		UnknownWriter: s.unknownWriter.Load(), RxStamped: s.stamped.Load(), StackDelaySum: s.stackSum.Load(),
 		StackDelayMax: s.stackMax.Load(), PoolBytes: s.poolBytes.Load(), PoolLimit: uint64(r.PoolLimit()),
+		Unconfirmed: s.unconfirmed.Load(), Confirmed: s.confirmed.Load(), Challenges: s.challenges.Load(),
+		Unauthenticated: s.unauth.Load(), Replayed: s.replayed.Load(),
 	}
 }
 
@@ -644,6 +691,18 @@ func (r *Receiver) handle(b []byte, from netip.AddrPort, rx int64, now int64) {
 		r.st.malformed.Add(1)
 		return
 	}
+	var ctr uint64
+	if r.mac != nil || c.Auth {
+		ok := false
+		if r.mac != nil && c.Auth {
+			ctr, ok = r.mac.verify(b)
+		}
+		if !ok {
+			r.st.unauth.Add(1)
+			return
+		}
+		b = c.body(b)
+	}
 	if c.TopicID != r.cfg.TopicID {
 		r.st.unknownTopic.Add(1)
 		return
@@ -664,11 +723,12 @@ func (r *Receiver) handle(b []byte, from netip.AddrPort, rx int64, now int64) {
 			r.st.malformed.Add(1)
 			return
 		}
-		si := r.stream(c.Epoch, from, r.data.Seq, now)
-		if si < 0 {
+		si := r.stream(c.Epoch, from, r.data.Seq, now, false)
+		if si < 0 || !r.fresh(si, ctr) {
 			return
 		}
 		r.fragment(si, &r.data, rx, readRx, now)
+		r.challenge(si, now)
 	case KindBatch:
 		if err := r.batch.decode(b); err != nil {
 			r.st.malformed.Add(1)
@@ -686,7 +746,7 @@ func (r *Receiver) handle(b []byte, from netip.AddrPort, rx int64, now int64) {
 		si := -1
 		for r.batch.Next(&r.rec) {
 			if first {
-				if si = r.stream(c.Epoch, from, r.rec.Seq, now); si < 0 {
+				if si = r.stream(c.Epoch, from, r.rec.Seq, now, false); si < 0 || !r.fresh(si, ctr) {
 					return
 				}
 				first = false
@@ -697,6 +757,7 @@ func (r *Receiver) handle(b []byte, from netip.AddrPort, rx int64, now int64) {
 			d.Payload = r.rec.Payload
 			r.fragment(si, d, rx, readRx, now)
 		}
+		r.challenge(si, now)
 	case KindHeartbeat:
 		if err := r.hb.decode(c, b); err != nil {
 			r.st.malformed.Add(1)
@@ -706,9 +767,15 @@ func (r *Receiver) handle(b []byte, from netip.AddrPort, rx int64, now int64) {
 		if !r.cfg.Reliable {
 			start = r.hb.LastSeq + 1 // nothing to recover in best effort
 		}
-		si := r.stream(c.Epoch, from, start, now)
-		if si < 0 {
+		// An echo of a stateless challenge (sent while the writer table
+		// was full) proves the writer: it may displace an unconfirmed one.
+		proven := r.hb.Echo != 0 && r.statelessOK(r.hb.Echo, c.Epoch, from, now)
+		si := r.stream(c.Epoch, from, start, now, proven)
+		if si < 0 || !r.fresh(si, ctr) {
 			return
+		}
+		if proven {
+			r.confirm(si, r.hb.Token)
 		}
 		r.heartbeat(si, &r.hb, now)
 	case KindAckNack, KindAnnounce:
@@ -719,7 +786,14 @@ func (r *Receiver) handle(b []byte, from netip.AddrPort, rx int64, now int64) {
 
 // stream finds or creates the stream of epoch; -1 when the datagram must be
 // dropped (forged source, table full).
-func (r *Receiver) stream(epoch uint32, from netip.AddrPort, seq uint64, now int64) int {
+//
+// With the table full, a new epoch may take the entry of a stream that is
+// silent, presumed dead, or unconfirmed past ReassemblyTimeout; a proven
+// writer (it echoed a stateless challenge) may take any unconfirmed one.
+// Otherwise the datagram is dropped (UnknownWriter) and its source gets a
+// stateless challenge: no state is kept for it, so a flood of made-up
+// epochs cannot lock a real publisher out of a full table.
+func (r *Receiver) stream(epoch uint32, from netip.AddrPort, seq uint64, now int64, proven bool) int {
 	freeIdx := -1
 	for i := range r.streams {
 		st := &r.streams[i]
@@ -746,13 +820,14 @@ func (r *Receiver) stream(epoch uint32, from netip.AddrPort, seq uint64, now int
 		for i := range r.streams {
 			o := &r.streams[i]
 			silent := now-o.lastActive > int64(r.cfg.WriterTimeout)
-			barren := o.delivered == 0 && now-o.created > int64(r.cfg.ReassemblyTimeout)
+			barren := !o.confirmed && (proven || now-o.created > int64(r.cfg.ReassemblyTimeout))
 			if (silent || barren || r.presumedDead(o, now)) && (old < 0 || o.lastActive < r.streams[old].lastActive) {
 				old = i
 			}
 		}
 		if old < 0 {
 			r.st.unknownWriter.Add(1)
+			r.statelessChallenge(epoch, from, now)
 			return -1
 		}
 		r.dropStream(old)
@@ -768,15 +843,160 @@ func (r *Receiver) stream(epoch uint32, from netip.AddrPort, seq uint64, now int
 	st.high, st.hbFirst, st.hbLast, st.hbLastAt, st.gapSince, st.lastNack, st.pendLost, st.unacked = 0, 0, 0, now, -1, 0, 0, 0
 	st.created, st.delivered = now, 0
 	st.hbAt, st.hbGap = -1, 0
+	st.confirmed, st.token, st.chalAt, st.held, st.rw = false, 0, -1, 0, replayWindow{}
+	st.heldQ = st.heldQ[:0]
+	for st.cookie == 0 {
+		st.cookie = rand.Uint64()
+	}
 	for i := range st.win {
 		st.win[i] = -1
 		st.wholeNack[i] = nackMark{}
 	}
+	return freeIdx
+}
+
+// fresh reports whether an authenticated datagram's counter is new for
+// stream si (always true in an unauthenticated domain); a replay is
+// dropped and counted.
+func (r *Receiver) fresh(si int, ctr uint64) bool {
+	if r.mac == nil || r.streams[si].rw.accept(ctr) {
+		return true
+	}
+	r.st.replayed.Add(1)
+	return false
+}
+
+// challengeGap is the shortest spacing of challenges to one unconfirmed
+// stream. Challenges are sent only in answer to a datagram of that
+// stream, never from a timer, so what a forger draws is at most one
+// 48-byte ACKNACK per datagram it sends (≤ its own size) and at most one
+// per challengeGap.
+const challengeGap = 5 * time.Millisecond
+
+// challenge asks the source of unconfirmed stream si to echo its cookie
+// (mu held).
+func (r *Receiver) challenge(si int, now int64) {
+	st := &r.streams[si]
+	if st.confirmed || !st.used || (st.chalAt >= 0 && now-st.chalAt < int64(challengeGap)) {
+		return
+	}
+	st.chalAt = now
+	r.st.challenges.Add(1)
+	a := &r.an
+	a.TopicID, a.Epoch, a.Ack, a.N = r.cfg.TopicID, st.epoch, st.next-1, 0
+	a.Challenge, a.Cookie, a.Token = true, st.cookie, st.token
+	r.writeAckNack(st.src)
+}
+
+// cookieBucket is the lifetime unit of stateless cookies: an echo is
+// accepted within one to two buckets of the challenge, so a captured echo
+// cannot be replayed later to resurrect a stream.
+const cookieBucket = 128 * time.Millisecond
+
+// statelessCookie is the cookie of a stateless challenge to (epoch, src)
+// in time bucket b: a keyed hash (random seed per receiver), like a SYN
+// cookie. Non-zero.
+func (r *Receiver) statelessCookie(epoch uint32, src netip.AddrPort, b int64) uint64 {
+	var k [30]byte
+	ip := src.Addr().As16()
+	be.PutUint32(k[0:], epoch)
+	copy(k[4:], ip[:])
+	be.PutUint16(k[20:], src.Port())
+	be.PutUint64(k[22:], uint64(b))
+	return maphash.Bytes(r.cseed, k[:]) | 1
+}
+
+// statelessOK reports whether echo answers a stateless challenge to
+// (epoch, src) sent in this or the previous cookie bucket.
+func (r *Receiver) statelessOK(echo uint64, epoch uint32, src netip.AddrPort, now int64) bool {
+	b := now / int64(cookieBucket)
+	return echo == r.statelessCookie(epoch, src, b) || echo == r.statelessCookie(epoch, src, b-1)
+}
+
+// statelessChallenge challenges a writer that found the table full,
+// keeping no state for it; only in answer to a datagram, and at most one
+// per challengeGap per hashed source address (the cookie of epoch 0), so
+// a flood from one source draws at most 200 challenges/s however many
+// epochs it makes up, while a writer at another address keeps its own
+// budget.
+func (r *Receiver) statelessChallenge(epoch uint32, from netip.AddrPort, now int64) {
+	b := now / int64(cookieBucket)
+	ck := r.statelessCookie(epoch, from, b)
+	at := &r.schal[r.statelessCookie(0, from, 0)%uint64(len(r.schal))]
+	if *at != 0 && now-*at < int64(challengeGap) {
+		return
+	}
+	*at = now
+	r.st.challenges.Add(1)
+	a := &r.an
+	a.TopicID, a.Epoch, a.Ack, a.N = r.cfg.TopicID, epoch, 0, 0
+	a.Challenge, a.Cookie, a.Token = true, ck, 0
+	r.writeAckNack(from)
+}
+
+// writeAckNack encodes r.an (sealing it in a keyed domain) and sends it.
+func (r *Receiver) writeAckNack(to netip.AddrPort) bool {
+	n, err := r.an.MarshalBinaryTo(r.wbuf)
+	if err == nil && r.mac != nil {
+		n, err = r.mac.seal(r.wbuf, n)
+	}
+	if err != nil {
+		return false
+	}
+	_ = r.conn.WriteTo(r.wbuf[:n], to)
+	r.st.acks.Add(1)
+	return true
+}
+
+// confirm marks stream si confirmed (its source echoed the cookie) and
+// hands out what it completed meanwhile.
+func (r *Receiver) confirm(si int, token uint64) {
+	st := &r.streams[si]
+	st.token = token
+	if st.confirmed {
+		return
+	}
+	st.confirmed = true
+	r.st.confirmed.Add(1)
 	if r.seenAny {
 		r.st.epochs.Add(1)
 	}
 	r.seenAny = true
-	return freeIdx
+	// What it completed meanwhile was sequenced exactly as if it had been
+	// confirmed (same order, same loss accounting); hand it out now.
+	for _, idx := range st.heldQ {
+		r.slots[idx].state = slotReady
+		st.held--
+		r.st.lost.Add(r.slots[idx].lost)
+		r.ready <- idx // never blocks: capacity == slots
+	}
+	st.heldQ = st.heldQ[:0]
+	r.drain(si)
+}
+
+// unconfirmedHeld is the number of slots unconfirmed streams hold.
+func (r *Receiver) unconfirmedHeld() int {
+	n := 0
+	for i := range r.streams {
+		if st := &r.streams[i]; st.used && !st.confirmed {
+			n += st.held
+		}
+	}
+	return n
+}
+
+// oldestUnconfirmedSlot is the slot an unconfirmed stream has held
+// longest (-1 none): it made no progress, so it is reclaimed first.
+func (r *Receiver) oldestUnconfirmedSlot() int32 {
+	v := int32(-1)
+	for i := range r.slots {
+		s := &r.slots[i]
+		if (s.state == slotFilling || s.state == slotComplete || s.state == slotHeld) && !r.streams[s.stream].confirmed &&
+			(v < 0 || s.started < r.slots[v].started) {
+			v = int32(i)
+		}
+	}
+	return v
 }
 
 // missedHeartbeats is how many of a stream's heartbeat periods of silence
@@ -806,6 +1026,9 @@ func (r *Receiver) dropStream(si int) {
 			r.freeSlot(idx)
 		}
 	}
+	for len(st.heldQ) > 0 {
+		r.freeSlot(st.heldQ[len(st.heldQ)-1])
+	}
 	st.used = false
 }
 
@@ -814,8 +1037,20 @@ func (r *Receiver) freeSlot(idx int32) {
 	if s.state == slotFree || s.state == slotReady {
 		return
 	}
-	if st := &r.streams[s.stream]; st.win[s.seq&r.mask] == idx {
+	st := &r.streams[s.stream]
+	if s.state == slotHeld {
+		for i, j := range st.heldQ {
+			if j == idx {
+				st.heldQ = append(st.heldQ[:i], st.heldQ[i+1:]...)
+				break
+			}
+		}
+	} else if st.win[s.seq&r.mask] == idx {
 		st.win[s.seq&r.mask] = -1
+	}
+	st.held--
+	if (s.state == slotComplete || s.state == slotHeld) && !st.confirmed {
+		r.st.unconfirmed.Add(1)
 	}
 	s.state = slotFree
 	r.free <- idx
@@ -912,14 +1147,37 @@ func (r *Receiver) fragment(si int, d *Data, rx, readRx, now int64) {
 // per mode when none is free; -1 drops the fragment.
 func (r *Receiver) takeSlot(si int, seq uint64) int32 {
 	var idx int32 = -1
+	if !r.streams[si].confirmed && r.unconfirmedHeld() >= r.share {
+		// Unconfirmed writers share a bounded part of the pool: the
+		// oldest slot among them is reclaimed (it made no progress), so
+		// forged streams can never crowd out a confirmed one.
+		v := r.oldestUnconfirmedSlot()
+		if v < 0 {
+			r.st.exhausted.Add(1)
+			return -1
+		}
+		r.st.evicted.Add(1)
+		r.freeSlot(v)
+	}
 	select {
 	case idx = <-r.free:
 	default:
+		if r.streams[si].confirmed {
+			if v := r.oldestUnconfirmedSlot(); v >= 0 {
+				r.st.evicted.Add(1)
+				r.freeSlot(v)
+				idx = <-r.free
+				break
+			}
+		}
 		victim := int32(-1)
 		for i := range r.slots {
 			s := &r.slots[i]
 			if s.state != slotFilling && (s.state != slotComplete || !r.cfg.Reliable) {
 				continue
+			}
+			if !r.streams[si].confirmed && r.streams[s.stream].confirmed {
+				continue // an unconfirmed writer never evicts a confirmed one
 			}
 			if r.cfg.Reliable {
 				// Only for the message the stream waits on: evict the
@@ -945,6 +1203,8 @@ func (r *Receiver) takeSlot(si int, seq uint64) int32 {
 	s := &r.slots[idx]
 	r.allocSlot(s)
 	s.state = slotFilling
+	s.stream = si
+	r.streams[si].held++
 	return idx
 }
 
@@ -972,10 +1232,17 @@ func (r *Receiver) drain(si int) {
 		s := &r.slots[idx]
 		st.win[st.next&r.mask] = -1
 		s.lost = st.pendLost
-		r.st.lost.Add(st.pendLost)
 		st.pendLost = 0
-		s.state = slotReady
-		r.ready <- idx // never blocks: capacity == slots
+		if st.confirmed {
+			r.st.lost.Add(s.lost)
+			s.state = slotReady
+			st.held--
+			r.ready <- idx // never blocks: capacity == slots
+		} else {
+			// Not handed out before the writer is confirmed.
+			s.state = slotHeld
+			st.heldQ = append(st.heldQ, idx)
+		}
 		st.next++
 		st.gapSince = -1
 		st.unacked++
@@ -991,6 +1258,15 @@ func (r *Receiver) drain(si int) {
 // heartbeat applies a publisher's history range and answers it (reliable).
 func (r *Receiver) heartbeat(si int, hb *Heartbeat, now int64) {
 	st := &r.streams[si]
+	if hb.Echo != 0 && hb.Echo == st.cookie {
+		r.confirm(si, hb.Token)
+	}
+	if !st.confirmed {
+		// Nothing of an unconfirmed writer's heartbeat is acted on (no
+		// skip, no NACK: a forged heartbeat draws only the challenge).
+		r.challenge(si, now)
+		return
+	}
 	if st.hbAt >= 0 {
 		st.hbGap = max(st.hbGap, now-st.hbAt)
 	}
@@ -1033,6 +1309,15 @@ func (r *Receiver) tick(now int64) {
 			r.dropStream(si)
 			continue
 		}
+		if !st.confirmed {
+			// No NACKs, timers or loss accounting for a writer that has
+			// not answered its challenge; it is forgotten, with its
+			// slots, when it did not within confirmTimeout.
+			if now-st.created > int64(r.confirmTimeout()) {
+				r.dropStream(si)
+			}
+			continue
+		}
 		if r.cfg.Reliable {
 			if st.high >= st.next || st.hbLast >= st.next {
 				if st.gapSince < 0 {
@@ -1070,8 +1355,12 @@ func (r *Receiver) tick(now int64) {
 // needed (at most 8 per call).
 func (r *Receiver) sendAckNack(si int, now int64, nack bool) {
 	st := &r.streams[si]
+	if !st.confirmed {
+		return
+	}
 	a := &r.an
 	a.TopicID, a.Epoch, a.Ack, a.N = r.cfg.TopicID, st.epoch, st.next-1, 0
+	a.Challenge, a.Cookie, a.Token = false, st.cookie, st.token
 	top := max(st.high, st.hbLast)
 	if !nack {
 		top = 0
@@ -1081,13 +1370,8 @@ func (r *Receiver) sendAckNack(si int, now int64, nack bool) {
 	}
 	sent := 0
 	flush := func() bool {
-		n, err := a.MarshalBinaryTo(r.wbuf)
-		if err == nil {
-			_ = r.conn.WriteTo(r.wbuf[:n], st.src)
-			r.st.acks.Add(1)
-			if a.N > 0 {
-				r.st.nacks.Add(1)
-			}
+		if r.writeAckNack(st.src) && a.N > 0 {
+			r.st.nacks.Add(1)
 		}
 		a.N = 0
 		sent++
@@ -1161,3 +1445,10 @@ func (r *Receiver) sendAckNack(si int, now int64, nack bool) {
 	}
 	st.unacked = 0
 }
+
+// confirmTimeout is how long a stream may stay unconfirmed before it is
+// forgotten with its slots: WriterTimeout (3 s by default), so a quiet
+// best-effort publisher (one heartbeat per second) whose echo was lost is
+// challenged again by its next heartbeat before its held messages go.
+// What unconfirmed streams hold meanwhile is bounded by their share.
+func (r *Receiver) confirmTimeout() time.Duration { return r.cfg.WriterTimeout }

@@ -3,6 +3,7 @@ package udp
 import (
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -68,7 +69,11 @@ type SenderConfig struct {
 	PaceBurst int
 	// MaxSubscribers bounds the learned subscriber table. Default 64.
 	MaxSubscribers int
-	Logger         *slog.Logger
+	// Key, when set, authenticates every datagram sent and received
+	// (docs/udp.md, "Authentication"). FragSize must then leave AuthLen
+	// bytes of room in the datagram.
+	Key    *Key
+	Logger *slog.Logger
 }
 
 func (c *SenderConfig) withDefaults() (SenderConfig, error) {
@@ -79,8 +84,8 @@ func (c *SenderConfig) withDefaults() (SenderConfig, error) {
 	if o.FragSize == 0 {
 		o.FragSize = 1472 - DataHeaderLen
 	}
-	if o.FragSize < MinFragSize || o.FragSize > MaxDatagram-DataHeaderLen {
-		return o, fmt.Errorf("%w: FragSize %d outside %d..%d", ErrConfig, o.FragSize, MinFragSize, MaxDatagram-DataHeaderLen)
+	if top := MaxDatagram - DataHeaderLen - o.Key.Overhead(); o.FragSize < MinFragSize || o.FragSize > top {
+		return o, fmt.Errorf("%w: FragSize %d outside %d..%d", ErrConfig, o.FragSize, MinFragSize, top)
 	}
 	if o.Depth <= 0 {
 		o.Depth = 1
@@ -152,6 +157,17 @@ type SenderStats struct {
 	StaleEpoch    uint64        // ACKNACKs for another epoch or topic
 	WriteErrors   uint64        // socket write failures
 	Paced         time.Duration // time slept pacing (PaceRate)
+	// Unproven counts ACKNACKs from a source that is neither a static
+	// peer nor returned its token: answered with one HEARTBEAT (echo and
+	// token), otherwise ignored (no retransmission, no window).
+	Unproven uint64
+	// Echoes counts the unicast HEARTBEATs that answered challenges.
+	Echoes uint64
+	// EchoLimited counts challenges not answered (per-peer rate limit).
+	EchoLimited uint64
+	// Unauthenticated counts datagrams dropped for a missing or bad tag;
+	// Replayed ACKNACKs whose counter the subscriber used before.
+	Unauthenticated, Replayed uint64
 }
 
 type histEntry struct {
@@ -172,6 +188,7 @@ type subState struct {
 	lastSeen int64
 	static   bool
 	heard    bool
+	rw       replayWindow // keyed domains: the subscriber's counters
 }
 
 // Sender is the publishing side of one topic. Loan/Publish/Send/Flush are
@@ -205,8 +222,13 @@ type Sender struct {
 	once  sync.Once
 
 	// control goroutine state
-	rbuf []byte
-	an   AckNack
+	rbuf   []byte
+	an     AckNack
+	vmac   *mac // verifies ACKNACKs (nil: unauthenticated domain)
+	echoAt [echoSlots]int64
+
+	mac   *mac // seals what the sender sends (guarded by mu)
+	tseed maphash.Seed
 
 	learned []learnedDest // guarded by mu
 
@@ -228,7 +250,8 @@ type Sender struct {
 
 	st struct {
 		published, datagrams, bytes, batches, batched, retrans, nacks, acks, hbs,
-		blocked, timeouts, dropped, live, malformed, unknownSource, stale, werr atomic.Uint64
+		blocked, timeouts, dropped, live, malformed, unknownSource, stale, werr,
+		unproven, echoes, echoLimited, unauth, replayed atomic.Uint64
 	}
 }
 
@@ -244,9 +267,11 @@ func NewSender(conn Conn, cfg SenderConfig) (*Sender, error) {
 	s := &Sender{cfg: c, conn: conn, base: time.Now(), dests: c.Peers, batchAt: -1,
 		ackCh: make(chan struct{}, 1), done: make(chan struct{})}
 	s.hist = make([]histEntry, c.Depth)
-	s.scratch = make([]byte, DataHeaderLen+c.FragSize)
+	s.scratch = make([]byte, DataHeaderLen+c.FragSize+AuthLen)
+	t0 := uint64(time.Now().UnixNano())
+	s.mac, s.vmac, s.tseed = c.Key.newMAC(t0), c.Key.newMAC(0), maphash.MakeSeed()
 	if c.BatchBytes > 0 {
-		s.bbuf = make([]byte, c.BatchBytes)
+		s.bbuf = make([]byte, c.BatchBytes, c.BatchBytes+AuthLen)
 		s.batch.Reset(s.bbuf)
 		if s.btim, err = newPreciseTimer(); err != nil {
 			return nil, err
@@ -298,6 +323,8 @@ func (s *Sender) Stats() SenderStats {
 		Blocked: time.Duration(t.blocked.Load()), Timeouts: t.timeouts.Load(), DroppedSubs: t.dropped.Load(),
 		LiveSubs: t.live.Load(), Malformed: t.malformed.Load(), UnknownSource: t.unknownSource.Load(),
 		StaleEpoch: t.stale.Load(), WriteErrors: t.werr.Load(), Paced: time.Duration(s.paced.Load()),
+		Unproven: t.unproven.Load(), Echoes: t.echoes.Load(), EchoLimited: t.echoLimited.Load(),
+		Unauthenticated: t.unauth.Load(), Replayed: t.replayed.Load(),
 	}
 }
 
@@ -533,6 +560,9 @@ func (s *Sender) sendMessage(h *histEntry, first, count uint32, retrans bool, to
 		d.FragIndex = f
 		d.Payload = h.buf[off:min(off+fs, h.n)]
 		m, err := d.MarshalBinaryTo(s.scratch)
+		if err == nil {
+			m, err = s.seal(s.scratch, m)
+		}
 		if err != nil {
 			continue
 		}
@@ -589,7 +619,10 @@ func (s *Sender) flushLocked() {
 		return
 	}
 	b := s.batch.Finish(s.cfg.TopicID, s.cfg.Epoch)
-	s.writeAll(b)
+	n, err := s.seal(s.bbuf[:cap(s.bbuf)], len(b))
+	if err == nil {
+		s.writeAll(s.bbuf[:n])
+	}
 	s.st.batches.Add(1)
 	s.st.batched.Add(uint64(s.batch.Count()))
 	s.batch.Reset(s.bbuf)
@@ -602,9 +635,114 @@ func (s *Sender) heartbeatLocked() {
 		first = s.seq - uint64(len(s.hist)) + 1
 	}
 	s.hb = Heartbeat{TopicID: s.cfg.TopicID, Epoch: s.cfg.Epoch, FirstSeq: first, LastSeq: s.seq}
-	n, _ := s.hb.MarshalBinaryTo(s.scratch)
-	s.writeAll(s.scratch[:n])
-	s.st.hbs.Add(1)
+	if n, ok := s.heartbeatBytes(); ok {
+		s.writeAll(s.scratch[:n])
+		s.st.hbs.Add(1)
+	}
+}
+
+// heartbeatBytes encodes s.hb into s.scratch, sealed in a keyed domain
+// (mu held).
+func (s *Sender) heartbeatBytes() (int, bool) {
+	n, err := s.hb.MarshalBinaryTo(s.scratch)
+	if err == nil {
+		n, err = s.seal(s.scratch, n)
+	}
+	return n, err == nil
+}
+
+// seal authenticates the datagram b[:n] in a keyed domain (mu held); a
+// no-op otherwise.
+func (s *Sender) seal(b []byte, n int) (int, error) {
+	if s.mac == nil {
+		return n, nil
+	}
+	return s.mac.seal(b, n)
+}
+
+// oldestLocked is the oldest seq still in the history (mu held).
+func (s *Sender) oldestLocked() uint64 {
+	if s.seq > uint64(len(s.hist)) {
+		return s.seq - uint64(len(s.hist)) + 1
+	}
+	return 1
+}
+
+// token is this publisher's token for a subscriber address: a keyed hash
+// (random seed per sender), so it cannot be guessed by a source that
+// never received the HEARTBEAT carrying it, like a SYN cookie. Non-zero.
+func (s *Sender) token(a netip.AddrPort) uint64 {
+	var b [18]byte
+	ip := a.Addr().As16()
+	copy(b[:], ip[:])
+	b[16], b[17] = byte(a.Port()>>8), byte(a.Port())
+	return maphash.Bytes(s.tseed, b[:]) | 1
+}
+
+// isStatic reports whether from is one of the configured unicast peers:
+// their addresses are trusted from the start (the contract names them).
+func (s *Sender) isStatic(from netip.AddrPort) bool {
+	for _, p := range s.cfg.Peers {
+		if p == from {
+			return true
+		}
+	}
+	return false
+}
+
+// Echo replies (HEARTBEATs answering challenges) are limited per peer and
+// cookie: (peer, cookie) pairs hash into echoSlots buckets, each answered
+// at most once per echoGap. Every echo answers one ACKNACK that is at least as long
+// (48 bytes against 52, both plus the same trailer when keyed), so a
+// forged source draws at most ~1.1× what it sends, and at most
+// echoSlots/echoGap replies per second in all.
+const (
+	echoSlots = 64
+	echoGap   = time.Millisecond
+)
+
+// echo answers an ACKNACK's challenge (or tells an unproven subscriber its
+// token): one unicast HEARTBEAT with the cookie and the token.
+func (s *Sender) echo(a *AckNack, to netip.AddrPort, now int64) {
+	tok := s.token(to)
+	// Per (peer, cookie): subscribers of one group share their source
+	// address (the group port), and each needs its own echo.
+	slot := &s.echoAt[(tok^a.Cookie)%echoSlots]
+	if *slot != 0 && now-*slot < int64(echoGap) {
+		s.st.echoLimited.Add(1)
+		return
+	}
+	*slot = now
+	s.hb = Heartbeat{TopicID: s.cfg.TopicID, Epoch: s.cfg.Epoch, FirstSeq: s.oldestLocked(), LastSeq: s.seq, Echo: a.Cookie, Token: tok}
+	if n, ok := s.heartbeatBytes(); ok {
+		s.write(s.scratch[:n], s.echoDest(to))
+		s.st.echoes.Add(1)
+	}
+}
+
+// echoDest is where the echo to subscriber `to` goes: unicast to a known
+// unicast destination, else to the multicast group when there is one —
+// several subscribers of a group may share its port, and a unicast
+// datagram to that port reaches only one of them — else unicast (mu held).
+func (s *Sender) echoDest(to netip.AddrPort) netip.AddrPort {
+	var group netip.AddrPort
+	for _, d := range s.dests {
+		if d == to {
+			return to
+		}
+		if d.Addr().IsMulticast() {
+			group = d
+		}
+	}
+	for i := range s.learned {
+		if s.learned[i].addr == to {
+			return to
+		}
+	}
+	if group.IsValid() {
+		return group
+	}
+	return to
 }
 
 // Close flushes the open batch, stops the goroutine and closes the socket.
@@ -712,6 +850,18 @@ func (s *Sender) control(b []byte, from netip.AddrPort) {
 	if c.Kind != KindAckNack {
 		return // our own multicast looped back, or an announce
 	}
+	var ctr uint64
+	if s.vmac != nil || c.Auth {
+		ok := false
+		if s.vmac != nil && c.Auth {
+			ctr, ok = s.vmac.verify(b)
+		}
+		if !ok {
+			s.st.unauth.Add(1)
+			return
+		}
+		b = c.body(b)
+	}
 	if c.TopicID != s.cfg.TopicID || c.Epoch != s.cfg.Epoch {
 		s.st.stale.Add(1)
 		return
@@ -731,7 +881,22 @@ func (s *Sender) control(b []byte, from netip.AddrPort) {
 	if s.closed {
 		return
 	}
+	proven := s.isStatic(from) || a.Token == s.token(from)
+	if a.Challenge || !proven {
+		s.echo(a, from, now)
+	}
+	if !proven {
+		// Possibly a spoofed source: it gets the echo (carrying the token
+		// it must return), nothing else — no retransmission to it, and it
+		// does not join the send window.
+		s.st.unproven.Add(1)
+		return
+	}
 	sub := s.subscriber(from, now)
+	if sub != nil && s.vmac != nil && !sub.rw.accept(ctr) {
+		s.st.replayed.Add(1)
+		return
+	}
 	if sub != nil {
 		if a.Ack > sub.ack && a.Ack <= s.seq {
 			sub.ack = a.Ack
@@ -745,10 +910,7 @@ func (s *Sender) control(b []byte, from netip.AddrPort) {
 	if !s.cfg.Reliable {
 		return
 	}
-	oldest := uint64(1)
-	if s.seq > uint64(len(s.hist)) {
-		oldest = s.seq - uint64(len(s.hist)) + 1
-	}
+	oldest := s.oldestLocked()
 	gone := false
 	for i := 0; i < a.N; i++ {
 		e := a.Entries[i]
@@ -773,8 +935,9 @@ func (s *Sender) control(b []byte, from netip.AddrPort) {
 	if gone {
 		// Tell this subscriber where the history starts now.
 		s.hb = Heartbeat{TopicID: s.cfg.TopicID, Epoch: s.cfg.Epoch, FirstSeq: oldest, LastSeq: s.seq}
-		n, _ := s.hb.MarshalBinaryTo(s.scratch)
-		s.write(s.scratch[:n], from)
+		if n, ok := s.heartbeatBytes(); ok {
+			s.write(s.scratch[:n], from)
+		}
 	}
 }
 

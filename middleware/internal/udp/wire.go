@@ -29,11 +29,13 @@ const (
 	BatchHeaderLen = 24
 	// RecordHeaderLen is the header of one record inside a BATCH.
 	RecordHeaderLen = 36
-	// HeartbeatLen is the size of a HEARTBEAT datagram.
-	HeartbeatLen = CommonLen + 16
-	// AckNackHeaderLen is the fixed part of an ACKNACK datagram; NACK
-	// entries (NackEntryLen each) follow.
-	AckNackHeaderLen = CommonLen + 12
+	// HeartbeatLen is the size of a HEARTBEAT datagram: first and last
+	// seq, then echo and token (the confirmation handshake).
+	HeartbeatLen = CommonLen + 32
+	// AckNackHeaderLen is the fixed part of an ACKNACK datagram (ack,
+	// entry count, flags, cookie, token); NACK entries (NackEntryLen each)
+	// follow.
+	AckNackHeaderLen = CommonLen + 28
 	// NackEntryLen is one (seq, first fragment, fragment count) entry.
 	NackEntryLen = 16
 	// MaxNackEntries bounds the entries of one ACKNACK.
@@ -93,6 +95,18 @@ type Common struct {
 	Kind    Kind
 	TopicID uint32 // FNV-1a of the topic name
 	Epoch   uint32 // the publisher's epoch the datagram belongs to
+	// Auth: the datagram carries an authentication trailer (AuthLen bytes
+	// at its end, KindAuth in the kind byte), not yet verified by Parse.
+	Auth bool
+}
+
+// body is the datagram without its authentication trailer: what the body
+// decoders read.
+func (c Common) body(b []byte) []byte {
+	if c.Auth {
+		return b[:len(b)-AuthLen]
+	}
+	return b
 }
 
 // checksum is the CRC32C of the datagram with the CRC field (16..20)
@@ -133,11 +147,32 @@ func Parse(b []byte) (Common, error) {
 	if be.Uint32(b[16:]) != checksum(b) {
 		return Common{}, ErrCRC
 	}
-	k := Kind(b[5])
+	k := Kind(b[5] &^ KindAuth)
 	if k < KindData || k > KindAnnounce {
 		return Common{}, ErrKind
 	}
-	return Common{Kind: k, TopicID: be.Uint32(b[8:]), Epoch: be.Uint32(b[12:])}, nil
+	auth := b[5]&KindAuth != 0
+	if auth && len(b) < CommonLen+AuthLen {
+		return Common{}, ErrShort
+	}
+	return Common{Kind: k, TopicID: be.Uint32(b[8:]), Epoch: be.Uint32(b[12:]), Auth: auth}, nil
+}
+
+// parsePlain is Parse for the public decoders, which have no key: an
+// authenticated datagram is refused (ErrAuth) rather than decoded
+// unverified.
+func parsePlain(b []byte, want Kind) (Common, error) {
+	c, err := Parse(b)
+	if err != nil {
+		return c, err
+	}
+	if c.Auth {
+		return c, ErrAuth
+	}
+	if c.Kind != want {
+		return c, ErrKind
+	}
+	return c, nil
 }
 
 // MsgHeader is the message header carried with every message: the
@@ -213,12 +248,9 @@ func (d *Data) putHeader(b []byte) {
 // MsgLen/FragSize, FragIndex < FragCount, the fragment's length exact.
 // Payload aliases b. 0 allocs.
 func (d *Data) UnmarshalBinary(b []byte) error {
-	c, err := Parse(b)
+	c, err := parsePlain(b, KindData)
 	if err != nil {
 		return err
-	}
-	if c.Kind != KindData {
-		return ErrKind
 	}
 	return d.decode(c, b)
 }
@@ -337,12 +369,8 @@ type BatchReader struct {
 // no trailing bytes, sequence numbers non-zero and increasing) and prepares
 // iteration. The records alias b.
 func (r *BatchReader) UnmarshalBinary(b []byte) error {
-	c, err := Parse(b)
-	if err != nil {
+	if _, err := parsePlain(b, KindBatch); err != nil {
 		return err
-	}
-	if c.Kind != KindBatch {
-		return ErrKind
 	}
 	return r.decode(b)
 }
@@ -401,6 +429,14 @@ type Heartbeat struct {
 	TopicID, Epoch uint32
 	FirstSeq       uint64 // oldest seq still in the history; LastSeq+1 when empty
 	LastSeq        uint64 // newest seq published; 0 before the first
+	// Echo is the cookie of the challenging ACKNACK this heartbeat answers
+	// (unicast to that subscriber); 0 in periodic heartbeats. A subscriber
+	// confirms a writer when it echoes the stream's cookie.
+	Echo uint64
+	// Token is the publisher's token for the addressee (with Echo): the
+	// subscriber returns it in its ACKNACKs, which proves its address to
+	// the publisher. 0 in periodic heartbeats.
+	Token uint64
 }
 
 // MarshalBinaryTo encodes h into b. 0 allocs.
@@ -410,18 +446,17 @@ func (h *Heartbeat) MarshalBinaryTo(b []byte) (int, error) {
 	}
 	be.PutUint64(b[20:], h.FirstSeq)
 	be.PutUint64(b[28:], h.LastSeq)
+	be.PutUint64(b[36:], h.Echo)
+	be.PutUint64(b[44:], h.Token)
 	putCommon(b, HeartbeatLen, KindHeartbeat, h.TopicID, h.Epoch)
 	return HeartbeatLen, nil
 }
 
 // UnmarshalBinary decodes and validates a HEARTBEAT (FirstSeq ≤ LastSeq+1).
 func (h *Heartbeat) UnmarshalBinary(b []byte) error {
-	c, err := Parse(b)
+	c, err := parsePlain(b, KindHeartbeat)
 	if err != nil {
 		return err
-	}
-	if c.Kind != KindHeartbeat {
-		return ErrKind
 	}
 	return h.decode(c, b)
 }
@@ -433,6 +468,8 @@ func (h *Heartbeat) decode(c Common, b []byte) error {
 	h.TopicID, h.Epoch = c.TopicID, c.Epoch
 	h.FirstSeq = be.Uint64(b[20:])
 	h.LastSeq = be.Uint64(b[28:])
+	h.Echo = be.Uint64(b[36:])
+	h.Token = be.Uint64(b[44:])
 	if h.FirstSeq == 0 || h.FirstSeq > h.LastSeq+1 {
 		return ErrField
 	}
@@ -453,9 +490,23 @@ type NackEntry struct {
 type AckNack struct {
 	TopicID, Epoch uint32
 	Ack            uint64 // all seq ≤ Ack delivered (0: none)
-	N              int    // entries used
-	Entries        [MaxNackEntries]NackEntry
+	// Challenge asks the publisher to echo Cookie in a unicast HEARTBEAT
+	// (the subscriber has not confirmed this writer yet).
+	Challenge bool
+	// Cookie is random per subscriber stream (non-zero).
+	Cookie uint64
+	// Token is the publisher's token for this subscriber, as last echoed
+	// (0 before): it proves the subscriber's address to the publisher.
+	Token   uint64
+	N       int // entries used
+	Entries [MaxNackEntries]NackEntry
 }
+
+// AckNack flag bits (offset 30).
+const (
+	// FlagChallenge asks for a HEARTBEAT echoing the cookie.
+	FlagChallenge uint16 = 1 << 0
+)
 
 // MarshalBinaryTo encodes a into b. 0 allocs.
 func (a *AckNack) MarshalBinaryTo(b []byte) (int, error) {
@@ -468,7 +519,13 @@ func (a *AckNack) MarshalBinaryTo(b []byte) (int, error) {
 	}
 	be.PutUint64(b[20:], a.Ack)
 	be.PutUint16(b[28:], uint16(a.N))
-	be.PutUint16(b[30:], 0)
+	var fl uint16
+	if a.Challenge {
+		fl |= FlagChallenge
+	}
+	be.PutUint16(b[30:], fl)
+	be.PutUint64(b[32:], a.Cookie)
+	be.PutUint64(b[40:], a.Token)
 	for i := 0; i < a.N; i++ {
 		e := b[AckNackHeaderLen+i*NackEntryLen:]
 		be.PutUint64(e[0:], a.Entries[i].Seq)
@@ -482,12 +539,9 @@ func (a *AckNack) MarshalBinaryTo(b []byte) (int, error) {
 // UnmarshalBinary decodes and validates an ACKNACK (entry count, each
 // entry's seq above Ack).
 func (a *AckNack) UnmarshalBinary(b []byte) error {
-	c, err := Parse(b)
+	c, err := parsePlain(b, KindAckNack)
 	if err != nil {
 		return err
-	}
-	if c.Kind != KindAckNack {
-		return ErrKind
 	}
 	return a.decode(c, b)
 }
@@ -499,9 +553,13 @@ func (a *AckNack) decode(c Common, b []byte) error {
 	a.TopicID, a.Epoch = c.TopicID, c.Epoch
 	a.Ack = be.Uint64(b[20:])
 	n := int(be.Uint16(b[28:]))
-	if n > MaxNackEntries || be.Uint16(b[30:]) != 0 {
+	fl := be.Uint16(b[30:])
+	if n > MaxNackEntries || fl&^FlagChallenge != 0 {
 		return ErrField
 	}
+	a.Challenge = fl&FlagChallenge != 0
+	a.Cookie = be.Uint64(b[32:])
+	a.Token = be.Uint64(b[40:])
 	if len(b) != AckNackHeaderLen+n*NackEntryLen {
 		return ErrLength
 	}
@@ -632,13 +690,16 @@ func (a *Announce) MarshalBinaryTo(b []byte) (int, error) {
 // count 1..MaxAnnounceEntries, name lengths, roles, topic id = hash of the
 // topic, non-zero ports, entries covering the datagram exactly. 0 allocs.
 func (a *Announce) UnmarshalBinary(b []byte) error {
-	c, err := Parse(b)
+	c, err := parsePlain(b, KindAnnounce)
 	if err != nil {
 		return err
 	}
-	if c.Kind != KindAnnounce {
-		return ErrKind
-	}
+	return a.decode(c, b)
+}
+
+// decode decodes the body of an ANNOUNCE already validated by Parse (and
+// authenticated, with the trailer cut off, in a keyed domain).
+func (a *Announce) decode(c Common, b []byte) error {
 	if len(b) < AnnounceHeaderLen {
 		return ErrShort
 	}

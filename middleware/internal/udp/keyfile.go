@@ -1,0 +1,79 @@
+package udp
+
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// ErrKeyMode is a domain key file that group or others may access.
+var ErrKeyMode = errors.New("udp: domain key file readable beyond its owner")
+
+// maxKeyFile bounds what LoadKeyFile reads: hex of MaxKeyLen bytes plus
+// whitespace.
+const maxKeyFile = 2*MaxKeyLen + 256
+
+// LoadKeyFile reads a domain key: a regular file of mode 0600 (or
+// stricter: no group or other bits) holding the key in hex (MinKeyLen..
+// MaxKeyLen bytes; whitespace and line breaks ignored), e.g. made with
+// `head -c 32 /dev/urandom | xxd -p -c 64 > key && chmod 600 key`.
+// Errors name the file; a permissive mode is ErrKeyMode.
+func LoadKeyFile(path string) (*Key, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: domain key file: %w", ErrConfig, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: domain key file %s: %s, want a regular file", ErrConfig, path, fileKind(fi.Mode()))
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: domain key file: %w", ErrConfig, err)
+	}
+	defer f.Close()
+	// Check the file actually opened (it may have been swapped since Stat).
+	if fi, err = f.Stat(); err != nil {
+		return nil, fmt.Errorf("%w: domain key file %s: %w", ErrConfig, path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: domain key file %s: %s, want a regular file", ErrConfig, path, fileKind(fi.Mode()))
+	}
+	if p := fi.Mode().Perm(); p&0o077 != 0 {
+		return nil, fmt.Errorf("%w: %s has mode %#o, want 0600 (chmod 600 %s)", ErrKeyMode, path, p, path)
+	}
+	if fi.Size() > maxKeyFile {
+		return nil, fmt.Errorf("%w: domain key file %s: %d bytes, want at most %d (hex of %d..%d bytes)", ErrConfig, path, fi.Size(), maxKeyFile, MinKeyLen, MaxKeyLen)
+	}
+	raw, err := io.ReadAll(io.LimitReader(f, maxKeyFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("%w: domain key file %s: %w", ErrConfig, path, err)
+	}
+	txt := strings.Join(strings.Fields(string(raw)), "")
+	k, err := hex.DecodeString(txt)
+	if err != nil {
+		return nil, fmt.Errorf("%w: domain key file %s: want the key in hex: %w", ErrConfig, path, err)
+	}
+	key, err := NewKey(k)
+	if err != nil {
+		return nil, fmt.Errorf("domain key file %s: %w", path, err)
+	}
+	return key, nil
+}
+
+// fileKind names a non-regular file's type for errors.
+func fileKind(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&os.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	case m&os.ModeDevice != 0:
+		return "a device"
+	}
+	return "not a regular file (" + m.Type().String() + ")"
+}

@@ -4,8 +4,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/hilrig/hilrig/internal/safefile"
 	"io"
-	"os"
 	"strings"
 )
 
@@ -22,34 +22,21 @@ const maxKeyFile = 2*MaxKeyLen + 256
 // `head -c 32 /dev/urandom | xxd -p -c 64 > key && chmod 600 key`.
 // Errors name the file; a permissive mode is ErrKeyMode.
 func LoadKeyFile(path string) (*Key, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, fmt.Errorf("%w: domain key file: %w", ErrConfig, err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%w: domain key file %s: %s, want a regular file", ErrConfig, path, fileKind(fi.Mode()))
-	}
-	f, err := os.Open(path)
+	limit := fmt.Sprintf("%d bytes (hex of %d..%d bytes)", maxKeyFile, MinKeyLen, MaxKeyLen)
+	f, fi, err := safefile.Open(path, maxKeyFile, limit)
 	if err != nil {
 		return nil, fmt.Errorf("%w: domain key file: %w", ErrConfig, err)
 	}
 	defer f.Close()
-	// Check the file actually opened (it may have been swapped since Stat).
-	if fi, err = f.Stat(); err != nil {
-		return nil, fmt.Errorf("%w: domain key file %s: %w", ErrConfig, path, err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%w: domain key file %s: %s, want a regular file", ErrConfig, path, fileKind(fi.Mode()))
-	}
 	if p := fi.Mode().Perm(); p&0o077 != 0 {
 		return nil, fmt.Errorf("%w: %s has mode %#o, want 0600 (chmod 600 %s)", ErrKeyMode, path, p, path)
-	}
-	if fi.Size() > maxKeyFile {
-		return nil, fmt.Errorf("%w: domain key file %s: %d bytes, want at most %d (hex of %d..%d bytes)", ErrConfig, path, fi.Size(), maxKeyFile, MinKeyLen, MaxKeyLen)
 	}
 	raw, err := io.ReadAll(io.LimitReader(f, maxKeyFile+1))
 	if err != nil {
 		return nil, fmt.Errorf("%w: domain key file %s: %w", ErrConfig, path, err)
+	}
+	if len(raw) > maxKeyFile {
+		return nil, fmt.Errorf("%w: domain key file %s: grew past %s while read", ErrConfig, path, limit)
 	}
 	txt := strings.Join(strings.Fields(string(raw)), "")
 	k, err := hex.DecodeString(txt)
@@ -64,16 +51,3 @@ func LoadKeyFile(path string) (*Key, error) {
 }
 
 // fileKind names a non-regular file's type for errors.
-func fileKind(m os.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&os.ModeNamedPipe != 0:
-		return "a FIFO"
-	case m&os.ModeSocket != 0:
-		return "a socket"
-	case m&os.ModeDevice != 0:
-		return "a device"
-	}
-	return "not a regular file (" + m.Type().String() + ")"
-}

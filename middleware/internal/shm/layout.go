@@ -171,7 +171,6 @@ type Region struct {
 	anon *anonLeases
 }
 
-
 func (r *Region) u64(off int) *uint64 { return (*uint64)(unsafe.Add(r.base, off)) }
 func (r *Region) u32(off int) *uint32 { return (*uint32)(unsafe.Add(r.base, off)) }
 
@@ -193,4 +192,3 @@ func checksum(mem []byte) uint64 {
 	h.Write(mem[offTopic : offTopic+topicMax])
 	return h.Sum64()
 }
-

@@ -34,6 +34,19 @@ var (
 	ErrNoSpace = errors.New("middleware: no space for shared-memory segment")
 )
 
+// ErrCorrupt is returned by Send, Loan, Publish, Receive and Next when a
+// shared-memory segment in use was overwritten with values no publisher or
+// subscriber writes (a head word, ring entry, slot header or subscriber
+// table entry out of range or inconsistent), or was truncated under the
+// mapping (the access that would have raised SIGBUS). The error names the
+// segment file and what was wrong. The publisher or subscriber stays failed:
+// every later call returns the same error; close it and remove the segment
+// (`hilrig shm clean` once nobody uses it). When Receive/Next return it
+// right after the callback ran, the message that callback saw may have been
+// torn. NewPublisher returns it for a ring left in a state no publisher
+// leaves.
+var ErrCorrupt = errors.New("middleware: shared-memory segment corrupt")
+
 // ErrBusy is returned when a topic already has a live publisher (the
 // shared-memory ring has exactly one writer) or its subscriber table is
 // full of live subscribers.

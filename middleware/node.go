@@ -22,10 +22,9 @@ type Node struct {
 	name string
 	// opts has every default filled in (the UDP transport reads Logger,
 	// StampClock and Domain from here).
-	opts  NodeOptions
-	gid   int
-	pid   int
-	start uint64
+	opts NodeOptions
+	gid  int
+	pid  int // getpid(): recorded in segments for display only
 
 	mu     sync.Mutex
 	closed bool
@@ -70,11 +69,6 @@ func OpenNode(name string, opts *NodeOptions) (*Node, error) {
 		}
 		n.gid = gid
 	}
-	st, err := rt.StartTime(n.pid)
-	if err != nil {
-		o.Logger.Warn("middleware: no process start time; PID reuse detection off", "err", err)
-	}
-	n.start = st
 	if o.Mlock {
 		if err := rt.Mlockall(); err != nil {
 			return nil, mapErr(fmt.Errorf("node %q: %w", name, err))
@@ -159,6 +153,7 @@ func mapErr(err error) error {
 		{shm.ErrTimeout, ErrTimeout},
 		{shm.ErrLoanOutstanding, ErrLoanOutstanding},
 		{shm.ErrNoSpace, ErrNoSpace},
+		{shm.ErrCorrupt, ErrCorrupt},
 	} {
 		if errors.Is(err, m.inner) {
 			return &mappedErr{msg: strings.Replace(err.Error(), m.inner.Error(), m.outer.Error(), 1), outer: m.outer, inner: err}

@@ -101,6 +101,7 @@ func helperContract() middleware.Contract {
 	c := middleware.Contract{Topic: os.Getenv("HILRIG_TOPIC"), Transport: middleware.TransportShm}
 	c.MaxPayload, _ = strconv.Atoi(os.Getenv("HILRIG_MAX"))
 	c.Slots, _ = strconv.Atoi(os.Getenv("HILRIG_SLOTS"))
+	c.Depth, _ = strconv.Atoi(os.Getenv("HILRIG_DEPTH"))
 	if os.Getenv("HILRIG_RELIABLE") == "1" {
 		c.Reliability = middleware.Reliable
 	}
@@ -120,13 +121,27 @@ func runHelper(role string) error {
 	if role == "smallshm" {
 		return smallShmChild(os.Getenv("HILRIG_SHMDIR"), os.Getenv("HILRIG_DOMAIN"))
 	}
-	n, err := middleware.OpenNode("helper-"+role, &middleware.NodeOptions{Domain: os.Getenv("HILRIG_DOMAIN")})
+	if os.Getenv(nsEnv) != "" {
+		if err := enterContainer(os.Getenv(nsEnv)); err != nil {
+			return err
+		}
+	}
+	n, err := middleware.OpenNode("helper-"+role, &middleware.NodeOptions{Domain: os.Getenv("HILRIG_DOMAIN"), ShmDir: os.Getenv("HILRIG_SEGDIR")})
 	if err != nil {
 		return err
 	}
 	defer n.Close()
 	c := helperContract()
 	switch role {
+	case "pubtry": // try to publish, report the outcome on stdout
+		if _, err := n.NewPublisher(c, nil); err != nil {
+			fmt.Println("err:", err)
+		} else {
+			fmt.Println("ok")
+		}
+		return nil
+	case "cpub", "csub": // corrupt_test.go
+		return corruptChild(n, c, role)
 	case "pub": // publish HILRIG_COUNT pattern messages of varying size
 		count, _ := strconv.Atoi(os.Getenv("HILRIG_COUNT"))
 		p, err := n.NewPublisher(c, &middleware.PublisherOptions{SendTimeout: 10 * time.Second})
@@ -195,11 +210,18 @@ func runHelper(role string) error {
 		fmt.Println("ready")
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
+		// HILRIG_STALL_EVERY=k: a 20 ms stall after every k-th message
+		// (a slow consumer: a Reliable publisher waits, and checks
+		// liveness while it waits).
+		stall, _ := strconv.Atoi(os.Getenv("HILRIG_STALL_EVERY"))
 		for i := 1; i <= count; i++ {
 			var bad error
 			if err := s.Next(ctx, func(m *middleware.Message) {
-				if tag, ok := checkPattern(m.Payload); !ok || tag != uint64(i) || m.Header.Seq != uint64(i) {
-					bad = fmt.Errorf("message %d: tag %d ok %v seq %d", i, tag, ok, m.Header.Seq)
+				if tag, ok := checkPattern(m.Payload); !ok || tag != uint64(i) || m.Header.Seq != uint64(i) || m.Lost != 0 {
+					bad = fmt.Errorf("message %d: tag %d ok %v seq %d lost %d", i, tag, ok, m.Header.Seq, m.Lost)
+				}
+				if stall > 0 && i%stall == 0 {
+					time.Sleep(20 * time.Millisecond)
 				}
 			}); err != nil {
 				return err
@@ -220,7 +242,7 @@ func helperEnvFor(d string, c middleware.Contract, count int) []string {
 		rel = "1"
 	}
 	return []string{"HILRIG_DOMAIN=" + d, "HILRIG_TOPIC=" + c.Topic, "HILRIG_MAX=" + strconv.Itoa(c.MaxPayload),
-		"HILRIG_SLOTS=" + strconv.Itoa(c.Slots), "HILRIG_RELIABLE=" + rel, "HILRIG_COUNT=" + strconv.Itoa(count)}
+		"HILRIG_SLOTS=" + strconv.Itoa(c.Slots), "HILRIG_DEPTH=" + strconv.Itoa(c.Depth), "HILRIG_RELIABLE=" + rel, "HILRIG_COUNT=" + strconv.Itoa(count)}
 }
 
 // A child process publishes; this process receives every message intact

@@ -56,7 +56,9 @@ func (p *Publisher) Contract() Contract { return p.c }
 
 // Send copies payload into the next slot and publishes it. 0 allocs.
 // Blocks up to SendTimeout on a Reliable topic with a slow subscriber
-// (then ErrTimeout); never blocks on BestEffort.
+// (then ErrTimeout); never blocks on BestEffort. A shared-memory segment
+// overwritten or truncated by another process gives ErrCorrupt naming the
+// file, and every later call the same error.
 func (p *Publisher) Send(payload []byte) error {
 	if !p.lc.enter() {
 		return ErrClosed
@@ -149,7 +151,9 @@ type Loan struct {
 }
 
 // Bytes is the slot's payload area, len == contract MaxPayload (shared
-// memory: writes go straight into the segment).
+// memory: writes go straight into the segment). The caller's writes are
+// not protected against the segment file being truncated by another
+// process meanwhile (they would fault with SIGBUS); Send is (ErrCorrupt).
 func (l *Loan) Bytes() []byte { return l.buf }
 
 // Publish publishes the first n bytes of Bytes(). 0 allocs. A bad n

@@ -3,6 +3,7 @@ package middleware
 import (
 	"context"
 	"fmt"
+	"runtime/debug"
 	"sync/atomic"
 	"time"
 
@@ -34,14 +35,18 @@ func (n *Node) newRingPub(c Contract, o *PublisherOptions, intra bool) (*ringPub
 	if err != nil {
 		return nil, err
 	}
-	w, err := shm.NewWriter(sr.r, n.pid, n.start)
+	var w *shm.Writer
+	err = sr.r.Guard(func() (err error) {
+		w, err = shm.NewWriter(sr.r, n.pid)
+		return err
+	})
 	if err != nil {
 		releaseRing(sr)
 		return nil, mapErr(err)
 	}
 	if n.opts.ShmReserveAll {
 		if err := w.ReserveAll(); err != nil {
-			w.Close()
+			sr.r.Guard(func() error { w.Close(); return nil })
 			releaseRing(sr)
 			return nil, mapErr(err)
 		}
@@ -53,7 +58,21 @@ func (n *Node) newRingPub(c Contract, o *PublisherOptions, intra bool) (*ringPub
 	return &ringPub{n: n, sr: sr, w: w, clock: n.opts.StampClock, timeout: int64(timeout), max: p.MaxPayload}, nil
 }
 
-func (t *ringPub) loan() ([]byte, error) {
+// Every method that touches the mapping runs with debug.SetPanicOnFault,
+// so a segment truncated under us is ErrCorrupt naming the file instead of
+// a SIGBUS (internal/shm/fault.go). The writer stays failed afterwards.
+
+func (t *ringPub) loan() (b []byte, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			b, err = nil, mapErr(t.w.Fault(v))
+		}
+	}()
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	return t.acquire()
+}
+
+func (t *ringPub) acquire() ([]byte, error) {
 	var deadline int64
 	if t.sr.r.P.Reliable {
 		deadline = monoclock.Now() + t.timeout
@@ -70,7 +89,13 @@ func (t *ringPub) loan() ([]byte, error) {
 // SendMono..RecvMono covers commit, wake-up and delivery. (The Reliable
 // wait of the loan path happened in Loan, before the caller filled the
 // slot; it is the caller's time, not the message's.)
-func (t *ringPub) publish(n int) error {
+func (t *ringPub) publish(n int) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = mapErr(t.w.Fault(v))
+		}
+	}()
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	mono, other := stampNow(t.clock)
 	return t.commit(n, mono, other)
 }
@@ -84,20 +109,33 @@ func (t *ringPub) commit(n int, mono, other int64) error {
 	return nil
 }
 
-func (t *ringPub) discard() { t.w.Abort() }
+func (t *ringPub) discard() {
+	t.sr.r.Guard(func() error {
+		if t.w.Err() == nil {
+			t.w.Abort()
+		}
+		return nil
+	})
+}
 
 // send is the copy path. The header is stamped at its entry, before the
 // Reliable back-pressure wait and before the copy, so SendMono..RecvMono
 // covers everything a caller's "about to publish" marker would: waiting
 // for the slowest subscriber, copying the payload, commit, wake-up and
-// delivery. A send that fails (ErrTimeout, ErrTooLarge, ErrNoSpace)
-// publishes nothing, so its stamp is simply dropped.
-func (t *ringPub) send(payload []byte) error {
+// delivery. A send that fails (ErrTimeout, ErrTooLarge, ErrNoSpace,
+// ErrCorrupt) publishes nothing, so its stamp is simply dropped.
+func (t *ringPub) send(payload []byte) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = mapErr(t.w.Fault(v))
+		}
+	}()
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	mono, other := stampNow(t.clock)
 	if len(payload) > t.max {
 		return fmt.Errorf("%w: topic %q: %d bytes, contract max %d", ErrTooLarge, t.sr.r.P.Topic, len(payload), t.max)
 	}
-	b, err := t.loan()
+	b, err := t.acquire()
 	if err != nil {
 		return err
 	}
@@ -106,7 +144,10 @@ func (t *ringPub) send(payload []byte) error {
 }
 
 func (t *ringPub) stats(s *PublisherStats) {
-	ws := t.w.Stats()
+	var ws shm.WriterStats
+	if t.sr.r.Guard(func() error { ws = t.w.Stats(); return nil }) != nil {
+		return // truncated: the counters are gone with the mapping
+	}
 	s.Published += ws.Published
 	s.Blocked += time.Duration(ws.BlockedNs)
 	s.Timeouts += ws.Timeouts
@@ -114,7 +155,7 @@ func (t *ringPub) stats(s *PublisherStats) {
 }
 
 func (t *ringPub) close() error {
-	t.w.Close()
+	t.sr.r.Guard(func() error { t.w.Close(); return nil })
 	return releaseRing(t.sr)
 }
 
@@ -128,6 +169,8 @@ type ringSub struct {
 	inCB    *atomic.Int32
 	f       shm.Frame
 	msg     Message
+	// sizeChecked is when next last fstat'ed the segment (monoclock.Now).
+	sizeChecked int64
 }
 
 // sleepSlice bounds one futex sleep so ctx cancellation and Close are
@@ -153,7 +196,11 @@ func (n *Node) newRingSub(c Contract, o *SubscriberOptions, intra bool, closing 
 	if err != nil {
 		return nil, err
 	}
-	rd, err := shm.NewReader(sr.r, n.pid, n.start, n.name, depth, uint32(so.Wait))
+	var rd *shm.Reader
+	err = sr.r.Guard(func() (err error) {
+		rd, err = shm.NewReader(sr.r, n.pid, n.name, depth, uint32(so.Wait))
+		return err
+	})
 	if err != nil {
 		releaseRing(sr)
 		return nil, mapErr(err)
@@ -161,11 +208,27 @@ func (n *Node) newRingSub(c Contract, o *SubscriberOptions, intra bool, closing 
 	return &ringSub{sr: sr, rd: rd, wait: so.Wait, spinFor: int64(so.SpinFor), closing: closing, inCB: inCB}, nil
 }
 
-func (t *ringSub) next(ctx context.Context, fn func(*Message)) error {
+// next runs with debug.SetPanicOnFault, fn included (it reads the
+// mapped payload): a segment truncated under us makes next return
+// ErrCorrupt naming the file instead of dying of SIGBUS. A fault in fn
+// unwinds fn. Any other panic of fn goes on as it was.
+func (t *ringSub) next(ctx context.Context, fn func(*Message)) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			t.inCB.Store(0)
+			t.msg.Payload = nil
+			err = mapErr(t.rd.Fault(v))
+		}
+	}()
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	var spins int
 	var spinStart int64
 	for {
-		if t.rd.TryNext(&t.f) {
+		ok, err := t.rd.TryNext(&t.f)
+		if err != nil {
+			return mapErr(err)
+		}
+		if ok {
 			m := &t.msg
 			f := &t.f
 			m.RecvMono = monoclock.Now()
@@ -177,8 +240,9 @@ func (t *ringSub) next(ctx context.Context, fn func(*Message)) error {
 			fn(m)
 			t.inCB.Store(0)
 			m.Payload = nil
-			t.rd.Release()
-			return nil
+			// Release re-checks the slot: ErrCorrupt here means the
+			// message fn just read may have been torn.
+			return mapErr(t.rd.Release())
 		}
 		switch t.wait {
 		case WaitSpin:
@@ -215,11 +279,22 @@ func (t *ringSub) next(ctx context.Context, fn func(*Message)) error {
 		if t.closing() {
 			return ErrClosed
 		}
+		// While idle, look for a file truncated under us now and then
+		// (a failed publisher will not wake us).
+		if now := monoclock.Now(); now-t.sizeChecked > int64(sleepSlice) {
+			t.sizeChecked = now
+			if err := t.rd.CheckSize(); err != nil {
+				return mapErr(err)
+			}
+		}
 	}
 }
 
 func (t *ringSub) stats(s *SubscriberStats) {
-	rs := t.rd.Stats()
+	var rs shm.ReaderStats
+	if t.sr.r.Guard(func() error { rs = t.rd.Stats(); return nil }) != nil {
+		return // truncated: the counters are gone with the mapping
+	}
 	s.Delivered += rs.Delivered
 	s.Lost += rs.Lost
 	s.Overruns += rs.Overruns
@@ -228,7 +303,7 @@ func (t *ringSub) stats(s *SubscriberStats) {
 }
 
 func (t *ringSub) close() error {
-	t.rd.Close()
+	t.sr.r.Guard(func() error { t.rd.Close(); return nil })
 	return releaseRing(t.sr)
 }
 

@@ -10,8 +10,8 @@ import (
 
 // SegmentSubscriber is one subscriber table entry of a segment.
 type SegmentSubscriber struct {
-	PID   int
-	Alive bool   // process exists and is the one that registered (start time)
+	PID   int    // its getpid() in its own PID namespace (display only)
+	Alive bool   // some process holds the entry's lease (docs/middleware.md, "Liveness")
 	Node  string // node name
 	Acked uint64 // last ring position consumed
 	SubscriberStats
@@ -31,8 +31,8 @@ type SegmentInfo struct {
 	MaxPayload     int
 	Slots          int
 	Reliability    Reliability
-	PublisherPID   int // 0: no publisher
-	PublisherAlive bool
+	PublisherPID   int  // 0: no publisher; in the publisher's own PID namespace
+	PublisherAlive bool // some process holds the publisher lease
 	Epoch          uint32
 	Head           uint64 // last ring position published
 	Publisher      PublisherStats

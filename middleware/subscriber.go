@@ -79,7 +79,10 @@ func (s *Subscriber) cpu() int {
 
 // Receive calls fn for every message until ctx is done (returns
 // ctx.Err()), the subscriber is closed (ErrClosed) or fn returns an error
-// (returned as is). Blocks. The *Message and its Payload are valid only
+// (returned as is). A shared-memory segment overwritten or truncated by
+// another process ends it with ErrCorrupt naming the file (fn runs with
+// memory faults turned into that error; if it comes right after fn, the
+// message fn saw may have been torn). Blocks. The *Message and its Payload are valid only
 // until fn returns. With CPU/Priority options the calling goroutine is
 // locked to its OS thread, which is pinned / made SCHED_FIFO for the
 // duration and restored afterwards; an option the process may not use

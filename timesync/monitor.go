@@ -89,7 +89,8 @@ type Event struct {
 type MonitorConfig struct {
 	// Period between polls of each board (0 → DefaultPeriod).
 	Period time.Duration
-	// Bound is the largest acceptable |offset from master| (required).
+	// Bound is the largest acceptable |offset from master|; 0 means
+	// [DefaultBound] by each sample's timestamping mode.
 	Bound time.Duration
 	// EventBuffer is the capacity of the Events channel (0 → 64). When the
 	// channel is full, events are still kept in EventLog and counted by
@@ -143,8 +144,8 @@ func NewMonitor(boards []Board, cfg MonitorConfig) (*Monitor, error) {
 	if err := validateBoards(boards); err != nil {
 		return nil, err
 	}
-	if cfg.Bound <= 0 {
-		return nil, fmt.Errorf("%w: MonitorConfig.Bound must be > 0", ErrBadConfig)
+	if cfg.Bound < 0 {
+		return nil, fmt.Errorf("%w: MonitorConfig.Bound %v must be ≥ 0 (0: by timestamping mode)", ErrBadConfig, cfg.Bound)
 	}
 	if cfg.Period <= 0 {
 		cfg.Period = DefaultPeriod

@@ -105,7 +105,7 @@ func TestLayering(t *testing.T) {
 					t.Errorf("%s imports %s: data flows rack → rig → deploy → agent → middleware/gpio/timesync → report, never back", p.ImportPath, imp)
 				}
 			}
-			if under(p.ImportPath, "suites") && p.ImportPath != faultKit && underAny(imp, boardSide) && !allowedSuiteImport(p.ImportPath, imp) {
+			if under(p.ImportPath, "suites") && p.ImportPath != faultKit && underAny(imp, boardSide) {
 				t.Errorf("%s imports %s: suites reach boards only through the rig (faultkit is the one exception)", p.ImportPath, imp)
 			}
 			for v, allowed := range vendors {
@@ -126,14 +126,4 @@ func TestLayering(t *testing.T) {
 			}
 		}
 	}
-}
-
-// allowedSuiteImport lists board-side imports below suites/ still to be
-// routed through the rig (issue 13, steps). Empty is the goal.
-func allowedSuiteImport(pkg, imp string) bool {
-	known := map[string][]string{
-		mod + "/suites/internal/harness": {mod + "/deploy"},
-		mod + "/suites/internal/steps":   {mod + "/deploy", mod + "/middleware", mod + "/middleware/bench"},
-	}
-	return slices.Contains(known[pkg], imp)
 }

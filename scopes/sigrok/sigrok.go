@@ -173,7 +173,7 @@ func (a *Analyzer) ReadStats(ctx context.Context) (scopes.Stats, error) {
 		}
 		a.delays = Delays(cap, a.cfg.Channels[a.delay.Source-1], a.cfg.Channels[a.delay.Dest-1], *a.delay)
 	}
-	return scopes.StatsFromDelays(a.delays), nil
+	return scopes.CaptureStats(a.delays, a.delay.PopulationLimit, "sigrok "+a.cfg.Driver)
 }
 
 // FetchDelays appends the per-message delays (seconds) of the last capture.

@@ -176,7 +176,7 @@ var _ = Describe("process faults", Label(labels.Faults, labels.Smoke), func() {
 			AddReportEntry("dead subscriber", fmt.Sprintf("reliable publisher released %v after SIGKILL of the stalled subscriber (send timeout %v); dropped subs %d, timeouts %d",
 				released, sendTimeout, st.DroppedSubs, st.Timeouts))
 			Expect(st.DroppedSubs).To(BeEquivalentTo(1), "the dead subscriber is dropped")
-			Expect(st.Timeouts).To(BeZero(), "released by PID liveness, not by the send timeout")
+			Expect(st.Timeouts).To(BeZero(), "released by liveness (the dead process's lease), not by the send timeout")
 			Expect(released).To(BeNumerically("<", deadSubBound))
 
 			By("best effort: a stalled, then killed, subscriber costs a live subscriber nothing")

@@ -1,15 +1,12 @@
-// Package rt holds the real-time and process-liveness syscalls of the
-// middleware: CPU affinity, SCHED_FIFO, mlockall, and PID liveness with a
-// start-time check against PID reuse. It is a syscall leaf; callers add
-// policy and context.
+// Package rt holds the real-time syscalls of the middleware: CPU
+// affinity, SCHED_FIFO, mlockall. It is a syscall leaf; callers add
+// policy and context. (Endpoint liveness is not PID-based: PIDs mean
+// nothing across PID namespaces; see internal/shm/lease.go.)
 package rt
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
 
 	"golang.org/x/sys/unix"
 )
@@ -97,53 +94,3 @@ func Mlockall() error {
 
 // Gettid returns the calling thread's id.
 func Gettid() int { return unix.Gettid() }
-
-// StartTime returns the start time of process pid in clock ticks after
-// boot (field 22 of /proc/<pid>/stat). Together with the PID it names a
-// process uniquely: a reused PID has a later start time.
-func StartTime(pid int) (uint64, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, err
-	}
-	// comm (field 2) may contain spaces and parentheses: split after the last ')'.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("/proc/%d/stat: no ')'", pid)
-	}
-	fields := bytes.Fields(b[i+1:])
-	// fields[0] is field 3 (state); starttime is field 22 → index 19.
-	if len(fields) < 20 {
-		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(fields)+2)
-	}
-	return strconv.ParseUint(string(fields[19]), 10, 64)
-}
-
-// Alive reports whether process pid exists and, if start != 0, is the
-// same process that had that start time (not a reuse of the PID). A
-// process of another user counts as alive (kill says EPERM). Zombies
-// count as dead.
-func Alive(pid int, start uint64) bool {
-	if pid <= 0 {
-		return false
-	}
-	if err := unix.Kill(pid, 0); err != nil && !errors.Is(err, unix.EPERM) {
-		return false
-	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		// No /proc (or another pid namespace): trust kill(2).
-		return true
-	}
-	if i := bytes.LastIndexByte(b, ')'); i >= 0 {
-		f := bytes.Fields(b[i+1:])
-		if len(f) > 0 && (f[0][0] == 'Z' || f[0][0] == 'X') {
-			return false
-		}
-	}
-	if start == 0 {
-		return true
-	}
-	st, err := StartTime(pid)
-	return err != nil || st == start
-}

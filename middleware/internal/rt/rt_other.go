@@ -5,7 +5,6 @@ package rt
 import (
 	"errors"
 	"fmt"
-	"os"
 )
 
 // ErrPermission is wrapped by every function here when the kernel says
@@ -13,9 +12,9 @@ import (
 var ErrPermission = errors.New("permission denied")
 
 // errNotLinux is returned off Linux, where the rig's real-time thread
-// settings (sched_setaffinity, SCHED_FIFO, mlockall) and /proc are not
+// settings (sched_setaffinity, SCHED_FIFO, mlockall) are not
 // available. It matches errors.ErrUnsupported.
-var errNotLinux = fmt.Errorf("hilrig: CPU affinity, SCHED_FIFO, mlockall and /proc need Linux: %w", errors.ErrUnsupported)
+var errNotLinux = fmt.Errorf("hilrig: CPU affinity, SCHED_FIFO, mlockall need Linux: %w", errors.ErrUnsupported)
 
 // ThreadState is what SetThread changed, so Restore can undo it.
 type ThreadState struct{}
@@ -38,10 +37,3 @@ func Mlockall() error { return errNotLinux }
 
 // Gettid returns 0 off Linux (no thread ids the rig can use).
 func Gettid() int { return 0 }
-
-// StartTime fails off Linux (no /proc/<pid>/stat).
-func StartTime(pid int) (uint64, error) { return 0, errNotLinux }
-
-// Alive reports only the calling process as alive off Linux, where the
-// rig cannot check other processes' liveness.
-func Alive(pid int, start uint64) bool { return pid > 0 && pid == os.Getpid() }

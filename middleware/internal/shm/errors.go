@@ -17,6 +17,11 @@ var (
 	ErrTimeout = errors.New("timeout")
 	// ErrLoanOutstanding: Acquire while a slot is already acquired.
 	ErrLoanOutstanding = errors.New("loan outstanding")
+	// ErrCorrupt: a segment in use was overwritten with values the
+	// protocol never writes, or shortened under its mapping. The reader or
+	// writer that saw it stays failed (every later call returns the same
+	// error); close it and remove the segment.
+	ErrCorrupt = errors.New("segment corrupt")
 	// ErrNoSpace: the filesystem holding the segment (tmpfs) cannot
 	// commit the pages the segment needs.
 	ErrNoSpace = errors.New("no space for segment")

@@ -32,7 +32,7 @@ func format(mem []byte, p Params, pid int, nowNs int64) *Region {
 	le.PutUint64(mem[offChecksum:], checksum(mem))
 	le.PutUint32(mem[offCreatePID:], uint32(pid))
 	le.PutUint64(mem[offCreatedNs:], uint64(nowNs))
-	r := &Region{mem: mem, base: unsafe.Pointer(&mem[0]), P: p, G: g}
+	r := &Region{mem: mem, base: unsafe.Pointer(&mem[0]), P: p, G: g, name: "intra:" + p.Topic}
 	atomic.StoreUint32(r.u32(offReady), 1)
 	return r
 }

@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"github.com/hilrig/hilrig/middleware/internal/rt"
 	"golang.org/x/sys/unix"
 )
 
@@ -43,17 +42,29 @@ func Inspect(path string) Info {
 		return in
 	}
 	defer unix.Munmap(mem)
-	hi, err := ParseHeader(mem, st.Size, path)
-	if err != nil {
+	if err := guard(path, func() error { return inspectMapped(&in, fd, mem, st.Size, path) }); err != nil {
 		in.Err = err
-		return in
+	}
+	return in
+}
+
+// inspectMapped fills in from the header mapped at mem. It runs under
+// guard: the file may shrink while we read it.
+func inspectMapped(in *Info, fd int, mem []byte, size int64, path string) error {
+	hi, err := ParseHeader(mem, size, path)
+	if err != nil {
+		return err
 	}
 	r := &Region{mem: mem, base: unsafe.Pointer(&mem[0]), P: hi.Params, G: hi.Geometry}
 	in.Params = hi.Params
+	r.name = path
+	// Liveness is the lease (lease.go); our descriptor holds no byte
+	// locks, so it sees every holder.
 	owner := atomic.LoadUint64(r.u64(offPubOwner))
 	if owner != 0 {
 		in.PublisherPID = int(owner >> 32)
-		in.PublisherAlive = rt.Alive(in.PublisherPID, atomic.LoadUint64(r.u64(offPubStart)))
+		held, err := ofdHeld(fd, offPubOwner)
+		in.PublisherAlive = held || err != nil
 	}
 	// Slot versions are read with pread, not through a mapping: a read
 	// fault on a tmpfs hole allocates a page (and raises SIGBUS when the
@@ -79,10 +90,10 @@ func Inspect(path string) Info {
 		if uint32(stw) == stFree {
 			continue
 		}
-		pid := int(stw >> 32)
+		held, err := ofdHeld(fd, so+subState)
 		in.Subscribers = append(in.Subscribers, SubInfo{
-			PID:   pid,
-			Alive: rt.Alive(pid, atomic.LoadUint64(r.u64(so+subStart))),
+			PID:   int(atomic.LoadUint64(r.u64(so + subPID))),
+			Alive: held || err != nil,
 			Name:  subNameAt(r, i),
 			Acked: atomic.LoadUint64(r.u64(so + subAcked)),
 			ReaderStats: ReaderStats{
@@ -94,7 +105,7 @@ func Inspect(path string) Info {
 			},
 		})
 	}
-	return in
+	return nil
 }
 
 // RemoveIfStale removes the segment at path if no process holds it open

@@ -15,8 +15,10 @@ import (
 
 // Layout constants. Changing any offset requires bumping LayoutVersion.
 const (
-	Magic         = "HILRIGSM"
-	LayoutVersion = 1
+	Magic = "HILRIGSM"
+	// LayoutVersion 2: liveness by OFD lock leases instead of PIDs (the
+	// pid and state words changed meaning), see lease_linux.go.
+	LayoutVersion = 2
 	FrameVersion  = 1
 
 	// MaxSubscribers is the size of the subscriber table. Every table
@@ -49,8 +51,11 @@ const (
 	offReady      = 192 // uint32: 0 initialising, 1 ready
 
 	// publisher block
-	offPubOwner  = 256 // uint64: pid<<32 | 1 while a publisher owns the ring
-	offPubStart  = 264 // uint64: owner's start time (clock ticks after boot)
+	// offPubOwner is the publisher's lease byte (lease_linux.go) and holds
+	// pid<<32 | 1 while a publisher owns the ring; the pid is the owner's
+	// getpid() in its own PID namespace, for display only.
+	offPubOwner  = 256
+	offPubSpare  = 264 // uint64: unused (was the owner's start time)
 	offEpoch     = 272 // uint32
 	offEpochBase = 280 // uint64: position before the epoch's first message
 	offHead      = 320 // uint64: last committed position; low 32 bits are the futex word
@@ -66,8 +71,11 @@ const (
 	offTable = 512
 
 	// subscriber table entry
-	subState     = 0  // uint64: pid<<32 | state
-	subStart     = 8  // uint64: process start time
+	// subState is the entry's lease byte (lease_linux.go) and holds
+	// gen<<32 | state; gen counts claims of the entry, so a stale CAS by a
+	// publisher freeing a dead entry never frees its next owner.
+	subState     = 0
+	subPID       = 8  // uint64: owner's getpid() in its PID namespace, for display only
 	subHold      = 16 // uint64: 1 + slot index the callback is reading, 0 none
 	subAcked     = 24 // uint64: last position consumed
 	subDelivered = 32
@@ -157,6 +165,10 @@ type Region struct {
 	// file is the segment file behind the mapping; nil for anonymous
 	// (intra-process) rings. The writer reserves slots through it.
 	file *fileRef
+	// name is the segment file (or "intra:<topic>"), for errors.
+	name string
+	// anon holds the leases of an anonymous ring (lease.go); nil for files.
+	anon *anonLeases
 }
 
 func (r *Region) u64(off int) *uint64 { return (*uint64)(unsafe.Add(r.base, off)) }

@@ -97,7 +97,7 @@ func lazyReservation(dir string) error {
 		return fmt.Errorf("open: %w", err)
 	}
 	defer seg.Close()
-	w, err := shm.NewWriter(seg.Region, os.Getpid(), 0)
+	w, err := shm.NewWriter(seg.Region, os.Getpid())
 	if err != nil {
 		return fmt.Errorf("writer: %w", err)
 	}
@@ -107,7 +107,7 @@ func lazyReservation(dir string) error {
 	}
 	var readers []*shm.Reader
 	for i := 0; i < shm.MaxSubscribers; i++ {
-		rd, err := shm.NewReader(seg.Region, os.Getpid(), 0, fmt.Sprint("r", i), 1, 0)
+		rd, err := shm.NewReader(seg.Region, os.Getpid(), fmt.Sprint("r", i), 1, 0)
 		if err != nil {
 			return err
 		}
@@ -128,8 +128,8 @@ func lazyReservation(dir string) error {
 		published++
 		// Reader i holds message i+1 (its callback is "still running").
 		// The others skip ahead on their next TryNext.
-		if !readers[i].TryNext(&f) {
-			return fmt.Errorf("reader %d: no message %d", i, i+1)
+		if ok, err := readers[i].TryNext(&f); !ok || err != nil {
+			return fmt.Errorf("reader %d: no message %d (%v)", i, i+1, err)
 		}
 		if tag, ok := intact(f.Payload); !ok || tag != uint64(i+1) {
 			return fmt.Errorf("reader %d: message %d tag %d intact %v", i, i+1, tag, ok)
@@ -145,7 +145,9 @@ func lazyReservation(dir string) error {
 	}
 	fmt.Println("nospace:", noSpace)
 	for _, rd := range readers[:published] {
-		rd.Release()
+		if err := rd.Release(); err != nil {
+			return err
+		}
 	}
 	// The held slots are free again: publishing resumes on reserved ones.
 	for i := 0; i < 5; i++ {
@@ -155,13 +157,15 @@ func lazyReservation(dir string) error {
 		}
 		fill(b, 100+uint64(i))
 		w.Commit(len(b), shm.Meta{})
-		if !readers[0].TryNext(&f) {
-			return fmt.Errorf("after release: nothing to read")
+		if ok, err := readers[0].TryNext(&f); !ok || err != nil {
+			return fmt.Errorf("after release: nothing to read (%v)", err)
 		}
 		if tag, ok := intact(f.Payload); !ok || tag != 100+uint64(i) {
 			return fmt.Errorf("after release: tag %d intact %v", tag, ok)
 		}
-		readers[0].Release()
+		if err := readers[0].Release(); err != nil {
+			return err
+		}
 	}
 	return nil
 }

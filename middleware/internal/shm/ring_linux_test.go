@@ -2,8 +2,10 @@ package shm_test
 
 import (
 	"encoding/binary"
+	"errors"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -48,11 +50,11 @@ func now() int64 { return time.Now().UnixNano() }
 func TestConcurrentWriterNeverTornDelivery(t *testing.T) {
 	p := shm.Params{Topic: "t", MaxPayload: 4096, RingLen: 2}
 	r := newRing(t, p)
-	w, err := shm.NewWriter(r, os.Getpid(), 0)
+	w, err := shm.NewWriter(r, os.Getpid())
 	if err != nil {
 		t.Fatal(err)
 	}
-	rd, err := shm.NewReader(r, os.Getpid(), 0, "rd", 1, 0)
+	rd, err := shm.NewReader(r, os.Getpid(), "rd", 1, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +78,7 @@ func TestConcurrentWriterNeverTornDelivery(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	var last uint64
 	for delivered < 2000 && time.Now().Before(deadline) {
-		if !rd.TryNext(&f) {
+		if !tryNext(t, rd, &f) {
 			misses++
 			runtime.Gosched() // on a loaded 2-core box, let the writer run
 			continue
@@ -90,7 +92,9 @@ func TestConcurrentWriterNeverTornDelivery(t *testing.T) {
 			torn++
 		}
 		last = f.Seq
-		rd.Release()
+		if err := rd.Release(); err != nil {
+			t.Fatal(err)
+		}
 		delivered++
 	}
 	stop.Store(true)
@@ -105,34 +109,35 @@ func TestConcurrentWriterNeverTornDelivery(t *testing.T) {
 	t.Logf("delivered %d, misses %d, stats %+v", delivered, misses, st)
 }
 
-// A slot whose seqlock says "being written" (odd), or names another
-// position, is never delivered: the reader counts a torn retry and moves
-// on.
-func TestSeqlockRejectsSlotInWrite(t *testing.T) {
+// A ring entry naming a slot whose seqlock is not "committed at that
+// position" (odd, as if being written, which a publisher never leaves in
+// the ring) is corruption: the reader delivers nothing of it and fails
+// with ErrCorrupt naming the ring, and stays failed.
+func TestSeqlockMismatchIsCorrupt(t *testing.T) {
 	p := shm.Params{Topic: "t", MaxPayload: 64, RingLen: 4}
 	r := newRing(t, p)
-	w, _ := shm.NewWriter(r, os.Getpid(), 0)
-	rd, _ := shm.NewReader(r, os.Getpid(), 0, "rd", 4, 0)
+	w, _ := shm.NewWriter(r, os.Getpid())
+	rd, _ := shm.NewReader(r, os.Getpid(), "rd", 4, 0)
 	for tag := uint64(1); tag <= 3; tag++ {
 		b, _ := w.Acquire(0, now)
 		fill(b, tag)
 		w.Commit(64, shm.Meta{})
 	}
-	// Corrupt message 2's slot as a writer dying mid-write would (odd).
 	e := atomic.LoadUint64(r.Entry(1))
 	k := int(e & (1<<shm.PosShift - 1))
 	atomic.StoreUint64(r.SlotVer(k), 2*2-1)
 	var f shm.Frame
-	var got []uint64
-	for rd.TryNext(&f) {
-		got = append(got, f.Seq)
-		rd.Release()
+	if ok, err := rd.TryNext(&f); !ok || err != nil || f.Seq != 1 {
+		t.Fatalf("message 1: %v %v seq %d", ok, err, f.Seq)
 	}
-	if len(got) != 2 || got[0] != 1 || got[1] != 3 {
-		t.Fatalf("delivered %v, want [1 3] (2 is mid-write)", got)
+	if err := rd.Release(); err != nil {
+		t.Fatal(err)
 	}
-	if st := rd.Stats(); st.TornRetries != 1 || st.Lost != 1 {
-		t.Fatalf("stats %+v, want 1 torn retry and 1 lost", st)
+	for i := 0; i < 2; i++ {
+		ok, err := rd.TryNext(&f)
+		if ok || !errors.Is(err, shm.ErrCorrupt) || !strings.Contains(err.Error(), "intra:t") || !strings.Contains(err.Error(), "slot") {
+			t.Fatalf("call %d on a slot mid-write in the ring: %v %v, want ErrCorrupt naming the ring and the slot", i, ok, err)
+		}
 	}
 }
 
@@ -142,8 +147,8 @@ func TestSeqlockRejectsSlotInWrite(t *testing.T) {
 func TestRecoveryAnnouncesCommittedMessage(t *testing.T) {
 	p := shm.Params{Topic: "t", MaxPayload: 64, RingLen: 3}
 	r := newRing(t, p)
-	w, _ := shm.NewWriter(r, 999999999, 0) // a pid that does not exist: "dead" owner
-	rd, _ := shm.NewReader(r, os.Getpid(), 0, "rd", 3, 0)
+	w, _ := shm.NewWriter(r, os.Getpid())
+	rd, _ := shm.NewReader(r, os.Getpid(), "rd", 3, 0)
 	for tag := uint64(1); tag <= 2; tag++ {
 		b, _ := w.Acquire(0, now)
 		fill(b, tag)
@@ -153,7 +158,8 @@ func TestRecoveryAnnouncesCommittedMessage(t *testing.T) {
 	// and a third one half written
 	b, _ := w.Acquire(0, now)
 	fill(b[:32], 3)
-	w2, err := shm.NewWriter(r, os.Getpid(), 0)
+	w.Abandon() // dies: its lease goes, nothing else changes
+	w2, err := shm.NewWriter(r, os.Getpid())
 	if err != nil {
 		t.Fatalf("taking over from a dead writer: %v", err)
 	}
@@ -166,12 +172,14 @@ func TestRecoveryAnnouncesCommittedMessage(t *testing.T) {
 		epoch uint32
 	}
 	var got []m
-	for rd.TryNext(&f) {
+	for tryNext(t, rd, &f) {
 		if _, ok := intact(f.Payload); !ok {
 			t.Fatalf("torn delivery of %+v", f)
 		}
 		got = append(got, m{f.Seq, f.Epoch})
-		rd.Release()
+		if err := rd.Release(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	want := []m{{1, 1}, {2, 1}, {1, 2}}
 	if len(got) != 3 || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
@@ -184,10 +192,10 @@ func TestRecoveryAnnouncesCommittedMessage(t *testing.T) {
 
 func TestSecondLiveWriterRefused(t *testing.T) {
 	r := newRing(t, shm.Params{Topic: "t", MaxPayload: 8, RingLen: 2})
-	if _, err := shm.NewWriter(r, os.Getpid(), 0); err != nil {
+	if _, err := shm.NewWriter(r, os.Getpid()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := shm.NewWriter(r, os.Getpid(), 0); err == nil {
+	if _, err := shm.NewWriter(r, os.Getpid()); err == nil {
 		t.Fatal("second live writer accepted")
 	}
 }
@@ -203,5 +211,55 @@ func TestNames(t *testing.T) {
 	}
 	if _, _, ok := shm.SplitName("other"); ok {
 		t.Fatal("foreign name accepted")
+	}
+}
+
+// tryNext is TryNext for tests that expect no error.
+func tryNext(t *testing.T, rd *shm.Reader, f *shm.Frame) bool {
+	t.Helper()
+	ok, err := rd.TryNext(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ok
+}
+
+// A publisher taking over a ring checks it is one a publisher can have
+// left; a ring entry or head word written by anything else is refused
+// with ErrCorrupt naming the ring and the entry, not used (a slot in two
+// entries would be handed out twice).
+func TestTakeoverRefusesCorruptRing(t *testing.T) {
+	p := shm.Params{Topic: "t", MaxPayload: 64, RingLen: 4}
+	for _, tc := range []struct {
+		name string
+		mess func(r *shm.Region)
+		want string
+	}{
+		{"slot in two entries", func(r *shm.Region) {
+			atomic.StoreUint64(r.Entry(1), atomic.LoadUint64(r.Entry(0))&(1<<shm.PosShift-1)|2<<shm.PosShift)
+		}, "two ring entries"},
+		{"entry position", func(r *shm.Region) { atomic.StoreUint64(r.Entry(2), 77<<shm.PosShift) }, "ring entry 2"},
+		{"entry slot", func(r *shm.Region) { atomic.StoreUint64(r.Entry(0), 1<<shm.PosShift|0xffff) }, "ring entry 0"},
+		{"head slot", func(r *shm.Region) { atomic.StoreUint64(r.Head(), 3<<shm.PosShift|0xfff0) }, "head word"},
+		{"head vs entry", func(r *shm.Region) { atomic.AddUint64(r.Head(), 1) }, "head word"},
+		{"uncommitted slot", func(r *shm.Region) {
+			atomic.StoreUint64(r.SlotVer(int(atomic.LoadUint64(r.Entry(1))&(1<<shm.PosShift-1))), 3)
+		}, "version 3"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRing(t, p)
+			w, _ := shm.NewWriter(r, os.Getpid())
+			for tag := uint64(1); tag <= 3; tag++ {
+				b, _ := w.Acquire(0, now)
+				fill(b, tag)
+				w.Commit(64, shm.Meta{})
+			}
+			w.Abandon()
+			tc.mess(r)
+			_, err := shm.NewWriter(r, os.Getpid())
+			if !errors.Is(err, shm.ErrCorrupt) || !strings.Contains(err.Error(), "intra:t") || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want ErrCorrupt naming the ring and saying %q", err, tc.want)
+			}
+		})
 	}
 }

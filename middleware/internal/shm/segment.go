@@ -63,7 +63,15 @@ func Open(path string, p Params, o OpenOptions) (*Segment, error) {
 		o.InitWait = time.Second
 	}
 	for attempt := 0; ; attempt++ {
-		s, retry, err := openOnce(path, p, o)
+		var (
+			s     *Segment
+			retry bool
+		)
+		// The file can be shortened under the mappings openOnce reads.
+		err := guard(path, func() (err error) {
+			s, retry, err = openOnce(path, p, o)
+			return err
+		})
 		if err == nil || !retry || attempt > 20 {
 			return s, err
 		}

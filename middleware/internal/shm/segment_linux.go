@@ -79,7 +79,7 @@ func openOnce(path string, p Params, o OpenOptions) (s *Segment, retry bool, err
 			return nil, false, fmt.Errorf("%s: mmap %d bytes: %w", path, g.TotalSize, err)
 		}
 		r := format(mem, p, o.PID, o.NowNs)
-		r.file = &fileRef{fd: fd, path: path}
+		r.file, r.name = &fileRef{fd: fd, path: path}, path
 		s = &Segment{Region: r, Path: path, Created: true}
 	} else {
 		if int(st.Uid) != os.Geteuid() && !o.AllowForeign {
@@ -97,7 +97,7 @@ func openOnce(path string, p Params, o OpenOptions) (s *Segment, retry bool, err
 			unix.Munmap(r.mem)
 			return nil, false, err
 		}
-		r.file = &fileRef{fd: fd, path: path}
+		r.file, r.name = &fileRef{fd: fd, path: path}, path
 		s = &Segment{Region: r, Path: path}
 	}
 	if o.HugePages {
@@ -177,14 +177,18 @@ func NewAnon(p Params, pid int, nowNs int64, huge bool) (*Region, bool, error) {
 		size := alignUp(g.TotalSize, 2<<20)
 		mem, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_ANONYMOUS|unix.MAP_HUGETLB)
 		if err == nil {
-			return format(mem, p, pid, nowNs), true, nil
+			r := format(mem, p, pid, nowNs)
+			r.anon = &anonLeases{}
+			return r, true, nil
 		}
 	}
 	mem, err := unix.Mmap(-1, 0, g.TotalSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_ANONYMOUS)
 	if err != nil {
 		return nil, false, fmt.Errorf("mmap %d anonymous bytes: %w", g.TotalSize, err)
 	}
-	return format(mem, p, pid, nowNs), false, nil
+	r := format(mem, p, pid, nowNs)
+	r.anon = &anonLeases{}
+	return r, false, nil
 }
 
 // FreeAnon unmaps a ring made by NewAnon.

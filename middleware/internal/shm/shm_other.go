@@ -36,8 +36,12 @@ func RemoveIfStale(path string) (bool, error) {
 	return false, fmt.Errorf("%s: %w", path, errNotLinux)
 }
 
-// fileRef is empty off Linux: no segment file is ever mapped.
-type fileRef struct{}
+// fileRef off Linux mirrors the Linux one so shared code compiles; no
+// segment file is ever mapped here.
+type fileRef struct {
+	fd   int
+	path string
+}
 
 // reserveSlots is a no-op off Linux: no segment file is ever mapped.
 func (r *Region) reserveSlots(k, count int) error { return nil }
@@ -47,3 +51,15 @@ func (r *Region) checkSize() error { return nil }
 
 // CheckSize is a no-op off Linux, where no Segment can be opened.
 func (s *Segment) CheckSize() error { return nil }
+
+func (f *fileRef) tryLease(off int) (leaseHold, bool, error) {
+	return leaseHold{}, false, fmt.Errorf("%s: %w", f.path, errNotLinux)
+}
+
+func ofdHeld(fd, off int) (bool, error) { return false, errNotLinux }
+
+func closeLease(h leaseHold) {}
+
+func (r *Region) sizeNow() string { return "" }
+
+func (r *Region) shrunk() (int64, bool) { return 0, false }

@@ -29,7 +29,9 @@ type PTPResult struct {
 // agent-side probe, which the rig lacks, so they fail with that reason.
 // Blocks until locked or ctx ends.
 func RequirePTPLocked(ctx context.Context, rack *fixtures.Rack) (*PTPResult, error) {
-	bound := time.Microsecond
+	// 0: timesync.DefaultBound by timestamping mode (a fixed 1 µs flaps
+	// with software timestamping, which the sim rack's ptp4l uses).
+	var bound time.Duration
 	if rack.PTP != nil && rack.PTP.MaxOffset > 0 {
 		bound = rack.PTP.MaxOffset
 	}
@@ -45,7 +47,7 @@ func RequirePTPLocked(ctx context.Context, rack *fixtures.Rack) (*PTPResult, err
 		if b.Clock.PTP4LSocket == "" {
 			continue
 		}
-		if !OnController(&b) {
+		if !b.OnController() {
 			return nil, fmt.Errorf("board %s: ptp4l socket %s is on the board; reading it needs an agent-side PTP probe, which the rig lacks", b.Name, b.Clock.PTP4LSocket)
 		}
 		p, err := timesync.DialPTP4L(ctx, b.Clock.PTP4LSocket, nil)

@@ -15,6 +15,7 @@ import (
 	"github.com/hilrig/hilrig/deploy"
 	"github.com/hilrig/hilrig/internal/safefile"
 	"github.com/hilrig/hilrig/internal/testbin"
+	"github.com/hilrig/hilrig/internal/testkit"
 	"github.com/hilrig/hilrig/netns"
 )
 
@@ -147,17 +148,14 @@ func TestKillTakesTheProcessGroup(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_ = p.Wait(ctx)
-	deadline := time.Now().Add(10 * time.Second)
-	for syscall.Kill(child, 0) == nil {
+	testkit.Eventually(t, 10*time.Second, fmt.Sprintf("grandchild %d to die with Kill", child), func() bool {
+		if syscall.Kill(child, 0) != nil {
+			return true
+		}
 		// The grandchild is re-parented; it may be a zombie until reaped.
-		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", child)); err == nil && containsState(b, 'Z') {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("grandchild %d survived Kill", child)
-		}
-		time.Sleep(10 * time.Millisecond) // polling with a deadline
-	}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", child))
+		return err == nil && containsState(b, 'Z')
+	})
 }
 
 func containsState(stat []byte, s byte) bool {

@@ -169,7 +169,7 @@ type ringSub struct {
 	inCB    *atomic.Int32
 	f       shm.Frame
 	msg     Message
-	// sizeChecked is when next last fstat'ed the segment (nanotime).
+	// sizeChecked is when next last fstat'ed the segment (monoclock.Now).
 	sizeChecked int64
 }
 

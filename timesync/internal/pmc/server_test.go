@@ -22,6 +22,9 @@ type fakePTP4L struct {
 	path string
 	conn *net.UnixConn
 	wg   sync.WaitGroup
+	// sent receives the sequence number of each reply once it is in the
+	// client's socket buffer (unix datagrams are delivered by the write).
+	sent chan uint16
 }
 
 func startFake(t *testing.T, path string, delay func(seq uint16) time.Duration) *fakePTP4L {
@@ -31,7 +34,7 @@ func startFake(t *testing.T, path string, delay func(seq uint16) time.Duration) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fakePTP4L{path: path, conn: conn}
+	f := &fakePTP4L{path: path, conn: conn, sent: make(chan uint16, 64)}
 	f.wg.Add(1)
 	go func() {
 		defer f.wg.Done()
@@ -49,7 +52,12 @@ func startFake(t *testing.T, path string, delay func(seq uint16) time.Duration) 
 			go func() {
 				defer f.wg.Done()
 				time.Sleep(d) // the simulated daemon's slowness, not synchronisation
-				_, _ = conn.WriteToUnix(msg, from)
+				if _, err := conn.WriteToUnix(msg, from); err == nil {
+					select {
+					case f.sent <- seq:
+					default: // nobody is waiting for it
+					}
+				}
 			}()
 		}
 	}()
@@ -81,7 +89,15 @@ func TestLateReplyIsDrainedNotTakenAsTheNextAnswer(t *testing.T) {
 	if _, err := c.CurrentDataSet(context.Background()); !errors.Is(err, pmc.ErrTimeout) {
 		t.Fatalf("first request: %v, want ErrTimeout", err)
 	}
-	time.Sleep(400 * time.Millisecond) // let the late reply land in our socket buffer
+	// Wait until the late reply to request 1 is in our socket buffer.
+	for late := false; !late; {
+		select {
+		case seq := <-f.sent:
+			late = seq == 1
+		case <-time.After(5 * time.Second):
+			t.Fatal("the fake never sent the late reply to request 1")
+		}
+	}
 	if _, err := c.CurrentDataSet(context.Background()); err != nil {
 		t.Fatalf("second request: %v", err)
 	}

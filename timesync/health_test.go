@@ -189,7 +189,7 @@ func TestRequireLockedValidates(t *testing.T) {
 		{[]timesync.Board{{Name: "", Source: src}}, time.Microsecond, 1},
 		{[]timesync.Board{{Name: "a", Source: src}, {Name: "a", Source: src}}, time.Microsecond, 1},
 		{[]timesync.Board{{Name: "a"}}, time.Microsecond, 1},
-		{[]timesync.Board{{Name: "a", Source: src}}, 0, 1},
+		{[]timesync.Board{{Name: "a", Source: src}}, -time.Microsecond, 1},
 		{[]timesync.Board{{Name: "a", Source: src}}, time.Microsecond, 0},
 	} {
 		if err := timesync.RequireLocked(context.Background(), tc.boards, tc.bound, tc.n, nil); !errors.Is(err, timesync.ErrBadConfig) {

@@ -203,15 +203,18 @@ func TestRealPTP4L(t *testing.T) {
 	}
 	defer reqSrc.Close()
 
-	ok := t.Run("RequireLockedWithin15s", func(t *testing.T) {
+	// A quiet host locks in about 10 s (two fresh offsets after the
+	// servo's first measurements, see docs/timesync.md); 30 s leaves room
+	// for a loaded 2-core host without hiding a lock that never comes.
+	ok := t.Run("RequireLockedWithin30s", func(t *testing.T) {
 		slaveStart := rig.Started(ptprig.Slave)
-		rctx, rcancel := context.WithDeadline(ctx, slaveStart.Add(15*time.Second))
+		rctx, rcancel := context.WithDeadline(ctx, slaveStart.Add(30*time.Second))
 		defer rcancel()
 		b := board
 		b.Source = reqSrc
 		err := timesync.RequireLocked(rctx, []timesync.Board{b}, bound, 2, nil)
 		if err != nil {
-			t.Fatalf("not locked 15 s after start: %v", err)
+			t.Fatalf("not locked 30 s after start: %v", err)
 		}
 		t.Logf("MEASURED time to lock (slave ptp4l start, GM already MASTER → 2 consecutive locked samples): %v (rig start → GM MASTER: %v)",
 			time.Since(slaveStart).Round(10*time.Millisecond), slaveStart.Sub(t0).Round(10*time.Millisecond))

@@ -23,7 +23,7 @@ func TestVMPairUDP1k(t *testing.T) {
 	if os.Getenv("HILRIG_VM") != "1" {
 		t.Skip("VM rack test: set HILRIG_VM=1 to boot two QEMU boards (needs qemu-system-x86, linux-source-6.1, busybox-static; the first run builds the kernel)")
 	}
-	rack, err := fixtures.LoadRack("../examples/vm-pair.yaml")
+	rack, err := fixtures.LoadRack("../fixtures/examples/vm-pair.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

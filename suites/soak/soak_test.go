@@ -19,21 +19,24 @@ import (
 	"github.com/hilrig/hilrig/suites/labels"
 )
 
-var _ = Describe("soak", Label(labels.Soak), Ordered, func() {
+// Not Ordered: the two specs are independent, and a failing smoke spec
+// must not skip the long soak someone asked for. Which of them runs is
+// soakrun.Select's decision (flags are parsed before the tree is built).
+var _ = Describe("soak", Label(labels.Soak), func() {
+	sel := soakrun.Select(harness.Context().Rack.Name)
 	It("runs the short traffic mix with churn, checkpoints every window and meets the soak verdicts", Label(labels.Smoke),
-		SpecTimeout(3*time.Minute), func(ctx SpecContext) {
+		SpecTimeout(sel.SmokeTimeout), func(ctx SpecContext) {
+			if !sel.Smoke {
+				Skip(fmt.Sprintf("-hilrig.soak-profile=%s asks for that soak only", soakrun.FlagProfile()))
+			}
 			runSoak(ctx, soakrun.ProfileSmoke)
 		})
 
 	It("runs the configured soak (full: soak.duration; accelerated: 1 h at 10× rates)", SpecTimeout(80*time.Hour), func(ctx SpecContext) {
-		p := soakrun.FlagProfile()
-		if p == "" && harness.Context().Rack.Name != "sim" {
-			p = soakrun.ProfileFull
+		if sel.Long == "" {
+			Skip(sel.SkipReason)
 		}
-		if p != soakrun.ProfileFull && p != soakrun.ProfileAccelerated {
-			Skip("the long soak runs on a lab rack, or with -hilrig.soak-profile=full|accelerated (sim rack: only the smoke form runs)")
-		}
-		runSoak(ctx, p)
+		runSoak(ctx, sel.Long)
 	})
 })
 

@@ -72,17 +72,65 @@ type Plan struct {
 // FlagProfile is the profile given on the command line ("" if none).
 func FlagProfile() string { return *profileFlag }
 
+// RequestedProfile is the profile the command line asks for: the
+// -hilrig.soak-profile flag, else the rack's default (smoke on the sim
+// rack, full on a lab rack). -hilrig.soak-duration applies to it only.
+func RequestedProfile(rackName string) string {
+	if p := *profileFlag; p != "" {
+		return p
+	}
+	if rackName == "sim" {
+		return ProfileSmoke
+	}
+	return ProfileFull
+}
+
+// Selection is which soak specs a run of the soak suite starts. Asking
+// for a profile runs that profile and nothing else: a duration given for
+// the accelerated soak must not stretch the smoke spec past its timeout
+// (nor, with the smoke spec failing, skip the soak that was asked for).
+type Selection struct {
+	// Smoke is true when the smoke spec runs; SmokeTimeout is its
+	// SpecTimeout (3 min, or the requested smoke duration plus start-up).
+	Smoke        bool
+	SmokeTimeout time.Duration
+	// Long is the profile the long spec runs ("" = the long spec skips,
+	// with SkipReason).
+	Long       string
+	SkipReason string
+}
+
+// Select resolves which specs the flags start on a rack named rackName.
+// No flag: smoke on the sim rack; smoke then full on a lab rack.
+func Select(rackName string) Selection {
+	s := Selection{SmokeTimeout: 3 * time.Minute}
+	switch req := *profileFlag; req {
+	case "":
+		s.Smoke = true
+		if rackName != "sim" {
+			s.Long = ProfileFull
+		} else {
+			s.SkipReason = "the sim rack runs only the smoke soak unless -hilrig.soak-profile=accelerated|full asks for a long one"
+		}
+	case ProfileSmoke:
+		s.Smoke = true
+		s.SkipReason = "-hilrig.soak-profile=smoke asks for the smoke soak only"
+	default:
+		// accelerated, full, or a typo that NewPlan reports by name.
+		s.Long = req
+	}
+	if s.Smoke && RequestedProfile(rackName) == ProfileSmoke && *durationFlag > 0 {
+		s.SmokeTimeout = max(s.SmokeTimeout, *durationFlag+2*time.Minute)
+	}
+	return s
+}
+
 // NewPlan resolves the plan for profile ("" = flag, else default for the
 // rack) from ginkgo.config and the rack.
 func NewPlan(profile string, cfg *fixtures.Config, rack *fixtures.Rack, prof *fixtures.BoundsProfile) (*Plan, error) {
+	requested := RequestedProfile(rack.Name)
 	if profile == "" {
-		profile = *profileFlag
-	}
-	if profile == "" {
-		profile = ProfileFull
-		if rack.Name == "sim" {
-			profile = ProfileSmoke
-		}
+		profile = requested
 	}
 	p := &Plan{Profile: profile, Progress: *progressFlag, Resume: *resumeFlag, Out: *outFlag}
 	factor := 1.0
@@ -102,7 +150,7 @@ func NewPlan(profile string, cfg *fixtures.Config, rack *fixtures.Rack, prof *fi
 	default:
 		return nil, fmt.Errorf("%w: -hilrig.soak-profile %q: want smoke, full or accelerated", ErrPlan, profile)
 	}
-	if *durationFlag > 0 {
+	if *durationFlag > 0 && profile == requested {
 		p.Notes = append(p.Notes, fmt.Sprintf("duration %v set by -hilrig.soak-duration (profile default %v)", *durationFlag, p.Duration))
 		p.Duration = *durationFlag
 	}

@@ -70,7 +70,8 @@ func runSoak(ctx context.Context, profile string) {
 	feed.Until = until
 
 	run := &soakrun.Runner{Name: "soak " + profile, Window: plan.Window, Progress: plan.Progress, Until: until,
-		Checkpoint: cp, Out: progressOut(), Churn: plan.Churn, Restarter: feed, Finisher: feed, Controller: "controller"}
+		Checkpoint: cp, Out: progressOut(), Churn: plan.Churn, Restarter: feed, Finisher: feed, Controller: "controller",
+		HeapProfile: soakrun.HeapProfilePath()}
 	DeferCleanup(AttachProgressReporter(run.ProgressReport))
 	runErr := run.Run(ctx, tracks)
 

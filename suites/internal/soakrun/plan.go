@@ -25,6 +25,7 @@ var (
 	rssBound     = flag.Float64("hilrig.soak-max-rss-slope", 512, "memory-growth bound, KiB/h per agent (Theil–Sen after warm-up)")
 	driftBound   = flag.Float64("hilrig.soak-max-drift", 10, "latency drift bound for p50 and p99, %/day (Theil–Sen after warm-up)")
 	recovBound   = flag.Duration("hilrig.soak-max-recovery", 2*time.Second, "restart → first delivery bound")
+	heapFlag     = flag.String("hilrig.soak-heap-profile", "", "write the controller's Go heap profile (pprof) to this file at every checkpoint window (go tool pprof -sample_index=inuse_space FILE)")
 	unlockBound  = flag.Int("hilrig.soak-max-unlocked", 6, "windows allowed with a board's PTP not locked (excluded from latency verdicts)")
 )
 
@@ -68,6 +69,9 @@ type Plan struct {
 	// Resume is a checkpoint to resume into; Out the file to create.
 	Resume, Out string
 }
+
+// HeapProfilePath is -hilrig.soak-heap-profile ("" = none).
+func HeapProfilePath() string { return *heapFlag }
 
 // FlagProfile is the profile given on the command line ("" if none).
 func FlagProfile() string { return *profileFlag }
@@ -260,11 +264,14 @@ func sizeName(n int) string {
 }
 
 // RigMaxWindows is the rig.Options.MaxWindows a soak of this plan needs:
-// every endpoint buffers the agent windows of one checkpoint period (and
-// of a restart or the final drain, each bounded by 30 s) between two
-// drains by the runner; twice that plus margin, so no window is dropped.
-// Memory stays constant: the bound is per endpoint, not per soak hour.
+// every endpoint buffers the agent windows of one drain period (the
+// runner folds them into the open soak window every DefaultDrain, not
+// once per checkpoint) and of a restart or the final drain, each bounded
+// by 30 s; twice that plus margin, so no window is dropped. The bound is
+// per endpoint and independent of the checkpoint window and the soak's
+// length: a few hundred windows, not one checkpoint period's thousands.
 func (p *Plan) RigMaxWindows() int {
-	per := int((p.Window+p.AgentWindow-1)/p.AgentWindow) + int(30*time.Second/p.AgentWindow)
+	d := DefaultDrain(p.Window, 0)
+	per := int((d+p.AgentWindow-1)/p.AgentWindow) + int(30*time.Second/p.AgentWindow)
 	return 2*per + 64
 }

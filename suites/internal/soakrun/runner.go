@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"runtime"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"time"
@@ -40,6 +43,13 @@ type Finisher interface {
 type Runner struct {
 	// Window is the checkpoint period; Progress the progress-line period.
 	Window, Progress time.Duration
+	// Drain is how often the tracks' windows are taken and folded into the
+	// open soak window (default [DefaultDrain] of Window). Between two
+	// drains every endpoint buffers its agent windows in the controller,
+	// each with a decoded latency histogram (~100–200 KiB): draining only
+	// at the checkpoint made the controller hold one checkpoint period of
+	// them per subscriber (hundreds of MiB in an accelerated soak).
+	Drain time.Duration
 	// Until is when the traffic stops (the soak's planned end).
 	Until time.Time
 	// Name prefixes progress lines ("soak smoke").
@@ -57,6 +67,10 @@ type Runner struct {
 	// OnWindow, if set, is called after each window was appended (tests
 	// and the controller-kill helper use it to say "window N is durable").
 	OnWindow func(w *soak.Window)
+	// HeapProfile, if set, is a file the controller's heap profile is
+	// rewritten to at every checkpoint window (for finding what holds the
+	// controller's memory in a long soak).
+	HeapProfile string
 	// Controller, if set, adds this process (the controller) as an agent
 	// of that name to every window, with its RSS and CPU, so the memory
 	// verdict covers the controller as well as the boards.
@@ -176,6 +190,8 @@ func (r *Runner) Run(ctx context.Context, tracks []*Track) error {
 	}
 	timer := time.NewTimer(time.Until(nextWin))
 	defer timer.Stop()
+	drain := time.NewTicker(DefaultDrain(r.Window, r.Drain))
+	defer drain.Stop()
 	stop := r.stopped()
 	for {
 		final := !nextWin.Before(r.Until)
@@ -187,6 +203,11 @@ func (r *Runner) Run(ctx context.Context, tracks []*Track) error {
 			return ctx.Err()
 		case <-stop:
 			final = true
+		case <-drain.C:
+			for _, t := range tracks {
+				r.fold(agg, t, t.Src.Take())
+			}
+			continue
 		case <-timer.C:
 		}
 		for _, t := range tracks {
@@ -227,6 +248,15 @@ func (r *Runner) Run(ctx context.Context, tracks []*Track) error {
 		}
 		timer.Reset(time.Until(nextWin))
 	}
+}
+
+// DefaultDrain is the drain period a runner uses: drain if set, else a
+// quarter of the checkpoint window, at most 1 s and at least 10 ms.
+func DefaultDrain(window, drain time.Duration) time.Duration {
+	if drain > 0 {
+		return drain
+	}
+	return min(max(window/4, 10*time.Millisecond), time.Second)
 }
 
 // fold adds a track's windows and resolves pending restart recoveries.
@@ -324,6 +354,11 @@ func (r *Runner) closeWindow(agg *aggregator, tracks []*Track, gated map[subKey]
 		r.lastCPU = cpu
 		w.Agents = append(w.Agents, aw)
 	}
+	if r.HeapProfile != "" {
+		if err := writeHeapProfile(r.HeapProfile); err != nil {
+			return err
+		}
+	}
 	if err := r.Checkpoint.Append(&w); err != nil {
 		return fmt.Errorf("%w: window [%s, %s): %w", ErrCheckpoint, start.Format(time.RFC3339), end.Format(time.RFC3339), err)
 	}
@@ -376,4 +411,25 @@ func fmtBytes(n int64) string {
 		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d B", n)
+}
+
+// writeHeapProfile replaces path with the current heap profile.
+func writeHeapProfile(path string) error {
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return fmt.Errorf("%w: heap profile: %w", ErrCheckpoint, err)
+	}
+	runtime.GC() // inuse figures as of now, not of the last GC cycle
+	err = pprof.Lookup("heap").WriteTo(f, 0)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: heap profile %s: %w", ErrCheckpoint, path, err)
+	}
+	return nil
 }

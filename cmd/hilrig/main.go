@@ -23,6 +23,7 @@ import (
 	"github.com/hilrig/hilrig/report"
 	"github.com/hilrig/hilrig/report/reportcli"
 	"github.com/hilrig/hilrig/rig/lease/leasecli"
+	"github.com/hilrig/hilrig/rig/power/powercli"
 	"github.com/hilrig/hilrig/scopes/scopecli"
 	"github.com/hilrig/hilrig/timesync/ptpcli"
 	"github.com/hilrig/hilrig/vmboard/vmcli"
@@ -33,6 +34,7 @@ func commands() cli.Set {
 		{Name: "agent", Summary: "run the board agent (line-delimited JSON on stdin/stdout)", Run: runAgent},
 		{Name: "bench", Summary: "benchmarks: pingpong, throughput (with baselines in the same run)", Run: runBench},
 		{Name: "gpio", Summary: "GPIO: ls, mark, watch", Run: gpiocli.Run},
+		{Name: "power", Summary: "board power: on, off, cycle, status", Run: powercli.Run},
 		{Name: "ptp", Summary: "PTP status from ptp4l: status, watch", Run: ptpcli.Run},
 		{Name: "rack", Summary: "rack lease: status, lease, release", Run: leasecli.Run},
 		{Name: "report", Summary: "reports: html, compare", Run: reportcli.Run},

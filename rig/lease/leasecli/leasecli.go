@@ -104,17 +104,9 @@ func run(ctx context.Context, sub string, args []string, stdout, stderr io.Write
 }
 
 func configRack(flagValue string) (string, error) {
-	path, err := fixtures.ResolveConfigPath(flagValue, ".")
+	_, r, err := fixtures.Load(flagValue)
 	if err != nil {
 		return "", fmt.Errorf("%w: no RACK given and %w", ErrUsage, err)
-	}
-	cfg, err := fixtures.LoadConfig(path)
-	if err != nil {
-		return "", err
-	}
-	r, err := cfg.LoadRack()
-	if err != nil {
-		return "", fmt.Errorf("%s: %w", path, err)
 	}
 	return r.Name, nil
 }

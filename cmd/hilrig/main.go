@@ -1,6 +1,6 @@
 // Command hilrig is the one binary of the rig: the agent that runs on boards
 // (hilrig agent) and the tools for humans (shm, bench, gpio, ptp, scope,
-// report, vm).
+// report, vm, rack, power, console).
 //
 // main only dispatches (internal/cli): each sub-command's logic, flags and
 // usage live in its area's command package (gpio/gpiocli, timesync/ptpcli,
@@ -22,6 +22,7 @@ import (
 	"github.com/hilrig/hilrig/middleware/shmtool"
 	"github.com/hilrig/hilrig/report"
 	"github.com/hilrig/hilrig/report/reportcli"
+	"github.com/hilrig/hilrig/rig/console/consolecli"
 	"github.com/hilrig/hilrig/rig/lease/leasecli"
 	"github.com/hilrig/hilrig/rig/power/powercli"
 	"github.com/hilrig/hilrig/scopes/scopecli"
@@ -33,6 +34,7 @@ func commands() cli.Set {
 	return cli.Set{Prog: "hilrig", Commands: []cli.Command{
 		{Name: "agent", Summary: "run the board agent (line-delimited JSON on stdin/stdout)", Run: runAgent},
 		{Name: "bench", Summary: "benchmarks: pingpong, throughput (with baselines in the same run)", Run: runBench},
+		{Name: "console", Summary: "follow a board's serial console (captured, stamped, flagged)", Run: consolecli.Run},
 		{Name: "gpio", Summary: "GPIO: ls, mark, watch", Run: gpiocli.Run},
 		{Name: "power", Summary: "board power: on, off, cycle, status", Run: powercli.Run},
 		{Name: "ptp", Summary: "PTP status from ptp4l: status, watch", Run: ptpcli.Run},

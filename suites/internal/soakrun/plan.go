@@ -25,6 +25,7 @@ var (
 	rssBound     = flag.Float64("hilrig.soak-max-rss-slope", 512, "memory-growth bound, KiB/h per agent (Theil–Sen after warm-up)")
 	driftBound   = flag.Float64("hilrig.soak-max-drift", 10, "latency drift bound for p50 and p99, %/day (Theil–Sen after warm-up)")
 	recovBound   = flag.Duration("hilrig.soak-max-recovery", 2*time.Second, "restart → first delivery bound")
+	heartbeat    = flag.Duration("hilrig.soak-heartbeat", 30*time.Second, "a board that sends no agent window for this long is lost: the soak stops with a verdict naming it (0 = never)")
 	heapFlag     = flag.String("hilrig.soak-heap-profile", "", "write the controller's Go heap profile (pprof) to this file at every checkpoint window (go tool pprof -sample_index=inuse_space FILE)")
 	unlockBound  = flag.Int("hilrig.soak-max-unlocked", 6, "windows allowed with a board's PTP not locked (excluded from latency verdicts)")
 )
@@ -59,7 +60,9 @@ type Plan struct {
 	Window, AgentWindow time.Duration
 	Churn               time.Duration
 	Progress            time.Duration
-	Flows               []Flow
+	// Heartbeat is Runner.Heartbeat (-hilrig.soak-heartbeat).
+	Heartbeat time.Duration
+	Flows     []Flow
 	// Bounds judged by soak.Judge. TrendsAsserted is false when the run is
 	// too short for a slope in KiB/h or %/day to mean anything (smoke):
 	// the trends are then computed and reported, not asserted.
@@ -136,7 +139,7 @@ func NewPlan(profile string, cfg *fixtures.Config, rack *fixtures.Rack, prof *fi
 	if profile == "" {
 		profile = requested
 	}
-	p := &Plan{Profile: profile, Progress: *progressFlag, Resume: *resumeFlag, Out: *outFlag}
+	p := &Plan{Profile: profile, Progress: *progressFlag, Resume: *resumeFlag, Out: *outFlag, Heartbeat: *heartbeat}
 	factor := 1.0
 	switch profile {
 	case ProfileSmoke:

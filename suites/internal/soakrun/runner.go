@@ -67,6 +67,17 @@ type Runner struct {
 	// OnWindow, if set, is called after each window was appended (tests
 	// and the controller-kill helper use it to say "window N is durable").
 	OnWindow func(w *soak.Window)
+	// Heartbeat, if set, is how long a board may go without sending an
+	// agent window (every endpoint sends one per agent window, traffic or
+	// not) before it counts as hung. The soak then stops at once, the
+	// open window appended with an agent-error event, and Run returns an
+	// error matching ErrBoardLost naming the board and the cause — rather
+	// than running to its end counting losses. (Power-cycling and
+	// redeploying the board instead is not implemented yet.)
+	Heartbeat time.Duration
+	// ConsoleTail, if set, returns a board's recent console lines for the
+	// event and the error (nil: no console capture).
+	ConsoleTail func(board string) string
 	// HeapProfile, if set, is a file the controller's heap profile is
 	// rewritten to at every checkpoint window (for finding what holds the
 	// controller's memory in a long soak).
@@ -84,6 +95,9 @@ type Runner struct {
 	started  time.Time
 	pending  []pendingRestart
 	churnSeq int
+	// lastSeen is when each board last sent an agent window (runner
+	// goroutine only).
+	lastSeen map[string]time.Time
 }
 
 // Status is the runner's progress, for the progress line and reports.
@@ -181,6 +195,10 @@ func (r *Runner) Run(ctx context.Context, tracks []*Track) error {
 	r.mu.Lock()
 	r.started = now
 	r.mu.Unlock()
+	r.lastSeen = map[string]time.Time{}
+	for _, t := range tracks {
+		r.lastSeen[t.Agent] = now
+	}
 	winStart := now
 	nextWin := now.Add(r.Window)
 	nextProgress := now.Add(r.Progress)
@@ -207,11 +225,17 @@ func (r *Runner) Run(ctx context.Context, tracks []*Track) error {
 			for _, t := range tracks {
 				r.fold(agg, t, t.Src.Take())
 			}
+			if err := r.checkHeartbeats(agg, tracks, gated, winStart); err != nil {
+				return err
+			}
 			continue
 		case <-timer.C:
 		}
 		for _, t := range tracks {
 			r.fold(agg, t, t.Src.Take())
+		}
+		if err := r.checkHeartbeats(agg, tracks, gated, winStart); err != nil {
+			return err
 		}
 		if !nextChurn.IsZero() && !time.Now().Before(nextChurn) && !final {
 			var err error
@@ -259,8 +283,39 @@ func DefaultDrain(window, drain time.Duration) time.Duration {
 	return min(max(window/4, 10*time.Millisecond), time.Second)
 }
 
+// checkHeartbeats stops the soak when a board sent no agent window for
+// Heartbeat: the open window is appended with the event, so the checkpoint
+// says which board hung and when.
+func (r *Runner) checkHeartbeats(agg *aggregator, tracks []*Track, gated map[subKey]bool, winStart time.Time) error {
+	if r.Heartbeat <= 0 {
+		return nil
+	}
+	now := time.Now()
+	for _, t := range tracks {
+		last := r.lastSeen[t.Agent]
+		if now.Sub(last) < r.Heartbeat {
+			continue
+		}
+		cause := fmt.Sprintf("board %s sent no agent window for %v (heartbeat budget %v; last at %s)",
+			t.Agent, now.Sub(last).Round(time.Millisecond), r.Heartbeat, last.UTC().Format(time.RFC3339Nano))
+		detail := cause + "; no power control: the soak stops"
+		if r.ConsoleTail != nil {
+			if tail := r.ConsoleTail(t.Agent); tail != "" {
+				detail += "\nconsole:\n" + tail
+			}
+		}
+		agg.event(t.Agent, soak.Event{Time: now, Kind: soak.EventAgentError, Target: "board " + t.Agent, Detail: detail})
+		_ = r.closeWindow(agg, tracks, gated, winStart, now, true)
+		return fmt.Errorf("%w: %s", ErrBoardLost, detail)
+	}
+	return nil
+}
+
 // fold adds a track's windows and resolves pending restart recoveries.
 func (r *Runner) fold(agg *aggregator, t *Track, ws []agentproto.Window) {
+	if len(ws) > 0 && r.lastSeen != nil {
+		r.lastSeen[t.Agent] = time.Now()
+	}
 	for _, w := range ws {
 		agg.add(t, w)
 		if t.Role != agentproto.Subscriber || w.Received == 0 {

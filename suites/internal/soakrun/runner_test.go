@@ -254,3 +254,65 @@ func TestRigMaxWindowsIndependentOfCheckpoint(t *testing.T) {
 		t.Errorf("RigMaxWindows %d (10 s window) vs %d (6 min window): want equal and ≤ 400", a.RigMaxWindows(), b.RigMaxWindows())
 	}
 }
+
+// hangingSource stops producing windows after its first n Takes (a board
+// frozen mid-soak: SIGSTOPped, panicked, or off the network).
+type hangingSource struct {
+	Src   soakrun.Source
+	n     int
+	takes int
+}
+
+func (h *hangingSource) Take() []agentproto.Window {
+	h.takes++
+	if h.takes > h.n {
+		return nil
+	}
+	return h.Src.Take()
+}
+
+// TestHungBoardFailsPromptlyNamingIt: without power control, a board that
+// stops sending agent windows ends the soak within the heartbeat budget
+// (not at its planned end) with a verdict naming the board and the
+// cause, and the checkpoint holds the event with the console tail.
+func TestHungBoardFailsPromptlyNamingIt(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "soak.jsonl")
+	cp, err := soak.Create(path, soak.Header{Name: "unit", Window: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cp.Close()
+	syn := soakrun.NewSynth(1000, 30e3, 1)
+	r := &soakrun.Runner{Name: "unit", Window: time.Second, Drain: 50 * time.Millisecond, Progress: time.Hour, Until: time.Now().Add(30 * time.Second),
+		Checkpoint: cp, Heartbeat: 400 * time.Millisecond,
+		ConsoleTail: func(board string) string { return "[  42.0] Kernel panic - not syncing: sysrq triggered crash" }}
+	tracks := []*soakrun.Track{
+		{Agent: "board-b", Flow: "imu", Role: agentproto.Subscriber, Src: &hangingSource{Src: syn.Sub(), n: 5}},
+		{Agent: "board-a", Flow: "imu", Role: agentproto.Publisher, Src: syn.Pub()},
+	}
+	start := time.Now()
+	err = r.Run(context.Background(), tracks)
+	if !errors.Is(err, soakrun.ErrBoardLost) || !strings.Contains(err.Error(), "board board-b sent no agent window") || !strings.Contains(err.Error(), "Kernel panic") {
+		t.Fatalf("Run: %v; want ErrBoardLost naming board-b with the console tail", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("the soak ran %v after the board hung: want it to stop within the heartbeat budget", d)
+	}
+	lg, err := soak.Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var events int
+	for _, w := range lg.Windows {
+		for _, a := range w.Agents {
+			for _, e := range a.Events {
+				if e.Kind == soak.EventAgentError && e.Target == "board board-b" {
+					events++
+				}
+			}
+		}
+	}
+	if events != 1 {
+		t.Errorf("%d board-lost events in the checkpoint, want 1", events)
+	}
+}

@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/hilrig/hilrig/fixtures"
-	"github.com/hilrig/hilrig/gpio"
+	"github.com/hilrig/hilrig/internal/monoclock"
 	"github.com/hilrig/hilrig/rig/console/internal/serial"
 )
 
@@ -177,7 +177,7 @@ func trimEOL(b []byte) string {
 
 func (c *Capture) add(b []byte) {
 	now := time.Now()
-	l := Line{Mono: time.Duration(gpio.MonotonicNs()), Wall: now, Text: trimEOL(b)}
+	l := Line{Mono: time.Duration(monoclock.Now()), Wall: now, Text: trimEOL(b)}
 	l.Flag = Classify(l.Text)
 	s := l.String() + "\n"
 	c.mu.Lock()

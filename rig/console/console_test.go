@@ -14,20 +14,9 @@ import (
 	"github.com/creack/pty"
 
 	"github.com/hilrig/hilrig/fixtures"
+	"github.com/hilrig/hilrig/internal/testkit"
 	"github.com/hilrig/hilrig/rig/console"
 )
-
-// waitFor polls cond until it holds or 10 s pass.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
 
 // TestSerialCaptureThroughPty: the board side writes into a pty master;
 // the capture opens the slave as a serial device (termios raw, 115200).
@@ -55,7 +44,7 @@ func TestSerialCaptureThroughPty(t *testing.T) {
 	for _, l := range boot {
 		fmt.Fprint(ptmx, l+"\r\n")
 	}
-	waitFor(t, "six lines", func() bool { return len(c.Tail(10)) >= len(boot) })
+	testkit.Eventually(t, 10*time.Second, "six lines", func() bool { return len(c.Tail(10)) >= len(boot) })
 	tail := c.Tail(10)
 	for i, l := range tail {
 		if l.Text != boot[i] {
@@ -135,7 +124,7 @@ func TestFollow(t *testing.T) {
 	go func() { close(started); done <- c.Follow(ctx, &out) }()
 	<-started
 	// Follow subscribes before it blocks; lines written until it sees one.
-	waitFor(t, "a followed line", func() bool {
+	testkit.Eventually(t, 10*time.Second, "a followed line", func() bool {
 		fmt.Fprintln(w, "hello")
 		return len(c.Tail(1)) == 1
 	})

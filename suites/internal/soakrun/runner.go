@@ -79,8 +79,8 @@ type Runner struct {
 	// event and the error (nil: no console capture).
 	ConsoleTail func(board string) string
 	// HeapProfile, if set, is a file the controller's heap profile is
-	// rewritten to at every checkpoint window (for finding what holds the
-	// controller's memory in a long soak).
+	// rewritten to at every checkpoint window, just before the windows
+	// are drained (for finding what holds the controller's memory).
 	HeapProfile string
 	// Controller, if set, adds this process (the controller) as an agent
 	// of that name to every window, with its RSS and CPU, so the memory
@@ -230,6 +230,13 @@ func (r *Runner) Run(ctx context.Context, tracks []*Track) error {
 			}
 			continue
 		case <-timer.C:
+		}
+		if r.HeapProfile != "" {
+			// Before the drain: what the controller holds between drains
+			// (buffered agent windows) is what the profile is for.
+			if err := writeHeapProfile(r.HeapProfile); err != nil {
+				return err
+			}
 		}
 		for _, t := range tracks {
 			r.fold(agg, t, t.Src.Take())
@@ -408,11 +415,6 @@ func (r *Runner) closeWindow(agg *aggregator, tracks []*Track, gated map[subKey]
 		}
 		r.lastCPU = cpu
 		w.Agents = append(w.Agents, aw)
-	}
-	if r.HeapProfile != "" {
-		if err := writeHeapProfile(r.HeapProfile); err != nil {
-			return err
-		}
 	}
 	if err := r.Checkpoint.Append(&w); err != nil {
 		return fmt.Errorf("%w: window [%s, %s): %w", ErrCheckpoint, start.Format(time.RFC3339), end.Format(time.RFC3339), err)

@@ -41,6 +41,7 @@ import (
 	"github.com/hilrig/hilrig/gpio/gpiosim"
 	"github.com/hilrig/hilrig/middleware"
 	"github.com/hilrig/hilrig/netns"
+	"github.com/hilrig/hilrig/rig/console"
 	"github.com/hilrig/hilrig/rig/lease"
 )
 
@@ -78,6 +79,11 @@ type Options struct {
 	// is to implement RackLocker too. nil: no lease (the sim rack, whose
 	// rigs are private per domain, and parallel test processes).
 	Lease RackLocker
+	// ConsoleDir, if set, is where Open starts capturing the serial
+	// console of every board with a console: block (console-<board>.log,
+	// see package console); Rig.Console returns the capture. vm consoles
+	// are not captured here yet.
+	ConsoleDir string
 }
 
 // RackLocker grants rack leases (Options.Lease).
@@ -155,6 +161,8 @@ type Rig struct {
 	portSeq   atomic.Uint32
 	// releaseLease gives back Options.Lease's lease (Close, last).
 	releaseLease func() error
+	// consoles are the running captures by board (Options.ConsoleDir).
+	consoles map[string]*console.Capture
 }
 
 // Open prepares rack for use: it creates the rack's namespaces (joined by
@@ -197,7 +205,39 @@ func Open(ctx context.Context, rack *fixtures.Rack, opts *Options) (*Rig, error)
 		_ = r.Close()
 		return nil, err
 	}
+	if err := r.startConsoles(); err != nil {
+		_ = r.Close()
+		return nil, err
+	}
 	return r, nil
+}
+
+// startConsoles captures the serial consoles (Options.ConsoleDir).
+func (r *Rig) startConsoles() error {
+	if r.opts.ConsoleDir == "" {
+		return nil
+	}
+	r.consoles = map[string]*console.Capture{}
+	for i := range r.Rack.Boards {
+		b := &r.Rack.Boards[i]
+		if b.Console == nil || b.Console.Device == fixtures.ConsoleVM {
+			continue
+		}
+		c, err := console.Open(b.Name, *b.Console, filepath.Join(r.opts.ConsoleDir, "console-"+b.Name+".log"))
+		if err != nil {
+			return fmt.Errorf("rig: %w", err)
+		}
+		r.consoles[b.Name] = c
+	}
+	return nil
+}
+
+// Console is board's console capture (nil, false without one: no
+// console: block, a vm console, or no Options.ConsoleDir). Safe for
+// concurrent use.
+func (r *Rig) Console(board string) (*console.Capture, bool) {
+	c, ok := r.consoles[board]
+	return c, ok
 }
 
 func (r *Rig) setup(ctx context.Context) error {
@@ -569,6 +609,9 @@ func (r *Rig) Close() error {
 		}
 		for _, ns := range r.ns {
 			errs = append(errs, ns.Close()) // pair members: idempotent
+		}
+		for _, c := range r.consoles {
+			errs = append(errs, c.Close())
 		}
 		if r.releaseLease != nil {
 			// Last: the rack is free only once nothing of this rig is left.

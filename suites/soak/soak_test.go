@@ -71,7 +71,7 @@ func runSoak(ctx context.Context, profile string) {
 
 	run := &soakrun.Runner{Name: "soak " + profile, Window: plan.Window, Progress: plan.Progress, Until: until,
 		Checkpoint: cp, Out: progressOut(), Churn: plan.Churn, Restarter: feed, Finisher: feed, Controller: "controller",
-		HeapProfile: soakrun.HeapProfilePath(), Heartbeat: plan.Heartbeat}
+		HeapProfile: soakrun.HeapProfilePath(), Heartbeat: plan.Heartbeat, ConsoleTail: consoleTail(r)}
 	DeferCleanup(AttachProgressReporter(run.ProgressReport))
 	runErr := run.Run(ctx, tracks)
 
@@ -99,7 +99,24 @@ func runSoak(ctx context.Context, profile string) {
 // chips per rig, so the soak coexists with other rigs of the same rack),
 // with room for one checkpoint period of agent windows per endpoint.
 func openRig(ctx context.Context, tc *harness.TestContext, plan *soakrun.Plan) (*rig.Rig, error) {
-	return rig.Open(ctx, tc.Rack, &rig.Options{Logger: tc.Log, Binary: tc.Binary, MaxWindows: plan.RigMaxWindows()})
+	return rig.Open(ctx, tc.Rack, &rig.Options{Logger: tc.Log, Binary: tc.Binary, MaxWindows: plan.RigMaxWindows(),
+		ConsoleDir: tc.RunDir})
+}
+
+// consoleTail is the last 40 console lines of a board with a captured
+// console ("" without one), for the verdict of a lost board.
+func consoleTail(r *rig.Rig) func(board string) string {
+	return func(board string) string {
+		c, ok := r.Console(board)
+		if !ok {
+			return ""
+		}
+		var b strings.Builder
+		for _, l := range c.Tail(40) {
+			b.WriteString(l.String() + "\n")
+		}
+		return b.String()
+	}
 }
 
 // controllerRSS is the controller's RSS in the first and last window.

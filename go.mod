@@ -9,6 +9,7 @@ tool (
 
 require (
 	github.com/HdrHistogram/hdrhistogram-go v1.4.0
+	github.com/creack/pty v1.1.24
 	github.com/facebook/time v0.0.0-20260822211804-f81aedc1c1e3
 	github.com/onsi/ginkgo/v2 v2.34.0
 	github.com/onsi/gomega v1.44.0

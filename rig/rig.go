@@ -41,6 +41,8 @@ import (
 	"github.com/hilrig/hilrig/gpio/gpiosim"
 	"github.com/hilrig/hilrig/middleware"
 	"github.com/hilrig/hilrig/netns"
+	"github.com/hilrig/hilrig/rig/console"
+	"github.com/hilrig/hilrig/rig/lease"
 )
 
 // Options configures Open. nil means defaults.
@@ -70,6 +72,57 @@ type Options struct {
 	// 200 KiB decoded), so the bound is the controller's memory per
 	// endpoint. Default [DefaultMaxWindows].
 	MaxWindows int
+	// Lease, if set, is taken for the rack before anything is set up and
+	// released by Close, so two controllers never drive one rack: Open
+	// fails with the holder named (lease.ErrHeld). HostLeases is the
+	// controller-host lock; the results store's PostgreSQL advisory lock
+	// is to implement RackLocker too. nil: no lease (the sim rack, whose
+	// rigs are private per domain, and parallel test processes).
+	Lease RackLocker
+	// ConsoleDir, if set, is where Open starts capturing the serial
+	// console of every board with a console: block (console-<board>.log,
+	// see package console); Rig.Console returns the capture. vm consoles
+	// are not captured here yet.
+	ConsoleDir string
+}
+
+// RackLocker grants rack leases (Options.Lease).
+type RackLocker interface {
+	// Lock takes rack's lease for this process, or fails naming the
+	// holder. Blocks at most until ctx ends. The returned func releases it.
+	Lock(ctx context.Context, rack string) (release func() error, err error)
+}
+
+// HostLeases is the RackLocker of the controller host (lease.Dir).
+type HostLeases struct {
+	Dir    *lease.Dir
+	Holder string // who: user or CI job; default $USER
+	// OnTakeover, if set, hears about a stale lease (dead holder) replaced.
+	OnTakeover func(stale lease.Info)
+}
+
+// Lock acquires the rack's lease in h.Dir (default lease.DefaultDir).
+func (h HostLeases) Lock(ctx context.Context, rack string) (func() error, error) {
+	d := h.Dir
+	if d == nil {
+		d = lease.DefaultDir()
+	}
+	who := h.Holder
+	if who == "" {
+		who = os.Getenv("USER")
+	}
+	l, err := d.Acquire(ctx, lease.Self(rack, who))
+	if err != nil {
+		return nil, err
+	}
+	if l.TookOver != nil && h.OnTakeover != nil {
+		h.OnTakeover(*l.TookOver)
+	}
+	return func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return l.Release(ctx)
+	}, nil
 }
 
 // DefaultMaxWindows is the default Options.MaxWindows: 256 windows, four
@@ -106,6 +159,10 @@ type Rig struct {
 	scopeAddr string
 	flowSeq   atomic.Uint32
 	portSeq   atomic.Uint32
+	// releaseLease gives back Options.Lease's lease (Close, last).
+	releaseLease func() error
+	// consoles are the running captures by board (Options.ConsoleDir).
+	consoles map[string]*console.Capture
 }
 
 // Open prepares rack for use: it creates the rack's namespaces (joined by
@@ -137,11 +194,50 @@ func Open(ctx context.Context, rack *fixtures.Rack, opts *Options) (*Rig, error)
 	}
 	r := &Rig{Rack: rack, Domain: o.Domain, opts: o, ns: map[string]*netns.NS{},
 		linkAddrs: map[string][2]netip.Addr{}, agents: map[string]*Agent{}}
+	if o.Lease != nil {
+		release, err := o.Lease.Lock(ctx, rack.Name)
+		if err != nil {
+			return nil, fmt.Errorf("rig: rack %s: %w", rack.Name, err)
+		}
+		r.releaseLease = release
+	}
 	if err := r.setup(ctx); err != nil {
 		_ = r.Close()
 		return nil, err
 	}
+	if err := r.startConsoles(); err != nil {
+		_ = r.Close()
+		return nil, err
+	}
 	return r, nil
+}
+
+// startConsoles captures the serial consoles (Options.ConsoleDir).
+func (r *Rig) startConsoles() error {
+	if r.opts.ConsoleDir == "" {
+		return nil
+	}
+	r.consoles = map[string]*console.Capture{}
+	for i := range r.Rack.Boards {
+		b := &r.Rack.Boards[i]
+		if b.Console == nil || b.Console.Device == fixtures.ConsoleVM {
+			continue
+		}
+		c, err := console.Open(b.Name, *b.Console, filepath.Join(r.opts.ConsoleDir, "console-"+b.Name+".log"))
+		if err != nil {
+			return fmt.Errorf("rig: %w", err)
+		}
+		r.consoles[b.Name] = c
+	}
+	return nil
+}
+
+// Console is board's console capture (nil, false without one: no
+// console: block, a vm console, or no Options.ConsoleDir). Safe for
+// concurrent use.
+func (r *Rig) Console(board string) (*console.Capture, bool) {
+	c, ok := r.consoles[board]
+	return c, ok
 }
 
 func (r *Rig) setup(ctx context.Context) error {
@@ -513,6 +609,13 @@ func (r *Rig) Close() error {
 		}
 		for _, ns := range r.ns {
 			errs = append(errs, ns.Close()) // pair members: idempotent
+		}
+		for _, c := range r.consoles {
+			errs = append(errs, c.Close())
+		}
+		if r.releaseLease != nil {
+			// Last: the rack is free only once nothing of this rig is left.
+			errs = append(errs, r.releaseLease())
 		}
 		r.closeErr = errors.Join(errs...)
 	})

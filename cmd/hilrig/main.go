@@ -1,6 +1,6 @@
 // Command hilrig is the one binary of the rig: the agent that runs on boards
 // (hilrig agent) and the tools for humans (shm, bench, gpio, ptp, scope,
-// report, vm).
+// report, vm, rack, power, console).
 //
 // main only dispatches (internal/cli): each sub-command's logic, flags and
 // usage live in its area's command package (gpio/gpiocli, timesync/ptpcli,
@@ -22,6 +22,9 @@ import (
 	"github.com/hilrig/hilrig/middleware/shmtool"
 	"github.com/hilrig/hilrig/report"
 	"github.com/hilrig/hilrig/report/reportcli"
+	"github.com/hilrig/hilrig/rig/console/consolecli"
+	"github.com/hilrig/hilrig/rig/lease/leasecli"
+	"github.com/hilrig/hilrig/rig/power/powercli"
 	"github.com/hilrig/hilrig/scopes/scopecli"
 	"github.com/hilrig/hilrig/timesync/ptpcli"
 	"github.com/hilrig/hilrig/vmboard/vmcli"
@@ -31,8 +34,11 @@ func commands() cli.Set {
 	return cli.Set{Prog: "hilrig", Commands: []cli.Command{
 		{Name: "agent", Summary: "run the board agent (line-delimited JSON on stdin/stdout)", Run: runAgent},
 		{Name: "bench", Summary: "benchmarks: pingpong, throughput (with baselines in the same run)", Run: runBench},
+		{Name: "console", Summary: "follow a board's serial console (captured, stamped, flagged)", Run: consolecli.Run},
 		{Name: "gpio", Summary: "GPIO: ls, mark, watch", Run: gpiocli.Run},
+		{Name: "power", Summary: "board power: on, off, cycle, status", Run: powercli.Run},
 		{Name: "ptp", Summary: "PTP status from ptp4l: status, watch", Run: ptpcli.Run},
+		{Name: "rack", Summary: "rack lease: status, lease, release", Run: leasecli.Run},
 		{Name: "report", Summary: "reports: html, compare", Run: reportcli.Run},
 		{Name: "scope", Summary: "oscilloscope / logic analyzer: idn, measure, reset", Run: scopecli.Run},
 		{Name: "shm", Summary: "shared-memory segments: ls, clean", Run: shmtool.Run},

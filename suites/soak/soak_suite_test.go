@@ -9,8 +9,12 @@
 //	-hilrig.soak-resume=FILE.jsonl   -hilrig.soak-out=FILE.jsonl   -hilrig.soak-progress=1m
 //	-hilrig.soak-max-rss-slope=512 (KiB/h)   -hilrig.soak-max-drift=10 (%/day)
 //	-hilrig.soak-max-recovery=2s   -hilrig.soak-max-unlocked=6
+//	-hilrig.soak-heartbeat=30s (a silent board stops the soak, named)
+//	-hilrig.soak-heap-profile=FILE (controller heap profile each window)
 //
-// e.g. go tool ginkgo ./suites/soak -- -hilrig.soak-profile=full
+// Asking for a profile runs that profile only; one command per profile is
+// in docs/suites.md ("Soak profiles"), e.g.
+// go tool ginkgo --timeout=75m ./suites/soak -- -hilrig.soak-profile=accelerated
 package soak_test
 
 import (

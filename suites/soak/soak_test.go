@@ -19,21 +19,24 @@ import (
 	"github.com/hilrig/hilrig/suites/labels"
 )
 
-var _ = Describe("soak", Label(labels.Soak), Ordered, func() {
+// Not Ordered: the two specs are independent, and a failing smoke spec
+// must not skip the long soak someone asked for. Which of them runs is
+// soakrun.Select's decision (flags are parsed before the tree is built).
+var _ = Describe("soak", Label(labels.Soak), func() {
+	sel := soakrun.Select(harness.Context().Rack.Name)
 	It("runs the short traffic mix with churn, checkpoints every window and meets the soak verdicts", Label(labels.Smoke),
-		SpecTimeout(3*time.Minute), func(ctx SpecContext) {
+		SpecTimeout(sel.SmokeTimeout), func(ctx SpecContext) {
+			if !sel.Smoke {
+				Skip(fmt.Sprintf("-hilrig.soak-profile=%s asks for that soak only", soakrun.FlagProfile()))
+			}
 			runSoak(ctx, soakrun.ProfileSmoke)
 		})
 
 	It("runs the configured soak (full: soak.duration; accelerated: 1 h at 10× rates)", SpecTimeout(80*time.Hour), func(ctx SpecContext) {
-		p := soakrun.FlagProfile()
-		if p == "" && harness.Context().Rack.Name != "sim" {
-			p = soakrun.ProfileFull
+		if sel.Long == "" {
+			Skip(sel.SkipReason)
 		}
-		if p != soakrun.ProfileFull && p != soakrun.ProfileAccelerated {
-			Skip("the long soak runs on a lab rack, or with -hilrig.soak-profile=full|accelerated (sim rack: only the smoke form runs)")
-		}
-		runSoak(ctx, p)
+		runSoak(ctx, sel.Long)
 	})
 })
 
@@ -67,7 +70,8 @@ func runSoak(ctx context.Context, profile string) {
 	feed.Until = until
 
 	run := &soakrun.Runner{Name: "soak " + profile, Window: plan.Window, Progress: plan.Progress, Until: until,
-		Checkpoint: cp, Out: progressOut(), Churn: plan.Churn, Restarter: feed, Finisher: feed, Controller: "controller"}
+		Checkpoint: cp, Out: progressOut(), Churn: plan.Churn, Restarter: feed, Finisher: feed, Controller: "controller",
+		HeapProfile: soakrun.HeapProfilePath(), Heartbeat: plan.Heartbeat, ConsoleTail: consoleTail(r)}
 	DeferCleanup(AttachProgressReporter(run.ProgressReport))
 	runErr := run.Run(ctx, tracks)
 
@@ -95,7 +99,24 @@ func runSoak(ctx context.Context, profile string) {
 // chips per rig, so the soak coexists with other rigs of the same rack),
 // with room for one checkpoint period of agent windows per endpoint.
 func openRig(ctx context.Context, tc *harness.TestContext, plan *soakrun.Plan) (*rig.Rig, error) {
-	return rig.Open(ctx, tc.Rack, &rig.Options{Logger: tc.Log, Binary: tc.Binary, MaxWindows: plan.RigMaxWindows()})
+	return rig.Open(ctx, tc.Rack, &rig.Options{Logger: tc.Log, Binary: tc.Binary, MaxWindows: plan.RigMaxWindows(),
+		ConsoleDir: tc.RunDir})
+}
+
+// consoleTail is the last 40 console lines of a board with a captured
+// console ("" without one), for the verdict of a lost board.
+func consoleTail(r *rig.Rig) func(board string) string {
+	return func(board string) string {
+		c, ok := r.Console(board)
+		if !ok {
+			return ""
+		}
+		var b strings.Builder
+		for _, l := range c.Tail(40) {
+			b.WriteString(l.String() + "\n")
+		}
+		return b.String()
+	}
 }
 
 // controllerRSS is the controller's RSS in the first and last window.

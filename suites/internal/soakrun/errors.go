@@ -10,4 +10,7 @@ var (
 	ErrFeed = errors.New("soakrun: feed")
 	// ErrCheckpoint: a window could not be written.
 	ErrCheckpoint = errors.New("soakrun: checkpoint")
+	// ErrBoardLost: a board stopped sending agent windows (hung, panicked,
+	// lost its network) and could not be recovered.
+	ErrBoardLost = errors.New("soakrun: board lost")
 )

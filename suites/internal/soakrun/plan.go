@@ -25,6 +25,8 @@ var (
 	rssBound     = flag.Float64("hilrig.soak-max-rss-slope", 512, "memory-growth bound, KiB/h per agent (Theil–Sen after warm-up)")
 	driftBound   = flag.Float64("hilrig.soak-max-drift", 10, "latency drift bound for p50 and p99, %/day (Theil–Sen after warm-up)")
 	recovBound   = flag.Duration("hilrig.soak-max-recovery", 2*time.Second, "restart → first delivery bound")
+	heartbeat    = flag.Duration("hilrig.soak-heartbeat", 30*time.Second, "a board that sends no agent window for this long is lost: the soak stops with a verdict naming it (0 = never)")
+	heapFlag     = flag.String("hilrig.soak-heap-profile", "", "write the controller's Go heap profile (pprof) to this file at every checkpoint window (go tool pprof -sample_index=inuse_space FILE)")
 	unlockBound  = flag.Int("hilrig.soak-max-unlocked", 6, "windows allowed with a board's PTP not locked (excluded from latency verdicts)")
 )
 
@@ -58,7 +60,9 @@ type Plan struct {
 	Window, AgentWindow time.Duration
 	Churn               time.Duration
 	Progress            time.Duration
-	Flows               []Flow
+	// Heartbeat is Runner.Heartbeat (-hilrig.soak-heartbeat).
+	Heartbeat time.Duration
+	Flows     []Flow
 	// Bounds judged by soak.Judge. TrendsAsserted is false when the run is
 	// too short for a slope in KiB/h or %/day to mean anything (smoke):
 	// the trends are then computed and reported, not asserted.
@@ -69,22 +73,73 @@ type Plan struct {
 	Resume, Out string
 }
 
+// HeapProfilePath is -hilrig.soak-heap-profile ("" = none).
+func HeapProfilePath() string { return *heapFlag }
+
 // FlagProfile is the profile given on the command line ("" if none).
 func FlagProfile() string { return *profileFlag }
+
+// RequestedProfile is the profile the command line asks for: the
+// -hilrig.soak-profile flag, else the rack's default (smoke on the sim
+// rack, full on a lab rack). -hilrig.soak-duration applies to it only.
+func RequestedProfile(rackName string) string {
+	if p := *profileFlag; p != "" {
+		return p
+	}
+	if rackName == "sim" {
+		return ProfileSmoke
+	}
+	return ProfileFull
+}
+
+// Selection is which soak specs a run of the soak suite starts. Asking
+// for a profile runs that profile and nothing else: a duration given for
+// the accelerated soak must not stretch the smoke spec past its timeout
+// (nor, with the smoke spec failing, skip the soak that was asked for).
+type Selection struct {
+	// Smoke is true when the smoke spec runs; SmokeTimeout is its
+	// SpecTimeout (3 min, or the requested smoke duration plus start-up).
+	Smoke        bool
+	SmokeTimeout time.Duration
+	// Long is the profile the long spec runs ("" = the long spec skips,
+	// with SkipReason).
+	Long       string
+	SkipReason string
+}
+
+// Select resolves which specs the flags start on a rack named rackName.
+// No flag: smoke on the sim rack; smoke then full on a lab rack.
+func Select(rackName string) Selection {
+	s := Selection{SmokeTimeout: 3 * time.Minute}
+	switch req := *profileFlag; req {
+	case "":
+		s.Smoke = true
+		if rackName != "sim" {
+			s.Long = ProfileFull
+		} else {
+			s.SkipReason = "the sim rack runs only the smoke soak unless -hilrig.soak-profile=accelerated|full asks for a long one"
+		}
+	case ProfileSmoke:
+		s.Smoke = true
+		s.SkipReason = "-hilrig.soak-profile=smoke asks for the smoke soak only"
+	default:
+		// accelerated, full, or a typo that NewPlan reports by name.
+		s.Long = req
+	}
+	if s.Smoke && RequestedProfile(rackName) == ProfileSmoke && *durationFlag > 0 {
+		s.SmokeTimeout = max(s.SmokeTimeout, *durationFlag+2*time.Minute)
+	}
+	return s
+}
 
 // NewPlan resolves the plan for profile ("" = flag, else default for the
 // rack) from ginkgo.config and the rack.
 func NewPlan(profile string, cfg *fixtures.Config, rack *fixtures.Rack, prof *fixtures.BoundsProfile) (*Plan, error) {
+	requested := RequestedProfile(rack.Name)
 	if profile == "" {
-		profile = *profileFlag
+		profile = requested
 	}
-	if profile == "" {
-		profile = ProfileFull
-		if rack.Name == "sim" {
-			profile = ProfileSmoke
-		}
-	}
-	p := &Plan{Profile: profile, Progress: *progressFlag, Resume: *resumeFlag, Out: *outFlag}
+	p := &Plan{Profile: profile, Progress: *progressFlag, Resume: *resumeFlag, Out: *outFlag, Heartbeat: *heartbeat}
 	factor := 1.0
 	switch profile {
 	case ProfileSmoke:
@@ -102,7 +157,7 @@ func NewPlan(profile string, cfg *fixtures.Config, rack *fixtures.Rack, prof *fi
 	default:
 		return nil, fmt.Errorf("%w: -hilrig.soak-profile %q: want smoke, full or accelerated", ErrPlan, profile)
 	}
-	if *durationFlag > 0 {
+	if *durationFlag > 0 && profile == requested {
 		p.Notes = append(p.Notes, fmt.Sprintf("duration %v set by -hilrig.soak-duration (profile default %v)", *durationFlag, p.Duration))
 		p.Duration = *durationFlag
 	}
@@ -212,11 +267,14 @@ func sizeName(n int) string {
 }
 
 // RigMaxWindows is the rig.Options.MaxWindows a soak of this plan needs:
-// every endpoint buffers the agent windows of one checkpoint period (and
-// of a restart or the final drain, each bounded by 30 s) between two
-// drains by the runner; twice that plus margin, so no window is dropped.
-// Memory stays constant: the bound is per endpoint, not per soak hour.
+// every endpoint buffers the agent windows of one drain period (the
+// runner folds them into the open soak window every DefaultDrain, not
+// once per checkpoint) and of a restart or the final drain, each bounded
+// by 30 s; twice that plus margin, so no window is dropped. The bound is
+// per endpoint and independent of the checkpoint window and the soak's
+// length: a few hundred windows, not one checkpoint period's thousands.
 func (p *Plan) RigMaxWindows() int {
-	per := int((p.Window+p.AgentWindow-1)/p.AgentWindow) + int(30*time.Second/p.AgentWindow)
+	d := DefaultDrain(p.Window, 0)
+	per := int((d+p.AgentWindow-1)/p.AgentWindow) + int(30*time.Second/p.AgentWindow)
 	return 2*per + 64
 }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"runtime"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"time"
@@ -40,6 +43,13 @@ type Finisher interface {
 type Runner struct {
 	// Window is the checkpoint period; Progress the progress-line period.
 	Window, Progress time.Duration
+	// Drain is how often the tracks' windows are taken and folded into the
+	// open soak window (default [DefaultDrain] of Window). Between two
+	// drains every endpoint buffers its agent windows in the controller,
+	// each with a decoded latency histogram (~100–200 KiB): draining only
+	// at the checkpoint made the controller hold one checkpoint period of
+	// them per subscriber (hundreds of MiB in an accelerated soak).
+	Drain time.Duration
 	// Until is when the traffic stops (the soak's planned end).
 	Until time.Time
 	// Name prefixes progress lines ("soak smoke").
@@ -57,6 +67,21 @@ type Runner struct {
 	// OnWindow, if set, is called after each window was appended (tests
 	// and the controller-kill helper use it to say "window N is durable").
 	OnWindow func(w *soak.Window)
+	// Heartbeat, if set, is how long a board may go without sending an
+	// agent window (every endpoint sends one per agent window, traffic or
+	// not) before it counts as hung. The soak then stops at once, the
+	// open window appended with an agent-error event, and Run returns an
+	// error matching ErrBoardLost naming the board and the cause — rather
+	// than running to its end counting losses. (Power-cycling and
+	// redeploying the board instead is not implemented yet.)
+	Heartbeat time.Duration
+	// ConsoleTail, if set, returns a board's recent console lines for the
+	// event and the error (nil: no console capture).
+	ConsoleTail func(board string) string
+	// HeapProfile, if set, is a file the controller's heap profile is
+	// rewritten to at every checkpoint window, just before the windows
+	// are drained (for finding what holds the controller's memory).
+	HeapProfile string
 	// Controller, if set, adds this process (the controller) as an agent
 	// of that name to every window, with its RSS and CPU, so the memory
 	// verdict covers the controller as well as the boards.
@@ -70,6 +95,9 @@ type Runner struct {
 	started  time.Time
 	pending  []pendingRestart
 	churnSeq int
+	// lastSeen is when each board last sent an agent window (runner
+	// goroutine only).
+	lastSeen map[string]time.Time
 }
 
 // Status is the runner's progress, for the progress line and reports.
@@ -167,6 +195,10 @@ func (r *Runner) Run(ctx context.Context, tracks []*Track) error {
 	r.mu.Lock()
 	r.started = now
 	r.mu.Unlock()
+	r.lastSeen = map[string]time.Time{}
+	for _, t := range tracks {
+		r.lastSeen[t.Agent] = now
+	}
 	winStart := now
 	nextWin := now.Add(r.Window)
 	nextProgress := now.Add(r.Progress)
@@ -176,6 +208,8 @@ func (r *Runner) Run(ctx context.Context, tracks []*Track) error {
 	}
 	timer := time.NewTimer(time.Until(nextWin))
 	defer timer.Stop()
+	drain := time.NewTicker(DefaultDrain(r.Window, r.Drain))
+	defer drain.Stop()
 	stop := r.stopped()
 	for {
 		final := !nextWin.Before(r.Until)
@@ -187,10 +221,28 @@ func (r *Runner) Run(ctx context.Context, tracks []*Track) error {
 			return ctx.Err()
 		case <-stop:
 			final = true
+		case <-drain.C:
+			for _, t := range tracks {
+				r.fold(agg, t, t.Src.Take())
+			}
+			if err := r.checkHeartbeats(agg, tracks, gated, winStart); err != nil {
+				return err
+			}
+			continue
 		case <-timer.C:
+		}
+		if r.HeapProfile != "" {
+			// Before the drain: what the controller holds between drains
+			// (buffered agent windows) is what the profile is for.
+			if err := writeHeapProfile(r.HeapProfile); err != nil {
+				return err
+			}
 		}
 		for _, t := range tracks {
 			r.fold(agg, t, t.Src.Take())
+		}
+		if err := r.checkHeartbeats(agg, tracks, gated, winStart); err != nil {
+			return err
 		}
 		if !nextChurn.IsZero() && !time.Now().Before(nextChurn) && !final {
 			var err error
@@ -229,8 +281,48 @@ func (r *Runner) Run(ctx context.Context, tracks []*Track) error {
 	}
 }
 
+// DefaultDrain is the drain period a runner uses: drain if set, else a
+// quarter of the checkpoint window, at most 1 s and at least 10 ms.
+func DefaultDrain(window, drain time.Duration) time.Duration {
+	if drain > 0 {
+		return drain
+	}
+	return min(max(window/4, 10*time.Millisecond), time.Second)
+}
+
+// checkHeartbeats stops the soak when a board sent no agent window for
+// Heartbeat: the open window is appended with the event, so the checkpoint
+// says which board hung and when.
+func (r *Runner) checkHeartbeats(agg *aggregator, tracks []*Track, gated map[subKey]bool, winStart time.Time) error {
+	if r.Heartbeat <= 0 {
+		return nil
+	}
+	now := time.Now()
+	for _, t := range tracks {
+		last := r.lastSeen[t.Agent]
+		if now.Sub(last) < r.Heartbeat {
+			continue
+		}
+		cause := fmt.Sprintf("board %s sent no agent window for %v (heartbeat budget %v; last at %s)",
+			t.Agent, now.Sub(last).Round(time.Millisecond), r.Heartbeat, last.UTC().Format(time.RFC3339Nano))
+		detail := cause + "; no power control: the soak stops"
+		if r.ConsoleTail != nil {
+			if tail := r.ConsoleTail(t.Agent); tail != "" {
+				detail += "\nconsole:\n" + tail
+			}
+		}
+		agg.event(t.Agent, soak.Event{Time: now, Kind: soak.EventAgentError, Target: "board " + t.Agent, Detail: detail})
+		_ = r.closeWindow(agg, tracks, gated, winStart, now, true)
+		return fmt.Errorf("%w: %s", ErrBoardLost, detail)
+	}
+	return nil
+}
+
 // fold adds a track's windows and resolves pending restart recoveries.
 func (r *Runner) fold(agg *aggregator, t *Track, ws []agentproto.Window) {
+	if len(ws) > 0 && r.lastSeen != nil {
+		r.lastSeen[t.Agent] = time.Now()
+	}
 	for _, w := range ws {
 		agg.add(t, w)
 		if t.Role != agentproto.Subscriber || w.Received == 0 {
@@ -376,4 +468,25 @@ func fmtBytes(n int64) string {
 		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d B", n)
+}
+
+// writeHeapProfile replaces path with the current heap profile.
+func writeHeapProfile(path string) error {
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return fmt.Errorf("%w: heap profile: %w", ErrCheckpoint, err)
+	}
+	runtime.GC() // inuse figures as of now, not of the last GC cycle
+	err = pprof.Lookup("heap").WriteTo(f, 0)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: heap profile %s: %w", ErrCheckpoint, path, err)
+	}
+	return nil
 }

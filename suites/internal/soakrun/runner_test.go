@@ -181,3 +181,138 @@ traffic_mix:
 		t.Errorf("unknown profile: %v", err)
 	}
 }
+
+// gapSource records the longest time between two Takes of the runner.
+type gapSource struct {
+	Src     soakrun.Source
+	last    time.Time
+	maxGap  time.Duration
+	maxSize int
+}
+
+func (g *gapSource) Take() []agentproto.Window {
+	now := time.Now()
+	if !g.last.IsZero() {
+		g.maxGap = max(g.maxGap, now.Sub(g.last))
+	}
+	g.last = now
+	ws := g.Src.Take()
+	g.maxSize = max(g.maxSize, len(ws))
+	return ws
+}
+
+// TestRunnerDrainsBetweenCheckpoints: the controller memory finding. The
+// runner took the endpoints' windows only when a checkpoint window closed,
+// so the rig buffered a checkpoint period of agent windows (each with its
+// histogram) per endpoint: with the accelerated soak's 3–6 min windows and
+// 250 ms agent windows, hundreds of MiB. It must drain every DefaultDrain.
+func TestRunnerDrainsBetweenCheckpoints(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "soak.jsonl")
+	const window = time.Second
+	cp, err := soak.Create(path, soak.Header{Name: "unit", Window: window})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cp.Close()
+	syn := soakrun.NewSynth(1000, 30e3, 1)
+	sub := &gapSource{Src: syn.Sub()}
+	r := &soakrun.Runner{Name: "unit", Window: window, Progress: time.Hour, Until: time.Now().Add(2200 * time.Millisecond), Checkpoint: cp}
+	tracks := []*soakrun.Track{
+		{Agent: "b", Flow: "imu", Role: agentproto.Subscriber, Src: sub},
+		{Agent: "a", Flow: "imu", Role: agentproto.Publisher, Src: syn.Pub()},
+	}
+	if err := r.Run(context.Background(), tracks); err != nil {
+		t.Fatal(err)
+	}
+	if d := soakrun.DefaultDrain(window, 0); sub.maxGap > d+400*time.Millisecond {
+		t.Errorf("longest time between two drains %v with a %v checkpoint window: want about %v", sub.maxGap, window, d)
+	}
+	lg, err := soak.Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var delivered, sent int64
+	for _, w := range lg.Windows {
+		for _, a := range w.Agents {
+			for _, s := range a.Streams {
+				delivered += s.Delivered
+				sent = max(sent, s.Sent)
+			}
+		}
+	}
+	if delivered < 1500 || len(lg.Windows) < 2 {
+		t.Errorf("%d windows, %d delivered: the drained windows were not folded into the checkpoint", len(lg.Windows), delivered)
+	}
+}
+
+// TestRigMaxWindowsIndependentOfCheckpoint: the per-endpoint buffer the
+// soak asks the rig for does not grow with the checkpoint window.
+func TestRigMaxWindowsIndependentOfCheckpoint(t *testing.T) {
+	a := &soakrun.Plan{Window: 10 * time.Second, AgentWindow: 250 * time.Millisecond}
+	b := &soakrun.Plan{Window: 6 * time.Minute, AgentWindow: 250 * time.Millisecond}
+	if a.RigMaxWindows() != b.RigMaxWindows() || b.RigMaxWindows() > 400 {
+		t.Errorf("RigMaxWindows %d (10 s window) vs %d (6 min window): want equal and ≤ 400", a.RigMaxWindows(), b.RigMaxWindows())
+	}
+}
+
+// hangingSource stops producing windows after its first n Takes (a board
+// frozen mid-soak: SIGSTOPped, panicked, or off the network).
+type hangingSource struct {
+	Src   soakrun.Source
+	n     int
+	takes int
+}
+
+func (h *hangingSource) Take() []agentproto.Window {
+	h.takes++
+	if h.takes > h.n {
+		return nil
+	}
+	return h.Src.Take()
+}
+
+// TestHungBoardFailsPromptlyNamingIt: without power control, a board that
+// stops sending agent windows ends the soak within the heartbeat budget
+// (not at its planned end) with a verdict naming the board and the
+// cause, and the checkpoint holds the event with the console tail.
+func TestHungBoardFailsPromptlyNamingIt(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "soak.jsonl")
+	cp, err := soak.Create(path, soak.Header{Name: "unit", Window: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cp.Close()
+	syn := soakrun.NewSynth(1000, 30e3, 1)
+	r := &soakrun.Runner{Name: "unit", Window: time.Second, Drain: 50 * time.Millisecond, Progress: time.Hour, Until: time.Now().Add(30 * time.Second),
+		Checkpoint: cp, Heartbeat: 400 * time.Millisecond,
+		ConsoleTail: func(board string) string { return "[  42.0] Kernel panic - not syncing: sysrq triggered crash" }}
+	tracks := []*soakrun.Track{
+		{Agent: "board-b", Flow: "imu", Role: agentproto.Subscriber, Src: &hangingSource{Src: syn.Sub(), n: 5}},
+		{Agent: "board-a", Flow: "imu", Role: agentproto.Publisher, Src: syn.Pub()},
+	}
+	start := time.Now()
+	err = r.Run(context.Background(), tracks)
+	if !errors.Is(err, soakrun.ErrBoardLost) || !strings.Contains(err.Error(), "board board-b sent no agent window") || !strings.Contains(err.Error(), "Kernel panic") {
+		t.Fatalf("Run: %v; want ErrBoardLost naming board-b with the console tail", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("the soak ran %v after the board hung: want it to stop within the heartbeat budget", d)
+	}
+	lg, err := soak.Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var events int
+	for _, w := range lg.Windows {
+		for _, a := range w.Agents {
+			for _, e := range a.Events {
+				if e.Kind == soak.EventAgentError && e.Target == "board board-b" {
+					events++
+				}
+			}
+		}
+	}
+	if events != 1 {
+		t.Errorf("%d board-lost events in the checkpoint, want 1", events)
+	}
+}

@@ -1,0 +1,52 @@
+package rig_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+
+	"github.com/hilrig/hilrig/fixtures"
+	"github.com/hilrig/hilrig/internal/testkit"
+	"github.com/hilrig/hilrig/rig"
+)
+
+// TestRigCapturesBoardConsoles: a board with a console: block has its
+// serial console captured into Options.ConsoleDir from Open to Close.
+func TestRigCapturesBoardConsoles(t *testing.T) {
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ptmx.Close()
+	defer tty.Close()
+	rack, err := fixtures.ParseRack("c.yaml", []byte(fmt.Sprintf("name: c\nboards:\n  - name: dut\n    reach: local\n    console: {device: %s}\n", tty.Name())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r, err := rig.Open(ctx, rack, &rig.Options{Binary: hilrigBin, ConsoleDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, ok := r.Console("dut")
+	if !ok {
+		t.Fatal("no console capture for board dut")
+	}
+	fmt.Fprint(ptmx, "[ 1.0] Out of memory: Killed process 42 (hilrig)\r\n")
+	testkit.Eventually(t, 10*time.Second, "the OOM line flagged", func() bool { return len(c.Flags()) == 1 })
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "console-dut.log"))
+	if err != nil || !strings.Contains(string(b), "[oom] [ 1.0] Out of memory") {
+		t.Fatalf("capture file %q, %v", b, err)
+	}
+}

@@ -1,0 +1,170 @@
+package lease_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hilrig/hilrig/rig/lease"
+)
+
+// A child controller (this test binary re-executed): on "go" from stdin
+// it acquires the lease, prints "won" or "held: ...", and holds the lease
+// until stdin closes.
+func TestMain(m *testing.M) {
+	if dir := os.Getenv("HILRIG_LEASE_CHILD"); dir != "" {
+		in := bufio.NewReader(os.Stdin)
+		if _, err := in.ReadString('\n'); err != nil {
+			os.Exit(1)
+		}
+		d := &lease.Dir{Path: dir}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		l, err := d.Acquire(ctx, lease.Self("rack1", "child"))
+		if err != nil {
+			fmt.Println("held:", err)
+		} else {
+			fmt.Println("won")
+		}
+		_, _ = io.Copy(io.Discard, in)
+		if l != nil {
+			_ = l.Release(ctx)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+type child struct {
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Reader
+}
+
+func startChild(t *testing.T, dir string) *child {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "HILRIG_LEASE_CHILD="+dir)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c := &child{cmd: cmd, in: in, out: bufio.NewReader(out)}
+	t.Cleanup(func() { c.in.Close(); _ = c.cmd.Process.Kill(); _ = c.cmd.Wait() })
+	return c
+}
+
+func (c *child) result(t *testing.T) string {
+	t.Helper()
+	line, err := c.out.ReadString('\n')
+	if err != nil {
+		t.Fatalf("child: %v", err)
+	}
+	return strings.TrimSpace(line)
+}
+
+func TestTwoControllersRaceExactlyOneWins(t *testing.T) {
+	dir := t.TempDir()
+	for round := range 5 {
+		a, b := startChild(t, dir), startChild(t, dir)
+		// Both are blocked on stdin: release them together.
+		fmt.Fprintln(a.in, "go")
+		fmt.Fprintln(b.in, "go")
+		ra, rb := a.result(t), b.result(t)
+		won := 0
+		for _, r := range []string{ra, rb} {
+			if r == "won" {
+				won++
+			} else if !strings.Contains(r, "is held by child (pid ") {
+				t.Errorf("round %d: loser says %q, want the holder named", round, r)
+			}
+		}
+		if won != 1 {
+			t.Fatalf("round %d: %q and %q: want exactly one winner", round, ra, rb)
+		}
+		// The winner releases when its stdin closes.
+		a.in.Close()
+		b.in.Close()
+		_ = a.cmd.Wait()
+		_ = b.cmd.Wait()
+		st, err := (&lease.Dir{Path: dir}).Status(context.Background(), "rack1")
+		if err != nil || st.Held {
+			t.Fatalf("round %d: after release: %+v, %v", round, st, err)
+		}
+	}
+}
+
+func TestKilledHolderIsReclaimed(t *testing.T) {
+	dir := t.TempDir()
+	d := &lease.Dir{Path: dir}
+	ctx := context.Background()
+	c := startChild(t, dir)
+	fmt.Fprintln(c.in, "go")
+	if r := c.result(t); r != "won" {
+		t.Fatalf("child: %s", r)
+	}
+	pid := c.cmd.Process.Pid
+	if _, err := d.Acquire(ctx, lease.Self("rack1", "me")); !errors.Is(err, lease.ErrHeld) {
+		t.Fatalf("acquire while the child holds it: %v", err)
+	}
+	st, err := d.Status(ctx, "rack1")
+	if err != nil || !st.Held || st.Stale || st.PID != pid {
+		t.Fatalf("status while held: %+v, %v", st, err)
+	}
+	if err := c.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.cmd.Wait()
+	st, err = d.Status(ctx, "rack1")
+	if err != nil || !st.Held || !st.Stale {
+		t.Fatalf("status after the holder was killed: %+v, %v: want held and stale", st, err)
+	}
+	l, err := d.Acquire(ctx, lease.Self("rack1", "me"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.TookOver == nil || l.TookOver.PID != pid || l.TookOver.Holder != "child" {
+		t.Fatalf("took over %+v, want the killed child's lease (pid %d)", l.TookOver, pid)
+	}
+	if err := d.Release(ctx, "rack1", os.Getpid()+1, false); !errors.Is(err, lease.ErrNotHeld) {
+		t.Errorf("release by another pid: %v", err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestReusedPIDIsStale(t *testing.T) {
+	d := &lease.Dir{Path: t.TempDir()}
+	ctx := context.Background()
+	who := lease.Self("rack1", "old")
+	who.Start = "1" // this pid, but not this process: the kernel reused it
+	if _, err := d.Acquire(ctx, who); err != nil {
+		t.Fatal(err)
+	}
+	l, err := d.Acquire(ctx, lease.Self("rack1", "new"))
+	if err != nil || l.TookOver == nil {
+		t.Fatalf("acquire over a reused pid: %v, %+v", err, l)
+	}
+}
+
+func TestBadRackName(t *testing.T) {
+	d := &lease.Dir{Path: t.TempDir()}
+	if _, err := d.Acquire(context.Background(), lease.Self("../etc", "x")); err == nil || !strings.Contains(err.Error(), `"../etc"`) {
+		t.Fatalf("bad name: %v", err)
+	}
+}

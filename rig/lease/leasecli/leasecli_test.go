@@ -1,0 +1,60 @@
+package leasecli_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/hilrig/hilrig/rig/lease"
+	"github.com/hilrig/hilrig/rig/lease/leasecli"
+)
+
+func run(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	err := leasecli.Run(context.Background(), args, &out, &errb)
+	return out.String() + errb.String(), err
+}
+
+// TestLeaseStatusRelease: a lease held for a process, refused to another,
+// stale once the process is killed and then taken over; release.
+func TestLeaseStatusRelease(t *testing.T) {
+	dir := t.TempDir()
+	holder := exec.Command("sleep", "300")
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = holder.Process.Kill(); _ = holder.Wait() })
+	hp := strconv.Itoa(holder.Process.Pid)
+	if out, err := run(t, "lease", "-dir", dir, "-holder", "alice", "-pid", hp, "lab1"); err != nil || !strings.Contains(out, "leased by alice (pid "+hp) {
+		t.Fatalf("lease: %q, %v", out, err)
+	}
+	if out, err := run(t, "status", "-dir", dir, "lab1"); err != nil || !strings.Contains(out, "leased by alice") {
+		t.Fatalf("status: %q, %v", out, err)
+	}
+	if _, err := run(t, "lease", "-dir", dir, "-holder", "bob", "lab1"); !errors.Is(err, lease.ErrHeld) || !strings.Contains(err.Error(), "alice") {
+		t.Fatalf("bob's lease: %v", err)
+	}
+	if _, err := run(t, "release", "-dir", dir, "lab1"); !errors.Is(err, lease.ErrNotHeld) {
+		t.Fatalf("release by a non-holder: %v", err)
+	}
+	_ = holder.Process.Kill()
+	_ = holder.Wait()
+	if out, err := run(t, "status", "-dir", dir, "lab1"); err != nil || !strings.Contains(out, "stale lease of alice") {
+		t.Fatalf("status after the holder died: %q, %v", out, err)
+	}
+	out, err := run(t, "lease", "-dir", dir, "-holder", "bob", "lab1")
+	if err != nil || !strings.Contains(out, "took over the stale lease of alice") {
+		t.Fatalf("takeover: %q, %v", out, err)
+	}
+	if out, err := run(t, "release", "-dir", dir, "lab1"); err != nil || !strings.Contains(out, "free") {
+		t.Fatalf("release: %q, %v", out, err)
+	}
+	if _, err := run(t, "grab", "-dir", dir, "lab1"); !errors.Is(err, leasecli.ErrUsage) {
+		t.Fatalf("unknown sub-command: %v", err)
+	}
+}

@@ -107,20 +107,39 @@ func (e *endpoint) run(parent context.Context) {
 			}
 		}
 	}
-	nodeName := s.Node
-	if nodeName == "" {
-		nodeName = s.Endpoint
+	mw := s.Middleware
+	if mw == "" {
+		mw = agentproto.MiddlewareHilrig
 	}
-	node, err := middleware.OpenNode(nodeName, &middleware.NodeOptions{
-		Domain: s.Domain, ShmDir: e.a.opts.ShmDir, StampClock: stampClock(s.Stamp), Logger: e.a.opts.Logger,
-	})
-	if err != nil {
-		e.fail(agentproto.CodeStart, fmt.Errorf("open node: %w", err))
-		return
+	var (
+		peer Peer
+		node *middleware.Node
+	)
+	if agentproto.IsPeer(mw) {
+		var err error
+		if peer, err = e.a.peer(mw); err != nil {
+			e.fail(agentproto.CodeStart, err)
+			return
+		}
+	} else {
+		nodeName := s.Node
+		if nodeName == "" {
+			nodeName = s.Endpoint
+		}
+		var err error
+		node, err = middleware.OpenNode(nodeName, &middleware.NodeOptions{
+			Domain: s.Domain, ShmDir: e.a.opts.ShmDir, StampClock: stampClock(s.Stamp), Logger: e.a.opts.Logger,
+		})
+		if err != nil {
+			e.fail(agentproto.CodeStart, fmt.Errorf("open node: %w", err))
+			return
+		}
+		defer node.Close()
 	}
-	defer node.Close()
+	ends := endpoints{node: node, peer: peer, s: &e.s}
 	var mk Marker
 	if s.Marker != nil {
+		var err error
 		mk, err = e.a.opts.OpenMarker(parent, *s.Marker)
 		if err != nil {
 			e.fail(agentproto.CodeStart, fmt.Errorf("marker %s/%s: %w", s.Marker.Chip, s.Marker.Line, err))
@@ -132,24 +151,23 @@ func (e *endpoint) run(parent context.Context) {
 	var loop func() error
 	switch s.Role {
 	case agentproto.Publisher:
-		pub, err := node.NewPublisher(s.Contract, &middleware.PublisherOptions{SendTimeout: time.Duration(s.SendTimeoutNs)})
+		pub, err := ends.out(s.Contract, s.Send)
 		if err != nil {
 			e.fail(agentproto.CodeStart, fmt.Errorf("publisher on %q: %w", s.Contract.Topic, err))
 			return
 		}
-		defer pub.Close()
+		defer pub.close()
 		loop = func() error { return e.publish(pub, mk) }
 	case agentproto.Subscriber:
-		so := &middleware.SubscriberOptions{Wait: waitStrategy(s.Wait), CPU: s.CPU, Priority: s.Priority}
-		sub, err := node.NewSubscriber(s.Contract, so)
+		sub, err := ends.in(s.Contract)
 		if err != nil {
 			e.fail(agentproto.CodeStart, fmt.Errorf("subscriber on %q: %w", s.Contract.Topic, err))
 			return
 		}
-		defer sub.Close()
+		defer sub.close()
 		loop = func() error { return e.subscribe(sub, mk) }
 	case agentproto.Pinger, agentproto.Echo: // echo.go
-		l, closeRT, err := e.openRoundTrip(node, mk)
+		l, closeRT, err := e.openRoundTrip(ends, mk)
 		if err != nil {
 			e.fail(agentproto.CodeStart, err)
 			return
@@ -170,7 +188,11 @@ func (e *endpoint) run(parent context.Context) {
 	e.winStart = e.start
 	e.usage = sys.ProcessUsage()
 	e.usage0 = e.usage
-	e.send(&agentproto.Msg{Kind: agentproto.KindStarted, Started: &agentproto.Started{Endpoint: e.id}})
+	started := &agentproto.Started{Endpoint: e.id, Middleware: mw}
+	if peer != nil {
+		started.Peer = peer.Describe()
+	}
+	e.send(&agentproto.Msg{Kind: agentproto.KindStarted, Started: started})
 
 	windowsDone := make(chan struct{})
 	stopWindows := make(chan struct{})
@@ -296,7 +318,7 @@ func (e *endpoint) flushWindow(now time.Time) {
 }
 
 // publish sends Count messages (or until the context ends) at RateHz.
-func (e *endpoint) publish(pub *middleware.Publisher, mk Marker) error {
+func (e *endpoint) publish(pub outlet, mk Marker) error {
 	s := e.s
 	payload := make([]byte, s.Payload)
 	for i := range payload {
@@ -325,7 +347,7 @@ func (e *endpoint) publish(pub *middleware.Publisher, mk Marker) error {
 			}
 			e.marks++
 		}
-		err := sendNumbered(pub, s.Send, payload, i+1)
+		err := pub.send(payload, i+1)
 		switch {
 		case err == nil:
 		case errors.Is(err, middleware.ErrTimeout):
@@ -422,7 +444,7 @@ func (e *endpoint) onMessage(m *middleware.Message, mk Marker, clockLatency bool
 }
 
 // subscribe receives until count, duration, idle timeout or stop.
-func (e *endpoint) subscribe(sub *middleware.Subscriber, mk Marker) error {
+func (e *endpoint) subscribe(sub inlet, mk Marker) error {
 	s := e.s
 	clockLatency := s.Latency == "clock"
 	clockID := int32(sys.ClockRealtime)
@@ -433,7 +455,7 @@ func (e *endpoint) subscribe(sub *middleware.Subscriber, mk Marker) error {
 		clockID = sys.ClockMonotonic
 	}
 	var markErr error
-	err := sub.Receive(e.ctx, func(m *middleware.Message) error {
+	err := sub.receive(e.ctx, func(m *middleware.Message) error {
 		err := e.onMessage(m, mk, clockLatency, clockID)
 		if err != nil && !errors.Is(err, errCount) {
 			markErr = err

@@ -1,0 +1,59 @@
+package agentproto
+
+import "regexp"
+
+// Peer middlewares (issue 19): an endpoint whose Start.Middleware names a
+// peer (cyclonedds, fastdds-shm, fastdds-udp, iceoryx) runs the same role
+// on that middleware instead of hilrig's own, in the peer agent binary
+// (hilrig-peer). A peer carries no out-of-band header, so its messages
+// begin with an in-band one of PeerHeaderBytes:
+//
+//	[0:8)   sequence number, little-endian, first message 1
+//	[8:16)  CLOCK_MONOTONIC ns, stamped immediately before the peer's write call
+//	[16:24) the same instant on Start.Stamp's clock (cross-host latency)
+//
+// and the roles' own bytes (a ping's echoed sequence and stamp) follow it.
+// Payload sizes are wire sizes: a 64-byte case sends 64 bytes on every
+// middleware.
+
+// MiddlewareHilrig is hilrig's own middleware, the default ("" means it).
+const MiddlewareHilrig = "hilrig"
+
+// PeerHeaderBytes is the in-band header of a peer message.
+const PeerHeaderBytes = 24
+
+var middlewareRE = regexp.MustCompile(`^[a-z0-9-]{1,32}$`)
+
+// IsPeer reports whether name selects a peer middleware (not hilrig).
+func IsPeer(name string) bool { return name != "" && name != MiddlewareHilrig }
+
+// validatePeer checks the peer part of a start request: the name's form
+// (whether the agent has it is the agent's answer) and payloads large
+// enough for the in-band header.
+func (s *Start) validatePeer() error {
+	if !IsPeer(s.Middleware) {
+		return nil
+	}
+	bad := func(format string, args ...any) error {
+		e := errf(CodeInvalid, format, args...)
+		e.Endpoint = s.Endpoint
+		return e
+	}
+	if !middlewareRE.MatchString(s.Middleware) {
+		return bad("start.middleware %q: want 1..32 of [a-z0-9-]", s.Middleware)
+	}
+	if s.Send == SendLoan {
+		return bad("start.send loan: only hilrig's middleware loans (middleware %s)", s.Middleware)
+	}
+	need := PeerHeaderBytes
+	if roundTripRole(s.Role) {
+		need += PingHeaderBytes
+	}
+	if s.Contract.MaxPayload < need {
+		return bad("start.contract.max_payload %d: middleware %s needs at least %d bytes (%d-byte in-band header)", s.Contract.MaxPayload, s.Middleware, need, PeerHeaderBytes)
+	}
+	if (s.Role == Publisher || s.Role == Pinger) && s.Payload < need {
+		return bad("start.payload %d: middleware %s needs at least %d bytes (%d-byte in-band header)", s.Payload, s.Middleware, need, PeerHeaderBytes)
+	}
+	return nil
+}

@@ -56,6 +56,11 @@ func (e *endpoint) openRoundTrip(ends endpoints, mk Marker) (func() error, func(
 		sub.close()
 		return nil, nil, fmt.Errorf("pinger: publisher on %q: %w", s.Contract.Topic, err)
 	}
+	if err := e.awaitReader(pub); err != nil {
+		pub.close()
+		sub.close()
+		return nil, nil, fmt.Errorf("pinger: %w", err)
+	}
 	p := &pinger{e: e, pub: pub, mk: mk, replyCh: make(chan struct{}, 1)}
 	return func() error { return p.run(sub) }, func() { pub.close(); sub.close() }, nil
 }

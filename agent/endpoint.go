@@ -47,6 +47,8 @@ type endpoint struct {
 	sent, recv, lost, lastSeq, timeouts, marks uint64
 	firstNs, lastNs                            int64
 	lastRecvMono                               atomic.Int64
+	// discoveryNs is a peer writer's wait for its first reader.
+	discoveryNs int64
 }
 
 func newEndpoint(a *agent, s agentproto.Start) *endpoint {
@@ -157,6 +159,10 @@ func (e *endpoint) run(parent context.Context) {
 			return
 		}
 		defer pub.close()
+		if err := e.awaitReader(pub); err != nil {
+			e.fail(agentproto.CodeStart, err)
+			return
+		}
 		loop = func() error { return e.publish(pub, mk) }
 	case agentproto.Subscriber:
 		sub, err := ends.in(s.Contract)
@@ -190,7 +196,7 @@ func (e *endpoint) run(parent context.Context) {
 	e.usage0 = e.usage
 	started := &agentproto.Started{Endpoint: e.id, Middleware: mw}
 	if peer != nil {
-		started.Peer = peer.Describe()
+		started.Peer, started.DiscoveryNs = peer.Describe(), e.discoveryNs
 	}
 	e.send(&agentproto.Msg{Kind: agentproto.KindStarted, Started: started})
 
@@ -394,6 +400,25 @@ func sendNumbered(pub *middleware.Publisher, path agentproto.SendPath, payload [
 	}
 	binary.LittleEndian.PutUint64(payload, n)
 	return pub.Send(payload)
+}
+
+// awaitReader waits for a peer writer's first matched reader (discovery)
+// and notes how long it took; hilrig's publishers need no wait.
+func (e *endpoint) awaitReader(o outlet) error {
+	po, ok := o.(*peerOut)
+	if !ok {
+		return nil
+	}
+	d, err := po.awaitMatch(e.ctx)
+	if err != nil {
+		return fmt.Errorf("%s: waiting for a matched reader: %w", e.s.Middleware, err)
+	}
+	if d < 0 {
+		e.a.opts.Logger.Warn("peer writer has no matched reader; sending anyway", "endpoint", e.id, "middleware", e.s.Middleware, "waited", peerMatchWait)
+		d = 0
+	}
+	e.discoveryNs = d
+	return nil
 }
 
 // countSent counts one message sent, in the run and in the open window.

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"slices"
 	"time"
@@ -45,10 +46,19 @@ type PeerWriter interface {
 	// ([0:8)), CLOCK_MONOTONIC ns ([8:16)) and clock's ns ([16:24), a
 	// Linux clock id) immediately before the peer's write call. It blocks
 	// as the peer's write does (reliable with a full history: until the
-	// reader acknowledges or the peer's blocking time ends, an error).
+	// reader acknowledges or the peer's blocking time ends, then an error
+	// matching os.ErrDeadlineExceeded).
 	// Allocates nothing on the Go side.
 	Write(payload []byte, seq uint64, clock int32) error
 	Close() error
+}
+
+// PeerMatcher is implemented by peer writers that know their matched
+// readers: the agent waits for the first match before a publisher or a
+// pinger starts sending, as a hilrig subscriber's started ack guarantees
+// it sees every later message. Matched does not block.
+type PeerMatcher interface {
+	Matched() (int, error)
 }
 
 // PeerReader is one reader of a peer. Not safe for concurrent use.
@@ -105,7 +115,15 @@ type peerOut struct {
 	clock int32
 }
 
-func (o *peerOut) send(buf []byte, seq uint64) error { return o.w.Write(buf, seq, o.clock) }
+// send writes one message; a peer's blocking limit (an error matching
+// os.ErrDeadlineExceeded) counts as middleware.ErrTimeout, as hilrig's.
+func (o *peerOut) send(buf []byte, seq uint64) error {
+	err := o.w.Write(buf, seq, o.clock)
+	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+		return middleware.ErrTimeout
+	}
+	return err
+}
 func (*peerOut) hdr() int                            { return agentproto.PeerHeaderBytes }
 func (o *peerOut) close()                            { o.w.Close() }
 
@@ -272,5 +290,71 @@ func (a *agent) closePeers() {
 			a.opts.Logger.Warn("closing peer", "peer", name, "err", err)
 		}
 		delete(a.peers, name)
+	}
+}
+
+// peerOf is a peer adapter's concrete API: the methods of Peer with the
+// adapter's own writer and reader types.
+type peerOf[W PeerWriter, R PeerReader] interface {
+	Describe() string
+	NewWriter(topic string, reliable bool, depth, maxPayload int) (W, error)
+	NewReader(topic string, reliable bool, depth, maxPayload int, spin bool) (R, error)
+	Close() error
+}
+
+// AdaptPeer turns a peer adapter (peers/…: concrete writer and reader
+// types) into a Peer.
+func AdaptPeer[W PeerWriter, R PeerReader](p peerOf[W, R]) Peer { return adapted[W, R]{p} }
+
+type adapted[W PeerWriter, R PeerReader] struct{ p peerOf[W, R] }
+
+func (a adapted[W, R]) Describe() string { return a.p.Describe() }
+func (a adapted[W, R]) Close() error     { return a.p.Close() }
+func (a adapted[W, R]) NewWriter(topic string, reliable bool, depth, maxPayload int) (PeerWriter, error) {
+	w, err := a.p.NewWriter(topic, reliable, depth, maxPayload)
+	if err != nil {
+		return nil, err // not a typed nil in the interface
+	}
+	return w, nil
+}
+func (a adapted[W, R]) NewReader(topic string, reliable bool, depth, maxPayload int, spin bool) (PeerReader, error) {
+	r, err := a.p.NewReader(topic, reliable, depth, maxPayload, spin)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// peerMatchWait bounds the wait for a peer writer's first matched reader.
+const peerMatchWait = 10 * time.Second
+
+// awaitMatch polls o's writer until a reader matched, ctx ends or
+// peerMatchWait passes, and returns how long it waited (ns); a writer
+// without readers after that still starts (a publisher may have none).
+func (o *peerOut) awaitMatch(ctx context.Context) (int64, error) {
+	m, ok := o.w.(PeerMatcher)
+	if !ok {
+		return 0, nil
+	}
+	begin := time.Now()
+	deadline := begin.Add(peerMatchWait)
+	t := time.NewTicker(time.Millisecond)
+	defer t.Stop()
+	for {
+		n, err := m.Matched()
+		if err != nil {
+			return 0, err
+		}
+		if n > 0 {
+			return time.Since(begin).Nanoseconds(), nil
+		}
+		if time.Now().After(deadline) {
+			return -1, nil
+		}
+		select {
+		case <-ctx.Done():
+			return 0, context.Cause(ctx)
+		case <-t.C:
+		}
 	}
 }

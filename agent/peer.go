@@ -124,8 +124,8 @@ func (o *peerOut) send(buf []byte, seq uint64) error {
 	}
 	return err
 }
-func (*peerOut) hdr() int                            { return agentproto.PeerHeaderBytes }
-func (o *peerOut) close()                            { o.w.Close() }
+func (*peerOut) hdr() int { return agentproto.PeerHeaderBytes }
+func (o *peerOut) close() { o.w.Close() }
 
 // peerIn turns peer messages into middleware.Messages: the in-band header
 // becomes the Header, the rest the Payload, and a sequence gap the Lost

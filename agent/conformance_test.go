@@ -129,7 +129,7 @@ func conformReliable(t *testing.T, mw string) {
 	s, ps := startPeerSession(t, dir), startPeerSession(t, dir)
 	c := confContract(mw, "conf/rel/"+strconv.Itoa(os.Getpid()), middleware.Reliable, 8)
 	s.send(agentproto.NewStart(agentproto.Start{Endpoint: "sub", Role: agentproto.Subscriber, Middleware: mw, Domain: "conf", Contract: c, Count: n,
-		Marker: &agentproto.Marker{Chip: sim, Line: "RX"}}))
+		IdleTimeoutNs: int64(5 * time.Second), Marker: &agentproto.Marker{Chip: sim, Line: "RX"}}))
 	st := s.expect(agentproto.KindStarted)
 	if st.Started.Middleware != mw || (mw != agentproto.MiddlewareHilrig && st.Started.Peer == "") {
 		t.Fatalf("started = %+v, want middleware %s with its description", st.Started, mw)

@@ -6,6 +6,7 @@ import (
 	"context"
 
 	"github.com/hilrig/hilrig/peers/iceoryx"
+	"github.com/hilrig/hilrig/peers/iceoryx/roudi"
 )
 
 func init() {
@@ -13,10 +14,10 @@ func init() {
 	// and outlives a RouDi it was registered with): started here unless
 	// one runs, stopped and cleaned up after the tests.
 	peerSetups = append(peerSetups, func() (func(), error) {
-		if up, err := iceoryx.RouDiRunning(); err != nil || up {
+		if up, err := roudi.Running(); err != nil || up {
 			return func() {}, err
 		}
-		r, err := iceoryx.StartRouDi(context.Background(), 1<<20)
+		r, err := roudi.Start(context.Background(), 1<<20)
 		if err != nil {
 			return nil, err
 		}

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"time"
 	"unsafe"
@@ -116,7 +117,7 @@ type Writer struct {
 
 // NewWriter opens a writer on topic with hilrig's QoS mapping.
 func (p *Peer) NewWriter(topic string, reliable bool, depth, maxPayload int) (*Writer, error) {
-	t := C.CString(topic)
+	t := C.CString(ddsTopic(topic))
 	defer C.free(unsafe.Pointer(t))
 	w := C.hlr_cd_writer(p.pp, t, cbool(reliable), C.int(depth))
 	if w < 0 {
@@ -158,7 +159,7 @@ type Reader struct {
 // NewReader opens a reader on topic; spin polls dds_take instead of
 // sleeping in a waitset.
 func (p *Peer) NewReader(topic string, reliable bool, depth, maxPayload int, spin bool) (*Reader, error) {
-	t := C.CString(topic)
+	t := C.CString(ddsTopic(topic))
 	defer C.free(unsafe.Pointer(t))
 	var rc C.dds_return_t
 	r := C.hlr_cd_reader_new(p.pp, t, cbool(reliable), C.int(depth), cbool(spin), &rc)
@@ -198,4 +199,16 @@ func (w *Writer) Matched() (int, error) {
 		return 0, fmt.Errorf("cyclonedds: matched status: %w", ddsErr(C.int(rc)))
 	}
 	return int(st.current_count), nil
+}
+
+// ddsTopic maps a hilrig topic ([A-Za-z0-9._/-]) to a DDS topic name,
+// which allows only [A-Za-z0-9_/]: '.' and '-' become '_'. Both ends map
+// alike.
+func ddsTopic(t string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '.' || r == '-' {
+			return '_'
+		}
+		return r
+	}, t)
 }

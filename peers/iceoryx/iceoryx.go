@@ -19,6 +19,8 @@ import (
 	"sync"
 	"time"
 	"unsafe"
+
+	"github.com/hilrig/hilrig/peers/iceoryx/roudi"
 )
 
 // Name is the middleware name endpoints select (Start.Middleware).
@@ -40,7 +42,7 @@ type Config struct {
 // Peer is this process's iceoryx runtime (one per process).
 type Peer struct {
 	cfg   Config
-	roudi *RouDi
+	roudi *roudi.RouDi
 	desc  string
 }
 
@@ -58,21 +60,21 @@ var appRE = regexp.MustCompile(`[^A-Za-z0-9_-]`)
 // in iox_runtime_init (which waits for RouDi forever).
 func Open(ctx context.Context, cfg Config) (*Peer, error) {
 	p := &Peer{cfg: cfg}
-	up, err := RouDiRunning()
+	up, err := roudi.Running()
 	if err != nil {
 		return nil, err
 	}
-	roudi := "a running RouDi"
+	which := "a running RouDi"
 	if !up {
 		if !cfg.StartRouDi {
-			return nil, fmt.Errorf("%w (start iox-roudi, or let the agent start it)", ErrNoRouDi)
+			return nil, fmt.Errorf("%w (start iox-roudi, or let the agent start it)", roudi.ErrNoRouDi)
 		}
-		r, err := StartRouDi(ctx, max(cfg.MaxPayload, 1<<20))
+		r, err := roudi.Start(ctx, max(cfg.MaxPayload, 1<<20))
 		if err != nil {
 			return nil, err
 		}
 		p.roudi = r
-		roudi = fmt.Sprintf("RouDi pid %d started by this agent, mempools up to %d B", r.PID(), max(cfg.MaxPayload, 1<<20))
+		which = fmt.Sprintf("RouDi pid %d started by this agent, mempools up to %d B", r.PID(), max(cfg.MaxPayload, 1<<20))
 	}
 	name := appRE.ReplaceAllString(cfg.App, "_")
 	if name == "" {
@@ -85,7 +87,7 @@ func Open(ctx context.Context, cfg Config) (*Peer, error) {
 		C.hlr_iox_init(n)
 		initName = name
 	})
-	p.desc = fmt.Sprintf("iceoryx %s (C binding): zero-copy shared memory via %s; publisher copies the payload into a loaned chunk, subscriber reads the chunk in place; runtime %s", Version, roudi, initName)
+	p.desc = fmt.Sprintf("iceoryx %s (C binding): zero-copy shared memory via %s; publisher copies the payload into a loaned chunk, subscriber reads the chunk in place; runtime %s", Version, which, initName)
 	return p, nil
 }
 

@@ -1,6 +1,4 @@
-//go:build iceoryx
-
-package iceoryx
+package roudi
 
 import (
 	"context"
@@ -28,9 +26,9 @@ const (
 // ErrNoRouDi: iox-roudi is neither running nor installed.
 var ErrNoRouDi = errors.New("iceoryx: RouDi (iox-roudi) is not running and cannot be started")
 
-// RouDiRunning reports whether a RouDi daemon runs on this host (its lock
+// Running reports whether a RouDi daemon runs on this host (its lock
 // is held).
-func RouDiRunning() (bool, error) {
+func Running() (bool, error) {
 	f, err := os.OpenFile(lockFile, os.O_RDONLY, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return false, nil
@@ -75,15 +73,15 @@ func mempools(maxPayload int) string {
 	return b.String()
 }
 
-// StartRouDi starts iox-roudi with a configuration sized for maxPayload
+// Start starts iox-roudi with a configuration sized for maxPayload
 // and waits (≤ 10 s, ctx) until it holds its lock. It fails with
 // ErrNoRouDi when iox-roudi is not installed, and if a RouDi already runs.
-func StartRouDi(ctx context.Context, maxPayload int) (*RouDi, error) {
+func Start(ctx context.Context, maxPayload int) (*RouDi, error) {
 	bin, err := exec.LookPath("iox-roudi")
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w (Debian package iceoryx)", ErrNoRouDi, err)
 	}
-	if up, err := RouDiRunning(); err != nil {
+	if up, err := Running(); err != nil {
 		return nil, err
 	} else if up {
 		return nil, errors.New("iceoryx: a RouDi already runs on this host")
@@ -109,7 +107,7 @@ func StartRouDi(ctx context.Context, maxPayload int) (*RouDi, error) {
 	go func() { cmd.Wait(); close(r.exited) }()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		up, err := RouDiRunning()
+		up, err := Running()
 		if err == nil && up {
 			if _, err := os.Stat(socketFile); err == nil {
 				return r, nil

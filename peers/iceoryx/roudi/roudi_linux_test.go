@@ -1,6 +1,4 @@
-//go:build iceoryx
-
-package iceoryx
+package roudi
 
 import (
 	"context"
@@ -12,7 +10,7 @@ import (
 
 func skipIfRouDi(t *testing.T) {
 	t.Helper()
-	up, err := RouDiRunning()
+	up, err := Running()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,17 +20,13 @@ func skipIfRouDi(t *testing.T) {
 }
 
 // TestRouDiMissing: without iox-roudi, starting one fails at once with
-// ErrNoRouDi naming the binary and its package, and Open without a
-// running RouDi fails instead of blocking in iox_runtime_init.
+// ErrNoRouDi naming the binary and its package.
 func TestRouDiMissing(t *testing.T) {
 	skipIfRouDi(t)
 	t.Setenv("PATH", t.TempDir())
-	_, err := StartRouDi(context.Background(), 1<<20)
+	_, err := Start(context.Background(), 1<<20)
 	if !errors.Is(err, ErrNoRouDi) || !strings.Contains(err.Error(), "iox-roudi") || !strings.Contains(err.Error(), "Debian package iceoryx") {
 		t.Fatalf("StartRouDi without iox-roudi: %v, want ErrNoRouDi naming iox-roudi and its package", err)
-	}
-	if _, err := Open(context.Background(), Config{App: "t"}); !errors.Is(err, ErrNoRouDi) {
-		t.Fatalf("Open without a RouDi: %v, want ErrNoRouDi", err)
 	}
 }
 
@@ -40,11 +34,11 @@ func TestRouDiMissing(t *testing.T) {
 // Stop leaves no socket, lock, segment or config behind.
 func TestRouDiStartStopLeavesNothing(t *testing.T) {
 	skipIfRouDi(t)
-	r, err := StartRouDi(context.Background(), 4096)
+	r, err := Start(context.Background(), 4096)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if up, _ := RouDiRunning(); !up {
+	if up, _ := Running(); !up {
 		r.Stop()
 		t.Fatal("RouDi started but its lock is not held")
 	}

@@ -1,0 +1,21 @@
+//go:build fastdds
+
+package agent
+
+import (
+	"os"
+
+	"github.com/hilrig/hilrig/peers/fastdds"
+)
+
+func init() {
+	for _, tr := range []fastdds.Transport{fastdds.SHM, fastdds.UDP} {
+		testPeers[tr.Name()] = func(string) (Peer, error) {
+			p, err := fastdds.Open(fastdds.Config{Domain: uint32(100 + os.Getpid()%100), Transport: tr})
+			if err != nil {
+				return nil, err
+			}
+			return AdaptPeer(p), nil
+		}
+	}
+}

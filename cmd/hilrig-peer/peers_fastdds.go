@@ -1,0 +1,24 @@
+//go:build fastdds
+
+package main
+
+import (
+	"github.com/hilrig/hilrig/agent"
+	"github.com/hilrig/hilrig/peers/fastdds"
+)
+
+func init() {
+	for _, tr := range []fastdds.Transport{fastdds.SHM, fastdds.UDP} {
+		peers[tr.Name()] = func(string) (agent.Peer, error) {
+			d, err := envUint("HILRIG_DDS_DOMAIN", 0)
+			if err != nil {
+				return nil, err
+			}
+			p, err := fastdds.Open(fastdds.Config{Domain: uint32(d), Transport: tr})
+			if err != nil {
+				return nil, err
+			}
+			return agent.AdaptPeer(p), nil
+		}
+	}
+}

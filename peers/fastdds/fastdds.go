@@ -28,7 +28,7 @@ type Transport int
 // Transports.
 const (
 	UDP Transport = iota // UDPv4, loopback only
-	SHM                  // shared memory only
+	SHM                  // shared memory for data, UDPv4 on loopback beside it
 )
 
 // Name is the middleware name of a transport (Start.Middleware).
@@ -53,7 +53,7 @@ type Config struct {
 func (c Config) Describe() string {
 	tr := "UDPv4 on 127.0.0.1 only (interface whitelist), unicast discovery to 127.0.0.1, no multicast, 4 MiB socket buffers"
 	if c.Transport == SHM {
-		tr = fmt.Sprintf("shared-memory transport only (segment %d B), discovery over SHM", c.ShmSegment)
+		tr = fmt.Sprintf("shared-memory transport for data (segment %d B) beside UDPv4 on 127.0.0.1 (Fast DDS's default pair; SHM alone stalls reliable writers in 2.9), unicast discovery to 127.0.0.1, no multicast", c.ShmSegment)
 	}
 	return fmt.Sprintf("fastdds %s (C++ API, raw-bytes TopicDataType): %s; builtin transports off; data sharing off; synchronous publish (asynchronous above 64 KB max payload: fragmentation); preallocated-with-realloc history; domain %d", Version, tr, c.Domain)
 }

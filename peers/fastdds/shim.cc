@@ -132,26 +132,29 @@ hlr_fd_peer *hlr_fd_open(uint32_t domain, int transport, uint32_t shm_segment, c
 	// case, on loopback for UDP; unicast-only discovery to 127.0.0.1.
 	q.transport().use_builtin_transports = false;
 	if (transport == 1) {
+		// Fast DDS's own default pair, as ROS 2 runs it: SHM for the data
+		// between participants on one host (preferred over UDP when both
+		// ends have it), UDPv4 beside it. SHM alone stalls reliable
+		// writers in 2.9 (conformance test), so it is not run alone.
 		auto shm = std::make_shared<eprosima::fastdds::rtps::SharedMemTransportDescriptor>();
 		shm->segment_size(shm_segment);
 		q.transport().user_transports.push_back(shm);
-	} else {
-		auto udp = std::make_shared<eprosima::fastdds::rtps::UDPv4TransportDescriptor>();
-		udp->interfaceWhiteList.push_back("127.0.0.1");
-		udp->sendBufferSize = 4 << 20;
-		udp->receiveBufferSize = 4 << 20;
-		udp->maxInitialPeersRange = 20;
-		q.transport().user_transports.push_back(udp);
-		Locator_t meta;
-		IPLocator::setIPv4(meta, 127, 0, 0, 1);
-		meta.port = 0; // well-known port of this participant id
-		q.wire_protocol().builtin.metatrafficUnicastLocatorList.push_back(meta);
-		Locator_t peer;
-		IPLocator::setIPv4(peer, 127, 0, 0, 1);
-		q.wire_protocol().builtin.initialPeersList.push_back(peer);
-		q.transport().send_socket_buffer_size = 4 << 20;
-		q.transport().listen_socket_buffer_size = 4 << 20;
 	}
+	auto udp = std::make_shared<eprosima::fastdds::rtps::UDPv4TransportDescriptor>();
+	udp->interfaceWhiteList.push_back("127.0.0.1");
+	udp->sendBufferSize = 4 << 20;
+	udp->receiveBufferSize = 4 << 20;
+	udp->maxInitialPeersRange = 20;
+	q.transport().user_transports.push_back(udp);
+	Locator_t meta;
+	IPLocator::setIPv4(meta, 127, 0, 0, 1);
+	meta.port = 0; // well-known port of this participant id
+	q.wire_protocol().builtin.metatrafficUnicastLocatorList.push_back(meta);
+	Locator_t peer;
+	IPLocator::setIPv4(peer, 127, 0, 0, 1);
+	q.wire_protocol().builtin.initialPeersList.push_back(peer);
+	q.transport().send_socket_buffer_size = 4 << 20;
+	q.transport().listen_socket_buffer_size = 4 << 20;
 	auto *p = new hlr_fd_peer;
 	p->pp = DomainParticipantFactory::get_instance()->create_participant(domain, q);
 	if (!p->pp) {
@@ -279,6 +282,12 @@ hlr_fd_reader *hlr_fd_reader_new(hlr_fd_peer *p, const char *name, int reliable,
 		return nullptr;
 	DataReaderQos q = DATAREADER_QOS_DEFAULT;
 	qos(q, reliable, depth);
+	// A reliable reader keeps all without a bound: with its cache bounded
+	// by depth, 2.9's SHM transport stalls the writer for good once the
+	// cache fills (conformance test, reliable case). The writer's KEEP_ALL
+	// history, bounded by depth, still blocks it until acknowledged.
+	if (reliable)
+		q.resource_limits() = ResourceLimitsQosPolicy();
 	q.reliable_reader_qos().times.heartbeatResponseDelay = eprosima::fastrtps::Duration_t(0, 0);
 	DataReader *r = p->sub->create_datareader(t, q);
 	if (!r) {

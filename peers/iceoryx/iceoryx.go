@@ -113,6 +113,9 @@ func Shutdown() {
 	shutdownOnce.Do(func() {
 		if initName != "" {
 			C.hlr_iox_shutdown()
+			// The runtime's socket and its lock stay behind otherwise.
+			os.Remove("/tmp/" + initName)
+			os.Remove("/tmp/" + initName + ".lock")
 		}
 	})
 }

@@ -56,6 +56,9 @@ type Options struct {
 	// CPUs pins the pinger and the echo (nil: no pinning).
 	CPUs     []int
 	Reliable bool
+	// Started, if set, is called with the echo's and the pinger's
+	// processes once both endpoints run (fault injection in tests).
+	Started func(echo, pinger *os.Process)
 }
 
 // Result is one case.
@@ -78,10 +81,14 @@ type agentProc struct {
 	enc  *agentproto.Encoder
 	in   io.WriteCloser
 	msgs chan *agentproto.Msg
-	name string
+	// ended is closed when the agent's output ends (it exited or died).
+	ended chan struct{}
+	name  string
+	// mw is the middleware its endpoints run on, for errors.
+	mw string
 }
 
-func startAgent(ctx context.Context, exe, board string) (*agentProc, error) {
+func startAgent(ctx context.Context, exe, board, mw string) (*agentProc, error) {
 	cmd := exec.Command(exe, "agent", "-board", board)
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -98,47 +105,63 @@ func startAgent(ctx context.Context, exe, board string) (*agentProc, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start agent %s: %w", board, err)
 	}
-	a := &agentProc{cmd: cmd, enc: agentproto.NewEncoder(in), in: in, msgs: make(chan *agentproto.Msg, 256), name: board}
+	a := &agentProc{cmd: cmd, enc: agentproto.NewEncoder(in), in: in, msgs: make(chan *agentproto.Msg, 256), ended: make(chan struct{}), name: board, mw: mw}
 	go func() {
 		dec := agentproto.NewDecoder(out)
 		for {
 			m, err := dec.Next()
 			if err != nil {
+				close(a.ended)
 				close(a.msgs)
 				return
 			}
 			a.msgs <- m
 		}
 	}()
-	if _, err := a.expect(ctx, agentproto.KindHello, 10*time.Second); err != nil {
+	if _, err := a.expect(ctx, agentproto.KindHello, 10*time.Second, nil); err != nil {
 		a.close()
 		return nil, err
 	}
 	return a, nil
 }
 
+// ErrAgentDied: an agent process ended in the middle of a case.
+var ErrAgentDied = errors.New("agent process ended mid-run")
+
+// died is the error for an agent whose output ended.
+func (a *agentProc) died(waiting agentproto.Kind) error {
+	a.cmd.Wait()
+	return fmt.Errorf("board %s, peer %s: %w (%v) while waiting for %s", a.name, a.mw, ErrAgentDied, a.cmd.ProcessState, waiting)
+}
+
 // expect waits for the next message of kind, skipping windows; an error
-// message or the agent's end is an error naming the board.
-func (a *agentProc) expect(ctx context.Context, kind agentproto.Kind, timeout time.Duration) (*agentproto.Msg, error) {
+// message, the agent's end or the end of other (the far side, may be
+// nil) is an error naming the board and the peer.
+func (a *agentProc) expect(ctx context.Context, kind agentproto.Kind, timeout time.Duration, other *agentProc) (*agentproto.Msg, error) {
 	t := time.NewTimer(timeout)
 	defer t.Stop()
+	var otherEnded chan struct{}
+	if other != nil {
+		otherEnded = other.ended
+	}
 	for {
 		select {
 		case m, ok := <-a.msgs:
 			if !ok {
-				a.cmd.Wait()
-				return nil, fmt.Errorf("board %s: agent ended (%v) while waiting for %s", a.name, a.cmd.ProcessState, kind)
+				return nil, a.died(kind)
 			}
 			switch {
 			case m.Kind == kind:
 				return m, nil
 			case m.Kind == agentproto.KindError:
-				return nil, fmt.Errorf("board %s: %s", a.name, m.Error.Message)
+				return nil, fmt.Errorf("board %s, peer %s: %s", a.name, a.mw, m.Error.Message)
 			case m.Kind == agentproto.KindFinal && m.Final.Reason == agentproto.EndError:
-				return nil, fmt.Errorf("board %s: endpoint %s: %s", a.name, m.Final.Endpoint, m.Final.Error)
+				return nil, fmt.Errorf("board %s, peer %s: endpoint %s: %s", a.name, a.mw, m.Final.Endpoint, m.Final.Error)
 			}
+		case <-otherEnded:
+			return nil, other.died(kind)
 		case <-t.C:
-			return nil, fmt.Errorf("board %s: no %s within %v", a.name, kind, timeout)
+			return nil, fmt.Errorf("board %s, peer %s: no %s within %v", a.name, a.mw, kind, timeout)
 		case <-ctx.Done():
 			return nil, context.Cause(ctx)
 		}
@@ -215,12 +238,12 @@ func RunCase(ctx context.Context, o Options, mw, class string, size int) (*Resul
 	if err != nil {
 		return nil, err
 	}
-	echo, err := startAgent(ctx, o.Exe, "echo-"+mw)
+	echo, err := startAgent(ctx, o.Exe, "echo-"+mw, mw)
 	if err != nil {
 		return nil, err
 	}
 	defer echo.close()
-	pinger, err := startAgent(ctx, o.Exe, "ping-"+mw)
+	pinger, err := startAgent(ctx, o.Exe, "ping-"+mw, mw)
 	if err != nil {
 		return nil, err
 	}
@@ -238,23 +261,26 @@ func RunCase(ctx context.Context, o Options, mw, class string, size int) (*Resul
 		Contract: echoIn, Echo: &agentproto.EchoSpec{Reply: echoOut}, Wait: o.Wait, CPU: cpuE, Count: uint64(count)})); err != nil {
 		return nil, err
 	}
-	if _, err := echo.expect(ctx, agentproto.KindStarted, 20*time.Second); err != nil {
+	if _, err := echo.expect(ctx, agentproto.KindStarted, 20*time.Second, nil); err != nil {
 		return nil, err
 	}
 	if err := pinger.enc.Encode(agentproto.NewStart(agentproto.Start{Endpoint: "ping", Role: agentproto.Pinger, Middleware: mwName, Domain: domain,
 		Contract: pingOut, Echo: &agentproto.EchoSpec{Reply: pingIn}, Payload: size, Count: uint64(count), WarmUp: uint64(o.WarmUp), Wait: o.Wait, CPU: cpuP})); err != nil {
 		return nil, err
 	}
-	st, err := pinger.expect(ctx, agentproto.KindStarted, 30*time.Second)
+	st, err := pinger.expect(ctx, agentproto.KindStarted, 30*time.Second, echo)
 	if err != nil {
 		return nil, err
 	}
-	fin, err := pinger.expect(ctx, agentproto.KindFinal, 10*time.Minute)
+	if o.Started != nil {
+		o.Started(echo.cmd.Process, pinger.cmd.Process)
+	}
+	fin, err := pinger.expect(ctx, agentproto.KindFinal, 10*time.Minute, echo)
 	if err != nil {
 		return nil, err
 	}
 	f := fin.Final
-	ef, err := echo.expect(ctx, agentproto.KindFinal, 30*time.Second)
+	ef, err := echo.expect(ctx, agentproto.KindFinal, 30*time.Second, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -56,7 +56,7 @@ func (e *endpoint) openRoundTrip(ends endpoints, mk Marker) (func() error, func(
 		sub.close()
 		return nil, nil, fmt.Errorf("pinger: publisher on %q: %w", s.Contract.Topic, err)
 	}
-	if err := e.awaitReader(pub); err != nil {
+	if err := e.awaitReader(pub, sub); err != nil {
 		pub.close()
 		sub.close()
 		return nil, nil, fmt.Errorf("pinger: %w", err)

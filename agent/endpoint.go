@@ -159,7 +159,7 @@ func (e *endpoint) run(parent context.Context) {
 			return
 		}
 		defer pub.close()
-		if err := e.awaitReader(pub); err != nil {
+		if err := e.awaitReader(pub, nil); err != nil {
 			e.fail(agentproto.CodeStart, err)
 			return
 		}
@@ -402,22 +402,29 @@ func sendNumbered(pub *middleware.Publisher, path agentproto.SendPath, payload [
 	return pub.Send(payload)
 }
 
-// awaitReader waits for a peer writer's first matched reader (discovery)
-// and notes how long it took; hilrig's publishers need no wait.
-func (e *endpoint) awaitReader(o outlet) error {
+// awaitReader waits for a peer writer's first matched reader and, for a
+// pinger, its reply reader's first matched writer (discovery), and notes
+// how long it took; hilrig's endpoints need no wait.
+func (e *endpoint) awaitReader(o outlet, reply inlet) error {
 	po, ok := o.(*peerOut)
 	if !ok {
 		return nil
 	}
-	d, err := po.awaitMatch(e.ctx)
-	if err != nil {
-		return fmt.Errorf("%s: waiting for a matched reader: %w", e.s.Middleware, err)
+	begin := time.Now()
+	ends := []any{po.w}
+	if pi, ok := reply.(*peerIn); ok {
+		ends = append(ends, pi.r)
 	}
-	if d < 0 {
-		e.a.opts.Logger.Warn("peer writer has no matched reader; sending anyway", "endpoint", e.id, "middleware", e.s.Middleware, "waited", peerMatchWait)
-		d = 0
+	for _, x := range ends {
+		d, err := awaitMatch(e.ctx, x)
+		if err != nil {
+			return fmt.Errorf("%s: waiting for discovery: %w", e.s.Middleware, err)
+		}
+		if d < 0 {
+			e.a.opts.Logger.Warn("peer endpoint matched nothing; starting anyway", "endpoint", e.id, "middleware", e.s.Middleware, "waited", peerMatchWait)
+		}
 	}
-	e.discoveryNs = d
+	e.discoveryNs = time.Since(begin).Nanoseconds()
 	return nil
 }
 

@@ -53,10 +53,12 @@ type PeerWriter interface {
 	Close() error
 }
 
-// PeerMatcher is implemented by peer writers that know their matched
-// readers: the agent waits for the first match before a publisher or a
-// pinger starts sending, as a hilrig subscriber's started ack guarantees
-// it sees every later message. Matched does not block.
+// PeerMatcher is implemented by peer writers and readers that know their
+// matched counterparts: the agent waits for a publisher's first matched
+// reader before it sends, as a hilrig subscriber's started ack guarantees
+// it sees every later message; a pinger also waits for its reply reader
+// to match the echo's reply writer (the echo cannot wait: it starts
+// first). Matched does not block.
 type PeerMatcher interface {
 	Matched() (int, error)
 }
@@ -328,11 +330,12 @@ func (a adapted[W, R]) NewReader(topic string, reliable bool, depth, maxPayload 
 // peerMatchWait bounds the wait for a peer writer's first matched reader.
 const peerMatchWait = 10 * time.Second
 
-// awaitMatch polls o's writer until a reader matched, ctx ends or
-// peerMatchWait passes, and returns how long it waited (ns); a writer
-// without readers after that still starts (a publisher may have none).
-func (o *peerOut) awaitMatch(ctx context.Context) (int64, error) {
-	m, ok := o.w.(PeerMatcher)
+// awaitMatch polls x (a peer writer or reader) until it matched its
+// first counterpart, ctx ends or peerMatchWait passes, and returns how
+// long it waited (ns), -1 if nothing matched (an endpoint may have none
+// and still starts).
+func awaitMatch(ctx context.Context, x any) (int64, error) {
+	m, ok := x.(PeerMatcher)
 	if !ok {
 		return 0, nil
 	}

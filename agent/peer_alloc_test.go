@@ -38,7 +38,7 @@ func TestPeerHotPathAllocs(t *testing.T) {
 			out := &peerOut{w: w, clock: stampClockID("")}
 			in := &peerIn{r: r}
 			defer in.close()
-			if _, err := out.awaitMatch(t.Context()); err != nil {
+			if _, err := awaitMatch(t.Context(), out.w); err != nil {
 				t.Fatal(err)
 			}
 			e := &endpoint{s: agentproto.Start{Middleware: name}, win: report.NewHistogram()}

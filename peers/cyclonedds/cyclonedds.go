@@ -212,3 +212,12 @@ func ddsTopic(t string) string {
 		return r
 	}, t)
 }
+
+// Matched is the number of writers matched to the reader (agent.PeerMatcher).
+func (r *Reader) Matched() (int, error) {
+	var st C.dds_subscription_matched_status_t
+	if rc := C.dds_get_subscription_matched_status(r.r.rd, &st); rc < 0 {
+		return 0, fmt.Errorf("cyclonedds: matched status: %w", ddsErr(C.int(rc)))
+	}
+	return int(st.current_count), nil
+}

@@ -210,3 +210,12 @@ func ddsTopic(t string) string {
 		return r
 	}, t)
 }
+
+// Matched is the number of writers matched to the reader (agent.PeerMatcher).
+func (r *Reader) Matched() (int, error) {
+	n := int(C.hlr_fd_reader_matched(r.r))
+	if n < 0 {
+		return 0, errors.New("fastdds: get_subscription_matched_status failed")
+	}
+	return n, nil
+}

@@ -349,3 +349,10 @@ int hlr_fd_take(hlr_fd_reader *hr, int64_t timeout_ns) {
 		return 0;
 	return take_one(hr, now_ns(CLOCK_MONOTONIC));
 }
+
+int hlr_fd_reader_matched(hlr_fd_reader *hr) {
+	SubscriptionMatchedStatus st;
+	if (static_cast<reader_impl *>(hr->impl)->r->get_subscription_matched_status(st) != ReturnCode_t::RETCODE_OK)
+		return -1;
+	return st.current_count;
+}

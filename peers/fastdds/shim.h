@@ -31,6 +31,7 @@ hlr_fd_reader *hlr_fd_reader_new(hlr_fd_peer *p, const char *topic, int reliable
 void hlr_fd_reader_free(hlr_fd_peer *p, hlr_fd_reader *r);
 // 1 = a sample (r->data, r->len, r->recv), 0 = timeout, < 0 = error.
 int hlr_fd_take(hlr_fd_reader *r, int64_t timeout_ns);
+int hlr_fd_reader_matched(hlr_fd_reader *r);
 
 #ifdef __cplusplus
 }

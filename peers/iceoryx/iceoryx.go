@@ -202,3 +202,6 @@ func (r *Reader) Close() error {
 	C.hlr_iox_sub_free(r.s)
 	return nil
 }
+
+// Matched is 1 once a publisher is connected (agent.PeerMatcher).
+func (r *Reader) Matched() (int, error) { return int(C.hlr_iox_sub_matched(r.s)), nil }

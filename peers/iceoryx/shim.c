@@ -147,3 +147,6 @@ void hlr_iox_release(hlr_iox_sub *s) {
 		s->chunk = NULL;
 	}
 }
+
+// 1 when a publisher's offer was connected to the subscription.
+int hlr_iox_sub_matched(hlr_iox_sub *s) { return iox_sub_get_subscription_state(s->sub) == SubscribeState_SUBSCRIBED; }

@@ -30,4 +30,5 @@ void hlr_iox_sub_free(hlr_iox_sub *s);
 // 1 = a chunk (s->data, s->len, s->recv), 0 = timeout, < 0 = error.
 int hlr_iox_take(hlr_iox_sub *s, int64_t timeout_ns);
 void hlr_iox_release(hlr_iox_sub *s);
+int hlr_iox_sub_matched(hlr_iox_sub *s);
 #endif

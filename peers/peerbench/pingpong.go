@@ -280,9 +280,17 @@ func RunCase(ctx context.Context, o Options, mw, class string, size int) (*Resul
 		return nil, err
 	}
 	f := fin.Final
+	// The echo ends by itself only if every ping reached it (best effort
+	// may lose some) and lingers after: stop it now.
+	if err := echo.enc.Encode(agentproto.NewStop("echo")); err != nil {
+		return nil, err
+	}
 	ef, err := echo.expect(ctx, agentproto.KindFinal, 30*time.Second, nil)
 	if err != nil {
 		return nil, err
+	}
+	if f.Reason != agentproto.EndCount {
+		return nil, fmt.Errorf("board %s, peer %s: pinger ended %s after %d of %d pings (%s)", pinger.name, mw, f.Reason, f.Sent, count, f.Error)
 	}
 	if f.Latency == nil || f.Latency.Count() == 0 {
 		return nil, fmt.Errorf("%s %d B: no round trips recorded (sent %d, lost %d, %s %s)", mw, size, f.Sent, f.Lost, f.Reason, f.Error)

@@ -70,7 +70,7 @@ func (o *Options) withDefaults() Options {
 
 func openGPIOMarker(ctx context.Context, m agentproto.Marker) (Marker, error) {
 	mode := gpio.Mode{Kind: gpio.Toggle, Every: m.Every}
-	if m.Mode == "pulse" {
+	if m.Mode == agentproto.MarkerPulse {
 		mode.Kind, mode.Width = gpio.Pulse, time.Duration(m.PulseWidthNs)
 	}
 	return gpio.Open(ctx, gpio.LineSpec{Chip: m.Chip, Line: m.Line, ActiveLow: m.ActiveLow, Consumer: "hilrig-agent"}, mode)

@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"io"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -127,6 +128,23 @@ func TestMalformedInputIsAnsweredNotFatal(t *testing.T) {
 	if b := s.expect(agentproto.KindBye); b.Bye.Reason != "stop" {
 		t.Errorf("bye = %+v", b.Bye)
 	}
+	if err := s.wait(); err != nil {
+		t.Errorf("Run = %v", err)
+	}
+}
+
+// A rate whose period overflows time.Duration (1e-12 Hz: 10^21 ns) was
+// accepted and the publisher ran flat out; the start is refused with the
+// field and the allowed range (issue 14, item 8).
+func TestOverflowingRateRefused(t *testing.T) {
+	s := startSession(t, t.TempDir())
+	s.sendRaw(`{"v":1,"kind":"start","start":{"endpoint":"p","role":"publisher","count":100,"payload":8,"rate_hz":1e-12,"contract":{"topic":"t","max_payload":8}}}`)
+	e := s.expect(agentproto.KindError)
+	if e.Error.Code != agentproto.CodeInvalid || e.Error.Line != 1 || !strings.Contains(e.Error.Message, "start.rate_hz 1e-12: want 0 (as fast as possible) or 0.001..1e+07 Hz") {
+		t.Errorf("error = %+v", e.Error)
+	}
+	s.send(agentproto.NewStop(""))
+	s.expect(agentproto.KindBye)
 	if err := s.wait(); err != nil {
 		t.Errorf("Run = %v", err)
 	}

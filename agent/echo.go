@@ -303,10 +303,7 @@ func (p *pinger) send(ctx context.Context, timeout time.Duration) error {
 	e := p.e
 	s := e.s
 	payload := make([]byte, s.Payload)
-	var period time.Duration
-	if s.RateHz > 0 {
-		period = time.Duration(float64(time.Second) / s.RateHz)
-	}
+	period := e.period
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	begin := time.Now()

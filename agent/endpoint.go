@@ -28,6 +28,9 @@ type endpoint struct {
 	ctx   context.Context
 	stop  context.CancelCauseFunc
 	start time.Time
+	// period is the publisher's or pinger's send period (ratePeriod);
+	// 0 means as fast as possible.
+	period time.Duration
 
 	// mu guards the window fields; the hot loop holds it for a few
 	// counter updates and one histogram record per message.
@@ -92,6 +95,12 @@ func (e *endpoint) run(parent context.Context) {
 		e.runLoad()
 		return
 	}
+	period, err := ratePeriod(s.RateHz)
+	if err != nil {
+		e.fail(agentproto.CodeInvalid, err)
+		return
+	}
+	e.period = period
 	// The endpoint's goroutine is the hot loop; pin it when asked.
 	if s.CPU != nil || s.Priority > 0 {
 		runtime.LockOSThread()
@@ -330,10 +339,7 @@ func (e *endpoint) publish(pub outlet, mk Marker) error {
 	for i := range payload {
 		payload[i] = byte(i)
 	}
-	var period time.Duration
-	if s.RateHz > 0 {
-		period = time.Duration(float64(time.Second) / s.RateHz)
-	}
+	period := e.period
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	begin := time.Now()
@@ -366,6 +372,23 @@ func (e *endpoint) publish(pub outlet, mk Marker) error {
 	}
 	e.lastNs = time.Now().UnixNano()
 	return nil
+}
+
+// ratePeriod is the send period for a rate of hz messages per second, 0
+// for hz 0 (as fast as possible). Decode refuses rates outside
+// agentproto's range, but the agent does not rely on it: a Start built
+// in-process skips Decode, and 1 s / 1e-12 Hz = 10^21 ns does not fit a
+// time.Duration — the conversion gave a negative period, so the endpoint
+// ran flat out while labelled 1e-12 Hz. Within the range the period is
+// 100 ns..1000 s and the conversion is exact enough.
+func ratePeriod(hz float64) (time.Duration, error) {
+	if !agentproto.ValidRate(hz) {
+		return 0, fmt.Errorf("start.rate_hz %v: want 0 (as fast as possible) or %g..%g Hz", hz, agentproto.MinRateHz, agentproto.MaxRateHz)
+	}
+	if hz == 0 {
+		return 0, nil
+	}
+	return time.Duration(float64(time.Second) / hz), nil
 }
 
 // sleepUntil paces a sender until t: a timer for the bulk, a short spin
@@ -478,7 +501,7 @@ func (e *endpoint) onMessage(m *middleware.Message, mk Marker, clockLatency bool
 // subscribe receives until count, duration, idle timeout or stop.
 func (e *endpoint) subscribe(sub inlet, mk Marker) error {
 	s := e.s
-	clockLatency := s.Latency == "clock"
+	clockLatency := s.Latency == agentproto.LatencyStamp
 	clockID := int32(sys.ClockRealtime)
 	switch s.Stamp {
 	case "tai":

@@ -1,6 +1,7 @@
 package agent_test
 
 import (
+	"net"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -59,6 +60,41 @@ func TestPTPProbeLifecycle(t *testing.T) {
 	if m := s.expect(agentproto.KindPTPSample).PTPSample; m.Probe != "p2" || m.End != agentproto.PTPEndShutdown {
 		t.Errorf("at shutdown: %+v, want p2's end sample (shutdown)", m)
 	}
+	s.expect(agentproto.KindBye)
+	if err := s.wait(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPTPProbeOfAStoppedPTP4LKeepsReporting: a socket that is bound but
+// never read (a SIGSTOPped ptp4l) fills its 10-datagram queue; every
+// later poll must still end within its request deadline, as a failed
+// sample, and stop must still end the probe. The management write had no
+// deadline: the probe went silent after about 11 polls and its stop (and
+// the agent's shutdown) waited forever.
+func TestPTPProbeOfAStoppedPTP4LKeepsReporting(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "stopped.sock")
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	s := startSession(t, t.TempDir())
+	s.send(agentproto.NewPTPProbe(agentproto.PTPProbe{Probe: "p1", Socket: sock, PeriodNs: int64(10 * time.Millisecond),
+		RequestTimeoutNs: int64(20 * time.Millisecond)}))
+	for want := uint64(1); want <= 30; want++ {
+		m := s.expect(agentproto.KindPTPSample).PTPSample
+		if m.Seq != want || m.Err == "" || !strings.Contains(m.Err, sock) {
+			t.Fatalf("sample %+v: want failed poll %d naming %s", m, want, sock)
+		}
+	}
+	s.send(agentproto.NewPTPProbeStop("p1"))
+	for {
+		if m := s.expect(agentproto.KindPTPSample).PTPSample; m.End != "" {
+			break
+		}
+	}
+	s.send(agentproto.NewStop(""))
 	s.expect(agentproto.KindBye)
 	if err := s.wait(); err != nil {
 		t.Fatal(err)

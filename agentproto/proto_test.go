@@ -100,6 +100,10 @@ func TestMalformed(t *testing.T) {
 		{"payload too big", `{"v":1,"kind":"start","start":{"endpoint":"e","role":"publisher","count":1,"payload":9,"contract":{"topic":"t","max_payload":8}}}`, agentproto.CodeInvalid, "start.payload 9: want 0..contract.max_payload (8)"},
 		{"publisher unbounded", `{"v":1,"kind":"start","start":{"endpoint":"e","role":"publisher","payload":8,"contract":{"topic":"t","max_payload":8}}}`, agentproto.CodeInvalid, "needs count or duration_ns"},
 		{"negative rate", `{"v":1,"kind":"start","start":{"endpoint":"e","role":"publisher","count":1,"payload":8,"rate_hz":-1,"contract":{"topic":"t","max_payload":8}}}`, agentproto.CodeInvalid, "start.rate_hz -1"},
+		// 1e-12 Hz is a period of 10^21 ns: it overflowed time.Duration
+		// into a negative period and the publisher ran flat out.
+		{"rate too low", `{"v":1,"kind":"start","start":{"endpoint":"e","role":"publisher","count":1,"payload":8,"rate_hz":1e-12,"contract":{"topic":"t","max_payload":8}}}`, agentproto.CodeInvalid, "start.rate_hz 1e-12: want 0 (as fast as possible) or 0.001..1e+07 Hz"},
+		{"rate too high", `{"v":1,"kind":"start","start":{"endpoint":"e","role":"publisher","count":1,"payload":8,"rate_hz":1e300,"contract":{"topic":"t","max_payload":8}}}`, agentproto.CodeInvalid, "start.rate_hz 1e+300: want 0 (as fast as possible) or 0.001..1e+07 Hz"},
 		{"pulse without width", `{"v":1,"kind":"start","start":{"endpoint":"e","role":"subscriber","contract":{"topic":"t","max_payload":8},"marker":{"chip":"c","line":"1","mode":"pulse"}}}`, agentproto.CodeInvalid, "pulse_width_ns"},
 		{"bad histogram", `{"v":1,"kind":"window","window":{"endpoint":"e","index":0,"start_ns":0,"end_ns":0,"latency":"!!notbase64"}}`, agentproto.CodeMalformed, "histogram"},
 		{"empty", ``, agentproto.CodeMalformed, "empty line"},

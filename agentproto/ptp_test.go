@@ -14,7 +14,7 @@ import (
 func lockedSample() agentproto.PTPSample {
 	st := timesync.Status{
 		ReadAt: time.Unix(1767225600, 123456789), ClockIdentity: 0x02000afffee90002, Interface: "veth1",
-		PortState: timesync.PortStateSlave, Offset: -312, MeanPathDelay: 4100 * time.Nanosecond, StepsRemoved: 1,
+		PortState: timesync.PortStateSlave, Offset: -312, CurrentOffset: -312, MeanPathDelay: 4100 * time.Nanosecond, StepsRemoved: 1,
 		GMIdentity: 0x02000afffee90001, GMPresent: true, LastSyncIngress: timesync.Stamp{Ns: 1767225600100000000, Clock: timesync.Realtime},
 		PHCNote: "veth1 has no PHC",
 	}

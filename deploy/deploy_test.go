@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/hilrig/hilrig/agentproto"
 	"github.com/hilrig/hilrig/deploy"
+	"github.com/hilrig/hilrig/internal/safefile"
 	"github.com/hilrig/hilrig/internal/testbin"
 	"github.com/hilrig/hilrig/netns"
 )
@@ -184,5 +186,37 @@ func TestDialSSHErrors(t *testing.T) {
 	_, err := deploy.DialSSH(context.Background(), deploy.SSHConfig{User: "u", Addr: "127.0.0.1:1", KeyFile: filepath.Join(dir, "nokey"), KnownHosts: filepath.Join(dir, "kh")})
 	if err == nil || !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("missing key: %v", err)
+	}
+}
+
+// A key file that is a FIFO hung DialSSH (os.ReadFile waits for a writer),
+// /dev/zero exhausted memory, and a key readable by others was used where
+// OpenSSH refuses it: each is now refused at once, naming the file.
+func TestDialSSHRefusesHostileKeyFiles(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	open := filepath.Join(dir, "open")
+	if err := os.WriteFile(open, []byte("key"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{fifo, "/dev/zero", open} {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		done := make(chan error, 1)
+		go func() {
+			_, err := deploy.DialSSH(ctx, deploy.SSHConfig{User: "u", Addr: "127.0.0.1:1", KeyFile: key, KnownHosts: filepath.Join(dir, "kh")})
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if !errors.Is(err, safefile.ErrRefused) || !strings.Contains(err.Error(), key) {
+				t.Errorf("key %s: err = %v, want a refusal naming the file", key, err)
+			}
+		case <-ctx.Done():
+			t.Errorf("key %s: DialSSH still blocked after 10 s", key)
+		}
+		cancel()
 	}
 }

@@ -22,7 +22,7 @@ func TestTwoRigsOneMachine(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	spec := rig.FlowSpec{Link: "a-b-shm", Payload: 64, Count: 2000, RateHz: 10000, Markers: true}
+	spec := rig.FlowSpec{Traffic: rig.Traffic{Link: "a-b-shm", Payload: 64, Count: 2000, RateHz: 10000, Markers: true}}
 	var fs []*rig.Flow
 	for _, r := range []*rig.Rig{r1, r2} {
 		f, err := r.Flow(ctx, spec)

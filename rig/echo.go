@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"strconv"
 	"time"
 
 	"github.com/hilrig/hilrig/agentproto"
+	"github.com/hilrig/hilrig/fixtures"
 	"github.com/hilrig/hilrig/middleware"
 	"github.com/hilrig/hilrig/report"
 )
@@ -17,44 +17,9 @@ import (
 // trip measured on the pinger board's own CLOCK_MONOTONIC (no clock
 // sync), see agentproto.Pinger.
 type EchoSpec struct {
-	// Name prefixes endpoint ids and topics; default "echo<n>".
-	Name string
-	// Link is a rack link: the pinger runs on its A board, the echo on its
-	// B board, over its transport. Alternatively give From/To/Transport.
-	Link string
-	// From is the pinger's board, To the echo's.
-	From, To string
-	// Transport is "shm", "udp" or "intra" (default: the link's; "shm"
-	// without a link). "intra" runs pinger and echo in the one agent of
-	// From (To must be From or empty) over the intra-process path.
-	Transport string
-	// UDP holds extra UDP options for both topics of a udp round trip;
-	// Listen and Peers must be empty (the rig sets them).
-	UDP *middleware.UDPConfig
-	// BestEffort makes both topics best effort; default Reliable.
-	BestEffort bool
-	// Depth of both topics; default 64.
-	Depth int
-	// Payload is the ping (and reply) size in bytes, ≥ 16.
-	Payload int
-	// RateHz paces the pings; 0 sends back to back with one in flight.
-	RateHz float64
-	// Count is the number of pings (including WarmUp).
-	Count uint64
-	// Duration bounds the run instead of (or besides) Count.
-	Duration time.Duration
-	// WarmUp pings are sent but their RTT is not recorded.
-	WarmUp uint64
-	// Send is the pinger's send path: copy (default) or loan. The echo
-	// always replies on the copy path.
-	Send agentproto.SendPath
-	// Wait is both subscribers' wait strategy (default futex).
-	Wait string
-	// Markers toggles the pinger board's "tx" marker on every ping and the
-	// echo board's "rx" marker on every ping received, when they exist.
-	Markers bool
-	// Window is the summary window; default 1 s.
-	Window time.Duration
+	Traffic
+	// To is the echo's board (default the link's B board; From for intra).
+	To string
 	// ReplyTimeout bounds a back-to-back pinger's wait for one reply
 	// (default agentproto.DefaultReplyTimeoutNs).
 	ReplyTimeout time.Duration
@@ -65,8 +30,8 @@ type Echo struct {
 	Spec   EchoSpec
 	Pinger *Endpoint
 	Echo   *Endpoint
-	// Transport is the resolved transport ("shm", "udp", "intra").
-	Transport string
+	// Transport is the resolved transport.
+	Transport fixtures.Transport
 }
 
 // EchoResult is what a round trip measured.
@@ -81,70 +46,34 @@ type EchoResult struct {
 // open), then the pinger, which starts pinging at once. Blocks until both
 // have acknowledged; on error nothing is left running.
 func (r *Rig) Echo(ctx context.Context, spec EchoSpec) (*Echo, error) {
-	if spec.Link != "" {
-		l, err := r.Rack.Link(spec.Link)
-		if err != nil {
-			return nil, err
-		}
-		if spec.From == "" {
-			spec.From = l.A
-		}
-		if spec.To == "" {
-			spec.To = l.B
-		}
-		if spec.Transport == "" {
-			spec.Transport = l.Transport
-		}
+	link, mt, err := r.resolve(&spec.Traffic, "echo", "round trip")
+	if err != nil {
+		return nil, err
 	}
-	if spec.Transport == "" {
-		spec.Transport = "shm"
+	if link != nil && spec.To == "" {
+		spec.To = link.B
 	}
-	if spec.Transport == "intra" && spec.To == "" {
+	if spec.Transport == fixtures.Intra && spec.To == "" {
 		spec.To = spec.From
 	}
 	if spec.From == "" || spec.To == "" {
 		return nil, fmt.Errorf("rig: round trip needs a link or From and To boards")
 	}
-	if spec.Name == "" {
-		spec.Name = "echo" + strconv.Itoa(int(r.flowSeq.Add(1)))
-	}
-	if spec.Depth == 0 {
-		spec.Depth = 64
-	}
 	if spec.Payload < agentproto.PingHeaderBytes {
 		return nil, fmt.Errorf("rig: round trip %s: payload %d B, want ≥ %d", spec.Name, spec.Payload, agentproto.PingHeaderBytes)
 	}
-	if spec.UDP != nil {
-		if spec.Transport != "udp" {
-			return nil, fmt.Errorf("rig: round trip %s: UDP options on a %s round trip", spec.Name, spec.Transport)
-		}
-		if spec.UDP.Listen != "" || len(spec.UDP.Peers) > 0 {
-			return nil, fmt.Errorf("rig: round trip %s: UDP.Listen and UDP.Peers are set by the rig; leave them empty", spec.Name)
-		}
-	}
-	rel := middleware.Reliable
-	if spec.BestEffort {
-		rel = middleware.BestEffort
-	}
 	topic := "hilrig/" + r.Domain + "/" + spec.Name
-	ping := middleware.Contract{Topic: topic + "/ping", MaxPayload: spec.Payload, Reliability: rel, Depth: spec.Depth}
+	ping := middleware.Contract{Topic: topic + "/ping", MaxPayload: spec.Payload, Reliability: spec.reliability(), Depth: spec.Depth, Transport: mt}
 	reply := ping
 	reply.Topic = topic + "/reply"
 	// Contracts as each end sees them: UDP ends differ in Listen/Peers.
 	pingerPing, pingerReply, echoPing, echoReply := ping, reply, ping, reply
 	switch spec.Transport {
-	case "shm":
-		for _, c := range []*middleware.Contract{&pingerPing, &pingerReply, &echoPing, &echoReply} {
-			c.Transport = middleware.TransportShm
-		}
-	case "intra":
+	case fixtures.Intra:
 		if spec.To != spec.From {
 			return nil, fmt.Errorf("rig: round trip %s: intra-process between %s and %s: both ends must be on one board", spec.Name, spec.From, spec.To)
 		}
-		for _, c := range []*middleware.Contract{&pingerPing, &pingerReply, &echoPing, &echoReply} {
-			c.Transport = middleware.TransportIntra
-		}
-	case "udp":
+	case fixtures.UDP:
 		if spec.To == spec.From {
 			return nil, fmt.Errorf("rig: round trip %s: udp from %s to itself: want two boards", spec.Name, spec.From)
 		}
@@ -158,9 +87,8 @@ func (r *Rig) Echo(ctx context.Context, spec EchoSpec) (*Echo, error) {
 		}
 		pingerListen := netip.AddrPortFrom(pingerAddr, uint16(r.nextPort())).String()
 		echoListen := netip.AddrPortFrom(echoAddr, uint16(r.nextPort())).String()
-		for _, c := range []*middleware.Contract{&pingerPing, &pingerReply, &echoPing, &echoReply} {
-			c.Transport = middleware.TransportUDP
-			if spec.UDP != nil {
+		if spec.UDP != nil {
+			for _, c := range []*middleware.Contract{&pingerPing, &pingerReply, &echoPing, &echoReply} {
 				c.UDP = *spec.UDP
 			}
 		}
@@ -168,8 +96,6 @@ func (r *Rig) Echo(ctx context.Context, spec EchoSpec) (*Echo, error) {
 		echoPing.UDP.Listen = echoListen
 		echoReply.UDP.Peers = []string{pingerListen}
 		pingerReply.UDP.Listen = pingerListen
-	default:
-		return nil, fmt.Errorf("rig: round trip transport %q: want shm, udp or intra", spec.Transport)
 	}
 	base := agentproto.Start{Domain: r.Domain, Wait: spec.Wait, WindowNs: int64(spec.Window)}
 	f := &Echo{Spec: spec, Transport: spec.Transport}
@@ -235,11 +161,8 @@ func (f *Echo) Wait(ctx context.Context) (*EchoResult, error) {
 // pinger), the RTT histogram. The caller sets Method, Bounds, and calls
 // Finalize (suites halve it for an RTT/2 case).
 func (res *EchoResult) Case(suite, name string, spec EchoSpec) *report.Case {
-	c := &report.Case{Suite: suite, Name: name, Transport: spec.Transport, PayloadBytes: int64(spec.Payload),
+	c := &report.Case{Suite: suite, Name: name, Transport: spec.CaseTransport(), PayloadBytes: int64(spec.Payload),
 		RateHz: spec.RateHz, Subscribers: 1, Histogram: report.NewHistogram(), Reliability: "reliable"}
-	if spec.Transport == "shm" && spec.Send == agentproto.SendLoan {
-		c.Transport = "shm-loan"
-	}
 	if spec.BestEffort {
 		c.Reliability = "best-effort"
 	}

@@ -21,10 +21,10 @@ func TestSimRackRoundTrip(t *testing.T) {
 		spec rig.EchoSpec
 		ns   bool
 	}{
-		{"shm a→b→a", rig.EchoSpec{Link: "a-b-shm", Payload: 64, Markers: true}, false},
-		{"shm-loan a→b→a", rig.EchoSpec{Link: "a-b-shm", Payload: 4096, Send: agentproto.SendLoan}, false},
-		{"intra a", rig.EchoSpec{From: "board-a", Transport: "intra", Payload: 64}, false},
-		{"udp b→c→b", rig.EchoSpec{Link: "b-c-udp", Payload: 64}, true},
+		{"shm a→b→a", rig.EchoSpec{Traffic: rig.Traffic{Link: "a-b-shm", Payload: 64, Markers: true}}, false},
+		{"shm-loan a→b→a", rig.EchoSpec{Traffic: rig.Traffic{Link: "a-b-shm", Payload: 4096, Send: agentproto.SendLoan}}, false},
+		{"intra a", rig.EchoSpec{Traffic: rig.Traffic{From: "board-a", Transport: "intra", Payload: 64}}, false},
+		{"udp b→c→b", rig.EchoSpec{Traffic: rig.Traffic{Link: "b-c-udp", Payload: 64}}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.ns {
@@ -82,11 +82,11 @@ func TestEchoSpecErrors(t *testing.T) {
 	r := openSim(t)
 	ctx := context.Background()
 	for name, spec := range map[string]rig.EchoSpec{
-		"intra across boards": {From: "board-a", To: "board-b", Transport: "intra", Payload: 64, Count: 1},
-		"payload too small":   {Link: "a-b-shm", Payload: 8, Count: 1},
-		"unknown transport":   {From: "board-a", To: "board-b", Transport: "carrier-pigeon", Payload: 64, Count: 1},
-		"no boards":           {Payload: 64, Count: 1},
-		"unknown link":        {Link: "nope", Payload: 64, Count: 1},
+		"intra across boards": {Traffic: rig.Traffic{From: "board-a", Transport: "intra", Payload: 64, Count: 1}, To: "board-b"},
+		"payload too small":   {Traffic: rig.Traffic{Link: "a-b-shm", Payload: 8, Count: 1}},
+		"unknown transport":   {Traffic: rig.Traffic{From: "board-a", Transport: "carrier-pigeon", Payload: 64, Count: 1}, To: "board-b"},
+		"no boards":           {Traffic: rig.Traffic{Payload: 64, Count: 1}},
+		"unknown link":        {Traffic: rig.Traffic{Link: "nope", Payload: 64, Count: 1}},
 	} {
 		if _, err := r.Echo(ctx, spec); err == nil {
 			t.Errorf("%s: accepted", name)

@@ -14,35 +14,36 @@ import (
 	"github.com/hilrig/hilrig/report"
 )
 
-// FlowSpec wires one publisher to one or more subscribers.
-type FlowSpec struct {
-	// Name prefixes endpoint ids and the topic; default "flow<n>".
+// Traffic is what a flow (FlowSpec) and a round trip (EchoSpec) share:
+// where the traffic runs, its topic's QoS, its pacing and its summaries.
+type Traffic struct {
+	// Name prefixes endpoint ids and topics; default "flow<n>" / "echo<n>".
 	Name string
-	// Link is a rack link: the publisher runs on its A board, the
-	// subscriber on its B board, over its transport. Alternatively give
-	// From/To/Transport.
+	// Link is a rack link: the sender (publisher, pinger) runs on its A
+	// board, the receiver(s) on its B board, over its transport.
+	// Alternatively give From, the receivers' board(s) and Transport.
 	Link string
-	// From is the publisher's board; To the subscribers' boards.
+	// From is the sender's board.
 	From string
-	To   []string
-	// Transport is "shm", "udp" or "intra" (default: the link's; "shm"
-	// without a link). "intra" runs the publisher and every subscriber in
-	// the one agent of From (every To must be From) over the middleware's
-	// intra-process path.
-	Transport string
-	// UDP holds extra UDP options for a udp flow (batching BatchBytes and
-	// BatchDelay, NACK and heartbeat periods, socket buffers, MTU, ...),
-	// applied to every endpoint. Listen and Peers must be empty: the rig
-	// sets them from the link's addresses and its own port allocation.
+	// Transport is shm, udp or intra (default: the link's; shm without a
+	// link). Intra runs every end in the one agent of From (every receiver
+	// must be on From) over the middleware's intra-process path.
+	Transport fixtures.Transport
+	// UDP holds extra UDP options for a udp transport (batching BatchBytes
+	// and BatchDelay, NACK and heartbeat periods, socket buffers, MTU,
+	// ...), applied to every endpoint. Listen and Peers must be empty: the
+	// rig sets them from the link's addresses and its own port allocation.
 	UDP *middleware.UDPConfig
-	// BestEffort makes the topic best effort; default Reliable (the
-	// publisher waits for slow subscribers; loss is a failure).
+	// BestEffort makes the topic(s) best effort; default Reliable (the
+	// sender waits for slow receivers; loss is a failure).
 	BestEffort bool
-	// Depth of the topic (ring history / retransmit window); default 64.
+	// Depth of the topic(s) (ring history / retransmit window); default 64.
 	Depth int
-	// Payload is the payload size in bytes (≥ 8).
+	// Payload is the payload size in bytes (a flow ≥ 8, a round trip
+	// ≥ agentproto.PingHeaderBytes).
 	Payload int
-	// RateHz is the publish rate; 0 means as fast as possible.
+	// RateHz is the send rate; 0 means as fast as possible (a round trip:
+	// back to back with one ping in flight).
 	RateHz float64
 	// Count is the number of messages (including WarmUp).
 	Count uint64
@@ -50,16 +51,91 @@ type FlowSpec struct {
 	Duration time.Duration
 	// WarmUp messages are sent but not recorded in latency.
 	WarmUp uint64
-	// Send is copy (default) or loan; Wait is futex (default), spin, hybrid.
+	// Send is the sender's path: copy (default) or loan (a round trip's
+	// echo always replies on the copy path).
 	Send agentproto.SendPath
+	// Wait is the receivers' wait strategy: futex (default), spin, hybrid.
 	Wait string
-	// Markers toggles each board's "tx" marker on send and "rx" marker on
-	// receive, when the board has them.
+	// Markers toggles the sender board's "tx" marker on every send and
+	// the receiver board's "rx" marker on every receipt, when they exist.
 	Markers bool
-	// Latency is "mono" (default for same-host boards) or "clock".
-	Latency string
 	// Window is the summary window; default 1 s.
 	Window time.Duration
+}
+
+// CaseTransport names t's transport in report cases: shm sent on loan is
+// "shm-loan", every other the transport's name.
+func (t Traffic) CaseTransport() string {
+	if t.Transport == fixtures.Shm && t.Send == agentproto.SendLoan {
+		return "shm-loan"
+	}
+	return string(t.Transport)
+}
+
+// resolve fills t's defaults from its link and names it (prefix + a
+// sequence number when unnamed); what ("flow", "round trip") goes into
+// errors. It returns the link (nil without one) and the middleware
+// transport of t's contracts.
+func (r *Rig) resolve(t *Traffic, prefix, what string) (*fixtures.Link, middleware.Transport, error) {
+	var link *fixtures.Link
+	if t.Link != "" {
+		l, err := r.Rack.Link(t.Link)
+		if err != nil {
+			return nil, 0, err
+		}
+		link = l
+		if t.From == "" {
+			t.From = l.A
+		}
+		if t.Transport == "" {
+			t.Transport = l.Transport
+		}
+	}
+	if t.Transport == "" {
+		t.Transport = fixtures.Shm
+	}
+	if t.Name == "" {
+		t.Name = prefix + strconv.Itoa(int(r.flowSeq.Add(1)))
+	}
+	if t.Depth == 0 {
+		t.Depth = 64
+	}
+	if t.UDP != nil {
+		if t.Transport != fixtures.UDP {
+			return nil, 0, fmt.Errorf("rig: %s %s: UDP options on a %s %s", what, t.Name, t.Transport, what)
+		}
+		if t.UDP.Listen != "" || len(t.UDP.Peers) > 0 {
+			return nil, 0, fmt.Errorf("rig: %s %s: UDP.Listen and UDP.Peers are set by the rig; leave them empty", what, t.Name)
+		}
+	}
+	switch t.Transport {
+	case fixtures.Shm:
+		return link, middleware.TransportShm, nil
+	case fixtures.Intra:
+		return link, middleware.TransportIntra, nil
+	case fixtures.UDP:
+		return link, middleware.TransportUDP, nil
+	}
+	return nil, 0, fmt.Errorf("rig: %s transport %q: want shm, udp or intra", what, t.Transport)
+}
+
+// reliability is t's topic reliability.
+func (t Traffic) reliability() middleware.Reliability {
+	if t.BestEffort {
+		return middleware.BestEffort
+	}
+	return middleware.Reliable
+}
+
+// FlowSpec describes a publisher → subscribers flow.
+type FlowSpec struct {
+	Traffic
+	// To are the subscribers' boards (one subscriber each; default the
+	// link's B board).
+	To []string
+	// Latency is the clocks subscribers compute latency on: LatencyMono
+	// (the default, for boards sharing a kernel) or LatencyStamp.
+	Latency agentproto.LatencyClock
 	// Drain is how long subscribers may take after the publisher's last
 	// message before they are stopped (their missing messages are lost).
 	// Default 10 s.
@@ -71,8 +147,8 @@ type Flow struct {
 	Spec        FlowSpec
 	Publisher   *Endpoint
 	Subscribers []*Endpoint
-	// Transport is the resolved transport ("shm", "udp").
-	Transport string
+	// Transport is the resolved transport.
+	Transport fixtures.Transport
 }
 
 // FlowResult is what a flow measured.
@@ -86,61 +162,28 @@ type FlowResult struct {
 // Flow starts subscribers (waiting until each is attached), then the
 // publisher. Blocks until all have acknowledged.
 func (r *Rig) Flow(ctx context.Context, spec FlowSpec) (*Flow, error) {
-	if spec.Link != "" {
-		l, err := r.Rack.Link(spec.Link)
-		if err != nil {
-			return nil, err
-		}
-		if spec.From == "" {
-			spec.From = l.A
-		}
-		if len(spec.To) == 0 {
-			spec.To = []string{l.B}
-		}
-		if spec.Transport == "" {
-			spec.Transport = l.Transport
-		}
+	link, mt, err := r.resolve(&spec.Traffic, "flow", "flow")
+	if err != nil {
+		return nil, err
 	}
-	if spec.Transport == "" {
-		spec.Transport = "shm"
+	if link != nil && len(spec.To) == 0 {
+		spec.To = []string{link.B}
 	}
 	if spec.From == "" || len(spec.To) == 0 {
 		return nil, fmt.Errorf("rig: flow needs a link or From and To boards")
 	}
-	if spec.Name == "" {
-		spec.Name = "flow" + strconv.Itoa(int(r.flowSeq.Add(1)))
-	}
-	if spec.Depth == 0 {
-		spec.Depth = 64
-	}
-	rel := middleware.Reliable
-	if spec.BestEffort {
-		rel = middleware.BestEffort
-	}
 	c := middleware.Contract{Topic: "hilrig/" + r.Domain + "/" + spec.Name, MaxPayload: max(spec.Payload, 8),
-		Reliability: rel, Depth: spec.Depth}
+		Reliability: spec.reliability(), Depth: spec.Depth, Transport: mt}
 	type subAddr struct{ listen netip.AddrPort }
 	subs := make([]subAddr, len(spec.To))
-	if spec.UDP != nil {
-		if spec.Transport != "udp" {
-			return nil, fmt.Errorf("rig: flow %s: UDP options on a %s flow", spec.Name, spec.Transport)
-		}
-		if spec.UDP.Listen != "" || len(spec.UDP.Peers) > 0 {
-			return nil, fmt.Errorf("rig: flow %s: UDP.Listen and UDP.Peers are set by the rig; leave them empty", spec.Name)
-		}
-	}
 	switch spec.Transport {
-	case "shm":
-		c.Transport = middleware.TransportShm
-	case "intra":
-		c.Transport = middleware.TransportIntra
+	case fixtures.Intra:
 		for _, to := range spec.To {
 			if to != spec.From {
 				return nil, fmt.Errorf("rig: flow %s: intra-process flow from %s to %s: every subscriber must be on the publisher's board", spec.Name, spec.From, to)
 			}
 		}
-	case "udp":
-		c.Transport = middleware.TransportUDP
+	case fixtures.UDP:
 		if spec.UDP != nil {
 			c.UDP = *spec.UDP
 		}
@@ -152,8 +195,6 @@ func (r *Rig) Flow(ctx context.Context, spec FlowSpec) (*Flow, error) {
 			subs[i].listen = netip.AddrPortFrom(addr, uint16(r.nextPort()))
 			c.UDP.Peers = append(c.UDP.Peers, subs[i].listen.String())
 		}
-	default:
-		return nil, fmt.Errorf("rig: flow transport %q: want shm, udp or intra", spec.Transport)
 	}
 	base := agentproto.Start{
 		Domain: r.Domain, Contract: c, Payload: spec.Payload, RateHz: spec.RateHz, Count: spec.Count,
@@ -177,7 +218,7 @@ func (r *Rig) Flow(ctx context.Context, spec FlowSpec) (*Flow, error) {
 		s := base
 		s.Role, s.Endpoint = agentproto.Subscriber, fmt.Sprintf("%s-sub%d", spec.Name, i)
 		s.Payload = 0
-		if spec.Transport == "udp" {
+		if spec.Transport == fixtures.UDP {
 			s.Contract.UDP = middleware.UDPConfig{}
 			if spec.UDP != nil {
 				s.Contract.UDP = *spec.UDP
@@ -284,11 +325,8 @@ func (f *Flow) Wait(ctx context.Context) (*FlowResult, error) {
 // delivered and lost summed over subscribers, latency histograms merged.
 // The caller sets Bounds and calls Finalize/Judge.
 func (res *FlowResult) Case(suite, name string, spec FlowSpec) *report.Case {
-	c := &report.Case{Suite: suite, Name: name, Transport: spec.Transport, PayloadBytes: int64(spec.Payload),
+	c := &report.Case{Suite: suite, Name: name, Transport: spec.CaseTransport(), PayloadBytes: int64(spec.Payload),
 		RateHz: spec.RateHz, Subscribers: len(res.Subscribers), Histogram: report.NewHistogram()}
-	if spec.Transport == "shm" && spec.Send == agentproto.SendLoan {
-		c.Transport = "shm-loan"
-	}
 	c.Reliability = "reliable"
 	if spec.BestEffort {
 		c.Reliability = "best-effort"

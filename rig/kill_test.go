@@ -20,7 +20,7 @@ func TestKillAndRestartPublisherBoard(t *testing.T) {
 	r := openSim(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	f, err := r.Flow(ctx, rig.FlowSpec{Link: "a-b-shm", Payload: 64, RateHz: 1000, Duration: time.Minute, Window: 20 * time.Millisecond})
+	f, err := r.Flow(ctx, rig.FlowSpec{Traffic: rig.Traffic{Link: "a-b-shm", Payload: 64, RateHz: 1000, Duration: time.Minute, Window: 20 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}

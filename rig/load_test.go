@@ -25,7 +25,7 @@ func TestSimRackFlowUnderLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := r.Flow(ctx, rig.FlowSpec{Link: "a-b-shm", Payload: 1024, Count: 500, RateHz: 1000, Window: 100 * time.Millisecond})
+	f, err := r.Flow(ctx, rig.FlowSpec{Traffic: rig.Traffic{Link: "a-b-shm", Payload: 1024, Count: 500, RateHz: 1000, Window: 100 * time.Millisecond}})
 	if err != nil {
 		_, _ = l.Stop(ctx)
 		t.Fatal(err)

@@ -46,7 +46,7 @@ func TestControllerMemoryBoundedAcrossWindows(t *testing.T) {
 		}
 	})
 	const rate, dur = 2000.0, 3 * time.Second
-	spec := rig.FlowSpec{Link: "a-b-shm", Payload: 64, RateHz: rate, Duration: dur, Window: 10 * time.Millisecond}
+	spec := rig.FlowSpec{Traffic: rig.Traffic{Link: "a-b-shm", Payload: 64, RateHz: rate, Duration: dur, Window: 10 * time.Millisecond}}
 	f, err := r.Flow(ctx, spec)
 	if err != nil {
 		t.Fatal(err)

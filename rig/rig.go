@@ -13,7 +13,7 @@
 //	r, err := rig.Open(ctx, rack, nil)
 //	Expect(err).NotTo(HaveOccurred())
 //	DeferCleanup(r.Close)
-//	f, err := r.Flow(ctx, rig.FlowSpec{Link: "a-b-shm", Payload: 64, Count: 10000})
+//	f, err := r.Flow(ctx, rig.FlowSpec{Traffic: rig.Traffic{Link: "a-b-shm", Payload: 64, Count: 10000}})
 //	res, err := f.Wait(ctx)
 //	c := res.Case("latency", "shm 64B")
 package rig
@@ -23,11 +23,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -151,8 +153,7 @@ func (r *Rig) setup(ctx context.Context) error {
 	}
 	nsOf := func(board string) string {
 		b, _ := rack.Board(board)
-		re, _ := fixtures.ParseReach(b.Reach)
-		return re.Netns
+		return b.Reach.Netns
 	}
 	for _, l := range rack.Links {
 		if !l.Veth {
@@ -344,6 +345,35 @@ func (r *Rig) RestartEndpoint(ctx context.Context, ep *Endpoint, newID string) (
 	return a.Start(ctx, s)
 }
 
+// Agents returns the agents started so far (a killed one until its board
+// is asked for again), by board name: what a failure diagnosis lists.
+func (r *Rig) Agents() []*Agent {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	names := slices.Sorted(maps.Keys(r.agents))
+	out := make([]*Agent, 0, len(names))
+	for _, n := range names {
+		out = append(out, r.agents[n])
+	}
+	return out
+}
+
+// Binary returns the hilrig binary the local, netns and vm agents run
+// (Options.Binary, else built once for the controller's platform). Blocks
+// for the build.
+func (r *Rig) Binary(ctx context.Context) (string, error) { return r.localBinary(ctx) }
+
+// Build builds hilrig for the controller's platform (static, CGO-free),
+// as a rig does for its agents when Options.Binary is empty; callers that
+// open several rigs build once and pass the path. Blocks.
+func Build(ctx context.Context) (string, error) {
+	bin, err := deploy.Build(ctx, deploy.BuildOptions{})
+	if err != nil {
+		return "", fmt.Errorf("rig: build hilrig for the agents: %w", err)
+	}
+	return bin, nil
+}
+
 func (r *Rig) localBinary(ctx context.Context) (string, error) {
 	r.mu.Lock()
 	bin := r.opts.Binary
@@ -364,10 +394,8 @@ func (r *Rig) localBinary(ctx context.Context) (string, error) {
 }
 
 func (r *Rig) startAgent(ctx context.Context, b *fixtures.Board) (*Agent, error) {
-	re, err := fixtures.ParseReach(b.Reach)
-	if err != nil {
-		return nil, err
-	}
+	re := b.Reach
+	var err error
 	args := []string{"agent", "-board", b.Name}
 	var proc *deploy.Process
 	var sshc *deploy.SSHClient

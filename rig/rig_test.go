@@ -19,6 +19,8 @@ import (
 	"github.com/hilrig/hilrig/middleware"
 	"github.com/hilrig/hilrig/netns"
 	"github.com/hilrig/hilrig/rig"
+	"github.com/hilrig/hilrig/scopes"
+	"github.com/hilrig/hilrig/scopes/scopesim"
 )
 
 func openSim(t *testing.T) *rig.Rig {
@@ -48,7 +50,7 @@ func TestSimRackShm10k(t *testing.T) {
 	r := openSim(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	spec := rig.FlowSpec{Link: "a-b-shm", Payload: 256, Count: 10000, RateHz: 20000, Send: agentproto.SendLoan, Markers: true, Window: 100 * time.Millisecond}
+	spec := rig.FlowSpec{Traffic: rig.Traffic{Link: "a-b-shm", Payload: 256, Count: 10000, RateHz: 20000, Send: agentproto.SendLoan, Markers: true, Window: 100 * time.Millisecond}}
 	f, err := r.Flow(ctx, spec)
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +98,7 @@ func TestSimRackUDP10k(t *testing.T) {
 	r := openSim(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	spec := rig.FlowSpec{Link: "b-c-udp", Payload: 1024, Count: 10000, RateHz: 10000}
+	spec := rig.FlowSpec{Traffic: rig.Traffic{Link: "b-c-udp", Payload: 1024, Count: 10000, RateHz: 10000}}
 	f, err := r.Flow(ctx, spec)
 	if err != nil {
 		t.Fatal(err)
@@ -155,7 +157,7 @@ func TestTeardownAfterAbortedSpec(t *testing.T) {
 	var pids []int
 	waitReturned := make(chan error, 2)
 	for _, link := range []string{"a-b-shm", "b-c-udp"} {
-		f, err := r.Flow(ctx, rig.FlowSpec{Link: link, Payload: 64, Duration: time.Hour, RateHz: 1000})
+		f, err := r.Flow(ctx, rig.FlowSpec{Traffic: rig.Traffic{Link: link, Payload: 64, Duration: time.Hour, RateHz: 1000}})
 		if err != nil {
 			t.Fatalf("flow %s: %v", link, err)
 		}
@@ -297,6 +299,36 @@ instruments:
 	}
 }
 
+// TestCheckClaimsFailsOtherVendor: a scope that answers *IDN? as a vendor
+// or model no driver supports fails the health gate, naming what answered,
+// instead of every case timing out on commands it does not know.
+func TestCheckClaimsFailsOtherVendor(t *testing.T) {
+	srv, err := scopesim.Start(t.Context(), scopesim.Config{IDN: "LECROY,WAVESURFER 3024Z,LCRY0001,9.1.0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	rack, err := fixtures.ParseRack("lecroy.yaml", []byte(`name: lecroy
+capabilities: [scope]
+boards:
+  - {name: a, reach: local, markers: [{name: tx, chip: "sim:lcr", offset: 0}]}
+instruments:
+  scope: {driver: scpi, address: "`+srv.Addr()+`", channels: 2, wiring: [{channel: 1, board: a, marker: tx}]}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := rig.Open(context.Background(), rack, &rig.Options{Binary: hilrigBin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	err = r.CheckClaims(context.Background())
+	if !errors.Is(err, rig.ErrClaimBroken) || !errors.Is(err, scopes.ErrWrongInstrument) || !strings.Contains(err.Error(), "LECROY") {
+		t.Errorf("CheckClaims = %v, want ErrClaimBroken naming the LECROY that answered", err)
+	}
+}
+
 // TestCheckClaimsGPIOCapture: a gpio-capture "scope" has no SCPI to ask;
 // its claim holds when every wired line can be watched, and breaks, naming
 // the channel and the chip, when one cannot.
@@ -348,7 +380,7 @@ func TestOnePublisherTwoSubscribers(t *testing.T) {
 	r := openSim(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	f, err := r.Flow(ctx, rig.FlowSpec{From: "board-a", To: []string{"board-b", "board-c"}, Transport: "shm", Payload: 64, Count: 5000, RateHz: 10000})
+	f, err := r.Flow(ctx, rig.FlowSpec{Traffic: rig.Traffic{From: "board-a", Transport: "shm", Payload: 64, Count: 5000, RateHz: 10000}, To: []string{"board-b", "board-c"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,7 +49,7 @@ func TestVMPairUDP1k(t *testing.T) {
 		agents = append(agents, a)
 	}
 	const n = 1000
-	spec := rig.FlowSpec{Link: "a-b-udp", Payload: 64, Count: n, RateHz: 500, Markers: true, Drain: 30 * time.Second}
+	spec := rig.FlowSpec{Traffic: rig.Traffic{Link: "a-b-udp", Payload: 64, Count: n, RateHz: 500, Markers: true}, Drain: 30 * time.Second}
 	f, err := r.Flow(ctx, spec)
 	if err != nil {
 		t.Fatal(err)

@@ -34,6 +34,16 @@ var (
 	// than returning this error; it is returned only where a value is
 	// mandatory.
 	ErrNoMeasurement = errors.New("scope: no measurement")
+	// ErrNoResult: ReadStats found no result at all — the instrument
+	// answered its no-result value for the mean (Tektronix 9.91E37,
+	// Keysight and Rigol 9.9E37, Siglent "****") or a count of 0: no delay
+	// was measured since the reset (no edges, wrong channels or
+	// threshold). The Stats returned alongside say what was read.
+	ErrNoResult = errors.New("scope: no result")
+	// ErrWrongInstrument: *IDN? names a vendor or model family the driver
+	// does not support; the message names what answered and what the
+	// driver supports.
+	ErrWrongInstrument = errors.New("scope: wrong instrument for this driver")
 )
 
 // InstrumentError is one entry of an instrument's error or event queue, with

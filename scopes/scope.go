@@ -24,9 +24,13 @@ type Scope interface {
 	// ResetStats clears the accumulated statistics so that the next
 	// ReadStats covers only edges seen after this call.
 	ResetStats(ctx context.Context) error
-	// ReadStats returns the statistics accumulated since the last reset.
+	// ReadStats returns the statistics accumulated since the last reset,
+	// with the window they cover and how they were kept consistent.
 	// Statistics the instrument does not report, or reports as "no
-	// measurement", are missing ([Value.OK] false), never invented.
+	// measurement", are missing ([Value.OK] false), never invented. When
+	// the instrument has no result at all (its no-result value for the
+	// mean, or a count of 0) the error wraps [ErrNoResult] and the Stats
+	// returned with it say what was read.
 	ReadStats(ctx context.Context) (Stats, error)
 }
 
@@ -144,12 +148,94 @@ func (c Count) String() string {
 	return fmt.Sprint(c.N)
 }
 
+// WindowKind says which measurements a statistics window keeps.
+type WindowKind int
+
+// Window kinds.
+const (
+	// WindowUnknown: the instrument neither documents nor reports it.
+	WindowUnknown WindowKind = iota
+	// WindowAll: every measurement since the last reset.
+	WindowAll
+	// WindowFirst: the first N measurements after the reset; later ones
+	// are not accumulated (a population limit).
+	WindowFirst
+	// WindowLast: a rolling window of the last N measurements; older
+	// ones drop out, so the count stops at N while acquisitions go on.
+	WindowLast
+)
+
+// Window is what a [Stats] covers: the instrument's statistics window as
+// the driver set or read it back. N is the window size for WindowFirst
+// and WindowLast.
+type Window struct {
+	Kind WindowKind
+	N    int64
+}
+
+// String describes the window: "all acquisitions since the reset",
+// "first N acquisitions after the reset", "last N acquisitions" or
+// "unknown (not reported by the instrument)".
+func (w Window) String() string {
+	switch w.Kind {
+	case WindowAll:
+		return "all acquisitions since the reset"
+	case WindowFirst:
+		return fmt.Sprintf("first %d acquisitions after the reset", w.N)
+	case WindowLast:
+		return fmt.Sprintf("last %d acquisitions", w.N)
+	}
+	return "unknown (not reported by the instrument)"
+}
+
+// Snapshot says how the figures of one [Stats] were made to come from the
+// same set of acquisitions.
+type Snapshot int
+
+// Snapshots.
+const (
+	// SnapshotNone: no guarantee (the figures were read one by one while
+	// acquisitions continued).
+	SnapshotNone Snapshot = iota
+	// SnapshotOneQuery: one reply carried every figure.
+	SnapshotOneQuery
+	// SnapshotFrozen: acquisition was stopped for the reads and restored
+	// afterwards.
+	SnapshotFrozen
+	// SnapshotComputed: computed at once from captured edges (no
+	// instrument statistics involved).
+	SnapshotComputed
+)
+
+// String describes the snapshot.
+func (s Snapshot) String() string {
+	switch s {
+	case SnapshotOneQuery:
+		return "one query"
+	case SnapshotFrozen:
+		return "acquisition stopped while read"
+	case SnapshotComputed:
+		return "computed from one capture"
+	}
+	return "read while acquiring (figures may cover different acquisitions)"
+}
+
 // Stats are delay statistics in seconds. StdDev is whatever the instrument
 // computes (instruments do not document population vs sample); the
 // software-side [StatsFromDelays] uses the population form (1/N).
 type Stats struct {
 	Mean, Min, Max, StdDev Value
 	Count                  Count
+	// Window is which measurements the figures cover.
+	Window Window
+	// Snapshot is how the figures were kept consistent with each other.
+	Snapshot Snapshot
+}
+
+// Coverage says exactly what the numbers cover, e.g. "count 1000, window:
+// last 1000 acquisitions, one query".
+func (s Stats) Coverage() string {
+	return fmt.Sprintf("count %v, window: %v, %v", s.Count, s.Window, s.Snapshot)
 }
 
 // Missing lists the names of statistics that are not present, in the
@@ -169,7 +255,21 @@ func (s Stats) Missing() []string {
 
 // String renders the statistics on one line.
 func (s Stats) String() string {
-	return fmt.Sprintf("mean=%v min=%v max=%v stddev=%v count=%v", s.Mean, s.Min, s.Max, s.StdDev, s.Count)
+	return fmt.Sprintf("mean=%v min=%v max=%v stddev=%v count=%v window=%q", s.Mean, s.Min, s.Max, s.StdDev, s.Count, s.Window)
+}
+
+// CheckResult returns an error wrapping [ErrNoResult] when s holds no
+// result: the mean is missing (the instrument answered its no-result
+// value) or the count is present and 0. what names the source for the
+// message (e.g. the query whose reply was the no-result value).
+func (s Stats) CheckResult(what string) error {
+	switch {
+	case s.Count.OK && s.Count.N == 0:
+		return fmt.Errorf("%w: %s: count 0 (no delay measured since the reset)", ErrNoResult, what)
+	case !s.Mean.OK:
+		return fmt.Errorf("%w: %s: no mean (the instrument's no-result value)", ErrNoResult, what)
+	}
+	return nil
 }
 
 // Identity is a parsed *IDN? reply.
@@ -220,4 +320,21 @@ func FormatSeconds(v float64) string {
 		return fmt.Sprintf("%.3fms", v*1e3)
 	}
 	return fmt.Sprintf("%.6gs", v)
+}
+
+// CaptureStats is ReadStats for scopes that compute statistics from
+// captured edges (sigrok, gpio-capture): [StatsFromDelays] over delays, the
+// window the population limit gives (the first limit delays, else all),
+// [SnapshotComputed], and an error wrapping [ErrNoResult] naming what when
+// there is no delay at all.
+func CaptureStats(delays []float64, limit int, what string) (Stats, error) {
+	s := StatsFromDelays(delays)
+	s.Window, s.Snapshot = Window{Kind: WindowAll}, SnapshotComputed
+	if limit > 0 {
+		s.Window = Window{Kind: WindowFirst, N: int64(limit)}
+	}
+	if len(delays) == 0 {
+		return s, fmt.Errorf("%w: %s: count 0 (no delay measured since the reset)", ErrNoResult, what)
+	}
+	return s, nil
 }

@@ -184,3 +184,43 @@ func BenchmarkPairDelays(b *testing.B) {
 		b.Fatalf("%d delays", len(buf))
 	}
 }
+
+func TestWindowAndCoverage(t *testing.T) {
+	for w, want := range map[scopes.Window]string{
+		{}:                                 "unknown (not reported by the instrument)",
+		{Kind: scopes.WindowAll}:           "all acquisitions since the reset",
+		{Kind: scopes.WindowFirst, N: 500}: "first 500 acquisitions after the reset",
+		{Kind: scopes.WindowLast, N: 1000}: "last 1000 acquisitions",
+	} {
+		if got := w.String(); got != want {
+			t.Errorf("%+v: %q, want %q", w, got, want)
+		}
+	}
+	st := scopes.Stats{Mean: scopes.Some(1e-6), Count: scopes.Count{N: 1000, OK: true},
+		Window: scopes.Window{Kind: scopes.WindowLast, N: 1000}, Snapshot: scopes.SnapshotFrozen}
+	if got, want := st.Coverage(), "count 1000, window: last 1000 acquisitions, acquisition stopped while read"; got != want {
+		t.Errorf("coverage %q, want %q", got, want)
+	}
+}
+
+func TestCheckResult(t *testing.T) {
+	if err := (scopes.Stats{Mean: scopes.Some(1e-6)}).CheckResult("q"); err != nil {
+		t.Errorf("a mean without a count is a result: %v", err)
+	}
+	for _, st := range []scopes.Stats{
+		{}, // no-result value for the mean
+		{Mean: scopes.Some(1e-6), Count: scopes.Count{OK: true}}, // count 0
+	} {
+		if err := st.CheckResult("MEAN?"); !errors.Is(err, scopes.ErrNoResult) || !strings.Contains(err.Error(), "MEAN?") {
+			t.Errorf("%v: %v, want ErrNoResult naming the query", st, err)
+		}
+	}
+	st, err := scopes.CaptureStats(nil, 0, "capture")
+	if !errors.Is(err, scopes.ErrNoResult) || st.Snapshot != scopes.SnapshotComputed {
+		t.Errorf("empty capture: %v %v", st, err)
+	}
+	st, err = scopes.CaptureStats([]float64{1e-6}, 5, "capture")
+	if err != nil || st.Window != (scopes.Window{Kind: scopes.WindowFirst, N: 5}) || st.Count.N != 1 {
+		t.Errorf("capture of one delay: %v %v", st, err)
+	}
+}

@@ -19,6 +19,9 @@ var (
 	// ErrNotListening: a socket file exists but no ptp4l is bound to it
 	// (ptp4l died and left it behind).
 	ErrNotListening = pmc.ErrNotListening
+	// ErrNotSocket: the path exists but is no socket at all (a regular
+	// file, a directory, /dev/null): the uds_address is wrong.
+	ErrNotSocket = pmc.ErrNotSocket
 	// ErrTimeout: ptp4l sent no matching reply within the per-request
 	// deadline.
 	ErrTimeout = pmc.ErrTimeout

@@ -10,7 +10,9 @@ import (
 )
 
 // Condition says why a sample is, or is not, locked. The checks run in
-// this order and the first failing one is reported.
+// the order [Tracker] documents and the first failing one is reported.
+// The numbering is stable (values are appended), names are what
+// MarshalText writes.
 type Condition uint8
 
 const (
@@ -23,20 +25,34 @@ const (
 	// CondWrongGM: the grandmaster is not the expected (or first-seen) one.
 	CondWrongGM
 	// CondNoPreviousPoll: the first poll has nothing to compare the Sync
-	// ingress time with.
+	// ingress time and the offset with.
 	CondNoPreviousPoll
 	// CondIngressStale: the last Sync ingress time did not advance since
 	// the previous poll (Syncs stopped: the GM died or the link broke;
-	// ptp4l keeps reporting SLAVE with a frozen offset for seconds).
+	// ptp4l keeps reporting SLAVE with a frozen offset for seconds), or
+	// went back (ptp4l reset it: it chose a master anew).
 	CondIngressStale
 	// CondOffsetOutOfBound: |offset from master| exceeds the bound.
 	CondOffsetOutOfBound
-	// CondNotMeasured: mean path delay is still 0, i.e. no Delay_Resp yet;
-	// ptp4l then reports offset 0, which is "unknown", not "perfect".
+	// CondNotMeasured: mean path delay is 0, i.e. no Delay_Resp since
+	// ptp4l started or reset its data sets; ptp4l then reports offset 0,
+	// which is "unknown", not "perfect".
 	CondNotMeasured
+	// CondGMAbsent: ptp4l reports gmPresent false (it follows no
+	// grandmaster; its own clock is the best it knows).
+	CondGMAbsent
+	// CondOffsetStale: the offset is not (yet) a fresh measurement. ptp4l
+	// never clears TIME_STATUS_NP master_offset: after a fault (GM
+	// restart, link flap, cold start) Syncs arrive and the port is SLAVE
+	// again for a second or more while the offset is still the one from
+	// before the fault (or 0, never measured), until a Delay_Resp lets it
+	// measure again. Lock needs [FreshMeasurements] offset changes after
+	// the last fault, and CURRENT_DATA_SET's offset to agree with it.
+	CondOffsetStale
 )
 
-var condNames = [...]string{"locked", "read-error", "not-slave", "wrong-gm", "no-previous-poll", "ingress-stale", "offset-out-of-bound", "not-measured"}
+var condNames = [...]string{"locked", "read-error", "not-slave", "wrong-gm", "no-previous-poll", "ingress-stale",
+	"offset-out-of-bound", "not-measured", "gm-absent", "offset-stale"}
 
 // String returns the condition's kebab-case name.
 func (c Condition) String() string {
@@ -68,12 +84,43 @@ type Verdict struct {
 	Detail string `json:"detail,omitempty"`
 }
 
+// FreshMeasurements is how many new offset measurements a [Tracker] must
+// see after a fault (and after its first poll) before it calls a board
+// locked. A new measurement is a poll whose Sync ingress time advanced
+// and whose offset differs from the previous poll's: ptp4l holds the old
+// value until it measures, and two independent measurements of a real
+// clock are practically never equal to the nanosecond. Two, not one: the
+// first offset after a reset rests on a single path-delay sample.
+const FreshMeasurements = 2
+
 // Tracker judges one board's successive samples. A board is locked only
-// when the port state is SLAVE, the grandmaster is the expected one (the
-// fixture's, or else the first one seen in SLAVE state), the last Sync
-// ingress time advanced since the previous poll, a path delay has been
-// measured (before the first Delay_Resp ptp4l reports offset 0), and
-// |offset| ≤ bound.
+// when, in this order (the first failure is the verdict's Condition):
+//
+//  1. the read succeeded;
+//  2. the port state is SLAVE;
+//  3. the grandmaster is the expected one (the fixture's, or else the
+//     first one seen in SLAVE state);
+//  4. ptp4l reports gmPresent;
+//  5. there was a previous successful poll;
+//  6. the last Sync ingress time advanced since it;
+//  7. a path delay has been measured (before the first Delay_Resp ptp4l
+//     reports offset 0);
+//  8. the offset is a fresh measurement: CURRENT_DATA_SET's offset equals
+//     TIME_STATUS_NP's (they differ after ptp4l reset its data sets and
+//     before it measured again), and [FreshMeasurements] new offsets
+//     were seen since the last fault;
+//  9. |offset| ≤ bound.
+//
+// A fault — a read error, any state but SLAVE, another grandmaster,
+// gmPresent false, the ingress time going back (ptp4l chose its master
+// anew), path delay 0, or the two offsets disagreeing — restarts the
+// count of fresh measurements. A stale ingress alone does not: it is
+// also what a poll between two Syncs sees.
+//
+// Once the count is reached, a repeated offset no longer unlocks (with
+// hardware timestamping a locked servo does repeat values); a fault the
+// polls do not see (the port left SLAVE and came back between two polls)
+// can then go unnoticed, so poll faster than ptp4l recovers (seconds).
 // Not safe for concurrent use: one Tracker per board per poller.
 type Tracker struct {
 	bound      time.Duration
@@ -81,48 +128,119 @@ type Tracker struct {
 	learned    bool
 
 	prevIngress int64
+	prevOffset  time.Duration
 	havePrev    bool
+
+	// fresh counts new offset measurements since the last fault, up to
+	// FreshMeasurements; fault says what that fault was.
+	fresh   int
+	fault   string
+	faultAt time.Time
 }
 
 // NewTracker returns a Tracker. expectedGM 0 means "the first grandmaster
 // seen while SLAVE". bound is the largest acceptable |offset| (> 0).
 func NewTracker(expectedGM ClockIdentity, bound time.Duration) *Tracker {
-	return &Tracker{bound: bound, expectedGM: expectedGM, learned: expectedGM != 0}
+	return &Tracker{bound: bound, expectedGM: expectedGM, learned: expectedGM != 0, fault: "the first poll"}
 }
 
 // ExpectedGM returns the grandmaster the board must follow (0 until learned).
 func (t *Tracker) ExpectedGM() ClockIdentity { return t.expectedGM }
 
+// restart records a fault: fresh measurements are counted anew from here.
+func (t *Tracker) restart(why string, at time.Time) {
+	t.fresh, t.fault, t.faultAt = 0, why, at
+}
+
 // Observe judges one poll result. Call it once per poll, in order: the
-// ingress check compares with the previous successful poll.
+// ingress and offset checks compare with the previous successful poll.
 func (t *Tracker) Observe(st Status, err error) Verdict {
 	if err != nil {
+		t.restart("a read error", st.ReadAt)
 		return Verdict{Cond: CondReadError, Detail: err.Error()}
 	}
-	prev, havePrev := t.prevIngress, t.havePrev
-	t.prevIngress, t.havePrev = st.LastSyncIngress.Ns, true
+	prevIngress, prevOffset, havePrev := t.prevIngress, t.prevOffset, t.havePrev
+	t.prevIngress, t.prevOffset, t.havePrev = st.LastSyncIngress.Ns, st.Offset, true
 	if st.PortState != PortStateSlave {
+		t.restart("port state "+st.PortState.String(), st.ReadAt)
 		return Verdict{Cond: CondNotSlave, Detail: "port state " + st.PortState.String()}
 	}
 	if !t.learned {
 		t.expectedGM, t.learned = st.GMIdentity, true
 	}
 	if st.GMIdentity != t.expectedGM {
+		t.restart("grandmaster "+st.GMIdentity.String(), st.ReadAt)
 		return Verdict{Cond: CondWrongGM, Detail: fmt.Sprintf("grandmaster %s, want %s", st.GMIdentity, t.expectedGM)}
 	}
-	if !havePrev {
-		return Verdict{Cond: CondNoPreviousPoll, Detail: "first poll: nothing to compare the Sync ingress time with"}
+	if !st.GMPresent {
+		t.restart("gmPresent false", st.ReadAt)
+		return Verdict{Cond: CondGMAbsent, Detail: "ptp4l reports gmPresent false (it follows no grandmaster)"}
 	}
-	if st.LastSyncIngress.Ns <= prev {
+	if !havePrev {
+		return Verdict{Cond: CondNoPreviousPoll, Detail: "first poll: nothing to compare the Sync ingress time and the offset with"}
+	}
+	if st.LastSyncIngress.Ns < prevIngress {
+		t.restart("the Sync ingress time going back", st.ReadAt)
+		return Verdict{Cond: CondIngressStale, Detail: fmt.Sprintf("Sync ingress_time %d went back from %d (ptp4l reset it: it chose its master anew)", st.LastSyncIngress.Ns, prevIngress)}
+	}
+	if st.LastSyncIngress.Ns == prevIngress {
 		return Verdict{Cond: CondIngressStale, Detail: fmt.Sprintf("Sync ingress_time %d not advanced since the previous poll (no Sync received)", st.LastSyncIngress.Ns)}
 	}
 	if st.MeanPathDelay == 0 {
+		t.restart("mean path delay 0", st.ReadAt)
 		return Verdict{Cond: CondNotMeasured, Detail: fmt.Sprintf("mean path delay 0 (no Delay_Resp yet): offset %v is not a measurement", st.Offset)}
 	}
+	if st.CurrentOffset != st.Offset {
+		t.restart("CURRENT_DATA_SET reset", st.ReadAt)
+		return Verdict{Cond: CondOffsetStale, Detail: fmt.Sprintf("CURRENT_DATA_SET offsetFromMaster %v ≠ TIME_STATUS_NP master_offset %v: ptp4l reset its data sets and has not measured an offset since", st.CurrentOffset, st.Offset)}
+	}
+	if t.fresh < FreshMeasurements {
+		if st.Offset != prevOffset {
+			t.fresh++
+		}
+		if t.fresh < FreshMeasurements {
+			return Verdict{Cond: CondOffsetStale, Detail: t.staleDetail(st)}
+		}
+	}
 	if abs(st.Offset) > t.bound {
-		return Verdict{Cond: CondOffsetOutOfBound, Detail: fmt.Sprintf("|offset| %v > bound %v", st.Offset, t.bound)}
+		return Verdict{Cond: CondOffsetOutOfBound, Detail: fmt.Sprintf("|offset| %v > bound %v (offset %v)", abs(st.Offset), t.bound, st.Offset)}
 	}
 	return Verdict{Locked: true, Cond: CondLocked}
+}
+
+func (t *Tracker) staleDetail(st Status) string {
+	since := t.fault
+	if !t.faultAt.IsZero() {
+		since += " at " + t.faultAt.Format("15:04:05.000")
+	}
+	return fmt.Sprintf("offset %v: %d of %d new measurements since %s (ptp4l keeps its last offset until it measures again)",
+		st.Offset, t.fresh, FreshMeasurements, since)
+}
+
+// Default lock bounds (largest acceptable |offset from master|) per
+// timestamping mode, for callers that have no bound of their own (the
+// rack's ptp.max_offset, a --bound flag).
+//
+// Software timestamping stamps packets in the kernel's network stack, so
+// every offset carries scheduling and softirq noise: on the 2-vCPU test
+// VM a free-running slave on a veth saw |offset| mostly < 1.4 µs, up to
+// 1.9 µs, and 25–47 µs on the first measurement after a reset — a 1 µs
+// bound there lost lock twice in 8 s with nothing wrong. Hardware
+// timestamping with a locked servo stays within tens of ns, where 1 µs
+// still catches a real fault.
+const (
+	DefaultBoundSoftware = 20 * time.Microsecond
+	DefaultBoundHardware = time.Microsecond
+)
+
+// DefaultBound returns the default bound for a port whose Sync ingress
+// times are on clock ingress: [PHC] means hardware timestamping, anything
+// else (ptp4l stamps software timestamps on CLOCK_REALTIME) software.
+func DefaultBound(ingress Clock) time.Duration {
+	if ingress == PHC {
+		return DefaultBoundHardware
+	}
+	return DefaultBoundSoftware
 }
 
 func abs(d time.Duration) time.Duration {

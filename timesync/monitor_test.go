@@ -167,12 +167,11 @@ func TestMonitorWindowSumsBoards(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	from := time.Now()
 	_ = m.Start(context.Background())
 	defer m.Stop()
 	waitKind(t, m, timesync.EventLocked)
 	waitKind(t, m, timesync.EventLocked)
-	from = time.Now()
+	from := time.Now()
 	deadline := time.Now().Add(5 * time.Second)
 	var wq timesync.WindowQuality
 	for time.Now().Before(deadline) {

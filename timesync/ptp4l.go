@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,8 +43,9 @@ var _ Source = (*PTP4L)(nil)
 
 // DialPTP4L connects to the ptp4l management socket at path. It fails
 // at once, with an error naming the path and the cause, when the socket
-// does not exist ([ErrNoSocket]), nobody listens on it ([ErrNotListening])
-// or the caller may not use it ([ErrPermission]). Blocks for one connect.
+// does not exist ([ErrNoSocket]), is not a socket ([ErrNotSocket]),
+// nobody listens on it ([ErrNotListening]) or the caller may not use it
+// ([ErrPermission]). Blocks for one connect.
 func DialPTP4L(ctx context.Context, path string, opts *PTP4LOptions) (*PTP4L, error) {
 	if opts == nil {
 		opts = &PTP4LOptions{}
@@ -79,6 +81,8 @@ func explain(path string, err error) error {
 		return fmt.Errorf("timesync: %w (is ptp4l running with uds_address %s?)", err, path)
 	case errors.Is(err, ErrNotListening):
 		return fmt.Errorf("timesync: %w (the socket file is there but no ptp4l is bound to it: did ptp4l die? restart it with uds_address %s)", err, path)
+	case errors.Is(err, ErrNotSocket):
+		return fmt.Errorf("timesync: %w (not ptp4l's management socket: check the uds_address in ptp4l's config and the path given here)", err)
 	case errors.Is(err, ErrTimeout):
 		return fmt.Errorf("timesync: %w (ptp4l at %s is hung, overloaded, or in another domain)", err, path)
 	}
@@ -121,7 +125,9 @@ func (p *PTP4L) read(ctx context.Context) (Status, error) {
 		return st, err
 	}
 	st.StepsRemoved = cur.StepsRemoved
-	st.MeanPathDelay = time.Duration(cur.MeanPathDelay.Nanoseconds())
+	st.MeanPathDelay = time.Duration(math.Round(cur.MeanPathDelay.Nanoseconds()))
+	// offsetFromMaster is master_offset in scaled ns (×2^16): exact.
+	st.CurrentOffset = time.Duration(math.Round(cur.OffsetFromMaster.Nanoseconds()))
 	par, err := p.client.ParentDataSet(ctx)
 	if err != nil {
 		return st, err

@@ -424,7 +424,31 @@ func TestRealPTP4L(t *testing.T) {
 		if !e.Recovered {
 			t.Errorf("locked event after restart not marked Recovered: %+v", e)
 		}
-		t.Logf("MEASURED recovery %v after GM restart", e.At.Sub(restartAt).Round(time.Millisecond))
+		// ptp4l keeps the offset it measured before the kill until it
+		// measures again, while the port is SLAVE and Syncs arrive: the
+		// lock must rest on a new measurement, not on that value.
+		series, _ := mon.Series("slave")
+		var frozen time.Duration
+		haveFrozen := false
+		for _, s := range series {
+			if s.At.After(killedAt) && s.Err == "" {
+				frozen, haveFrozen = s.Offset, true
+				break
+			}
+		}
+		if !haveFrozen {
+			t.Fatal("no sample read after the GM kill")
+		}
+		for _, s := range series {
+			if s.At.After(restartAt) && s.Locked && s.Offset == frozen {
+				t.Errorf("locked at %s on offset %v, the value frozen since the GM kill at %s (not a measurement)",
+					s.At.Format("15:04:05.000"), s.Offset, killedAt.Format("15:04:05.000"))
+			}
+			if !e.At.Before(s.At) && s.At.After(restartAt) {
+				t.Logf("sample %s state %s offset %v delay %v locked %t %s", s.At.Format("05.000"), s.State, s.Offset, s.PathDelay, s.Locked, s.Cond)
+			}
+		}
+		t.Logf("MEASURED recovery %v after GM restart (frozen offset %v)", e.At.Sub(restartAt).Round(time.Millisecond), frozen)
 	})
 
 	t.Run("SlaveRestartReconnects", func(t *testing.T) {

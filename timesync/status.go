@@ -128,8 +128,15 @@ type Status struct {
 	// PortState of the (first) port.
 	PortState PortState `json:"port_state"`
 	// Offset from master: local clock minus master clock as last
-	// measured (TIME_STATUS_NP master_offset). Frozen between Syncs.
+	// measured (TIME_STATUS_NP master_offset). Frozen between Syncs, and
+	// never cleared: after a fault ptp4l keeps reporting the offset it
+	// measured before, until it measures a new one (see [Tracker]).
 	Offset time.Duration `json:"offset_ns"`
+	// CurrentOffset is CURRENT_DATA_SET offsetFromMaster. ptp4l sets it
+	// together with Offset at every measurement but zeroes it when the
+	// clock's data sets are reset (cold start, link loss), so
+	// CurrentOffset ≠ Offset means "nothing measured since that reset".
+	CurrentOffset time.Duration `json:"current_offset_ns"`
 	// MeanPathDelay is the E2E/P2P mean path delay (CURRENT_DATA_SET).
 	MeanPathDelay time.Duration `json:"mean_path_delay_ns"`
 	// StepsRemoved between this clock and the grandmaster.

@@ -107,7 +107,7 @@ func TestLayering(t *testing.T) {
 					t.Errorf("%s imports %s: data flows rack → rig → deploy → agent → middleware/gpio/timesync → report, never back", p.ImportPath, imp)
 				}
 			}
-			if under(p.ImportPath, "suites") && p.ImportPath != faultKit && underAny(imp, boardSide) && !allowedSuiteImport(p.ImportPath, imp) {
+			if under(p.ImportPath, "suites") && p.ImportPath != faultKit && underAny(imp, boardSide) {
 				t.Errorf("%s imports %s: suites reach boards only through the rig (faultkit is the one exception)", p.ImportPath, imp)
 			}
 			for v, allowed := range vendors {
@@ -129,7 +129,6 @@ func TestLayering(t *testing.T) {
 		}
 	}
 }
-
 // TestHilrigLinksNoPeers: the peer adapters (peers/…, cgo) are linked
 // only into cmd/hilrig-peer. Even with every peer build tag set, the
 // hilrig binary depends on no peers/ package, and it builds with
@@ -157,12 +156,3 @@ func TestHilrigLinksNoPeers(t *testing.T) {
 	}
 }
 
-// allowedSuiteImport lists board-side imports below suites/ still to be
-// routed through the rig (issue 13, steps). Empty is the goal.
-func allowedSuiteImport(pkg, imp string) bool {
-	known := map[string][]string{
-		mod + "/suites/internal/harness": {mod + "/deploy"},
-		mod + "/suites/internal/steps":   {mod + "/deploy", mod + "/middleware", mod + "/middleware/bench"},
-	}
-	return slices.Contains(known[pkg], imp)
-}

@@ -331,7 +331,7 @@ func (c *Capture) ReadStats(ctx context.Context) (scopes.Stats, error) {
 	if err != nil {
 		return scopes.Stats{}, err
 	}
-	return scopes.StatsFromDelays(d), nil
+	return scopes.CaptureStats(d, c.delay.PopulationLimit, "gpio-capture")
 }
 
 // FetchDelays appends the delays (seconds, in sender edge order) behind

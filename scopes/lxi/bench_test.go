@@ -9,15 +9,27 @@ import (
 	"github.com/hilrig/hilrig/scopes/scopesim"
 )
 
-// BenchmarkReadStats measures one full statistics read (five queries on
-// Tek) over loopback against the simulator, raw socket versus VXI-11; the
-// raw socket is the baseline of the same run.
+// BenchmarkReadStats measures one full statistics read (on Tek: the
+// acquisition state, stop, five statistics, restart — nine round trips)
+// over loopback against the simulator, raw socket versus VXI-11; the raw
+// socket is the baseline of the same run.
 func BenchmarkReadStats(b *testing.B) {
-	srv, err := scopesim.Start(b.Context(), scopesim.Config{Dialect: scopesim.Tek, VXI11: true})
+	ch1, ch2 := scopesim.NewMemSource(), scopesim.NewMemSource()
+	snd, rcv := scopesim.Pulses(2, 1000, 100_000, 100, func(int) int64 { return 5000 })
+	ch1.Push(snd...)
+	ch2.Push(rcv...)
+	srv, err := scopesim.Start(b.Context(), scopesim.Config{Dialect: scopesim.Tek, VXI11: true,
+		Channels: map[int]scopesim.EdgeSource{1: ch1, 2: ch2}})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer srv.Close()
+	for deadline := time.Now().Add(5 * time.Second); srv.EdgeCount(2) < len(rcv); {
+		if time.Now().After(deadline) {
+			b.Fatal("simulator never ingested the pulses")
+		}
+		time.Sleep(time.Millisecond) // polling with a deadline
+	}
 	for _, tc := range []struct {
 		name string
 		o    lxi.Options

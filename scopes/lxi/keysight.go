@@ -29,9 +29,13 @@ import (
 //     measurement (both sources always given).
 //   - :MEASure:STATistics ON — :MEASure:RESults? then returns, for each
 //     displayed measurement, label, current, min, max, mean, std dev, count.
-//   - :MEASure:STATistics:MCOunt <n> — the population limit (max count).
+//   - :MEASure:STATistics:MCOunt {<n>|INFinite} — "the maximum number of
+//     values used when calculating measurement statistics" (2..2000):
+//     reported as a rolling window of the last n; without a population
+//     limit the driver sets INFinite (every value since the reset).
 //   - :MEASure:STATistics:RESet — reset statistics.
-//   - :SYSTem:ERRor? — <code>,"<text>", 0 when the queue is empty.
+//   - :SYSTem:ERRor? — <code>,"<text>", 0 when the queue is empty; read
+//     after every configuration command so an error names the command.
 //   - FetchDelays, chapter ":WAVeform Commands": :WAVeform:SOURce
 //     CHANnel<n>, :WAVeform:FORMat BYTE, :WAVeform:POINts:MODE RAW,
 //     :WAVeform:PREamble? and :WAVeform:DATA? (an IEEE 488.2
@@ -39,9 +43,16 @@ import (
 //     stop the acquisition (:STOP) first on a real instrument so both
 //     records come from the same acquisition.
 //
-// "No measurement" is 9.9E+37; it reads as a missing statistic. All five
-// statistics are reported. Not safe for concurrent use.
-type Keysight struct{ base }
+// *IDN? must name KEYSIGHT (or AGILENT) TECHNOLOGIES and a 3000 X / 4000 X
+// model before anything is configured ([scopes.ErrWrongInstrument]
+// otherwise). :MEASure:RESults? returns every figure in one reply, so no
+// freeze is needed. "No measurement" is 9.9E+37: a missing statistic, and
+// [scopes.ErrNoResult] for the mean. All five statistics are reported. Not
+// safe for concurrent use.
+type Keysight struct {
+	base
+	window scopes.Window
+}
 
 var (
 	_ Instrument          = (*Keysight)(nil)
@@ -50,11 +61,11 @@ var (
 
 // DialKeysight connects to an InfiniiVision scope. It blocks until connected.
 func DialKeysight(ctx context.Context, o Options) (*Keysight, error) {
-	c, err := dial(ctx, "keysight", o)
+	b, err := open(ctx, "keysight", o, keysightFamilies)
 	if err != nil {
 		return nil, err
 	}
-	return &Keysight{base{c: c}}, nil
+	return &Keysight{base: b}, nil
 }
 
 func ksEdge(p scopes.Polarity) string {
@@ -81,16 +92,20 @@ func (k *Keysight) ConfigureDelay(ctx context.Context, cfg scopes.DelayConfig) e
 	}
 	cmds = append(cmds, fmt.Sprintf(":MEASure:DELay CHANnel%d,CHANnel%d", cfg.Source, cfg.Dest),
 		":MEASure:STATistics ON")
+	window := scopes.Window{Kind: scopes.WindowAll}
 	if cfg.PopulationLimit > 0 {
+		if cfg.PopulationLimit < 2 || cfg.PopulationLimit > 2000 {
+			return fmt.Errorf("%w: keysight :MEASure:STATistics:MCOunt takes 2..2000, not PopulationLimit %d", scopes.ErrBadConfig, cfg.PopulationLimit)
+		}
 		cmds = append(cmds, fmt.Sprintf(":MEASure:STATistics:MCOunt %d", cfg.PopulationLimit))
+		window = scopes.Window{Kind: scopes.WindowLast, N: int64(cfg.PopulationLimit)}
+	} else {
+		cmds = append(cmds, ":MEASure:STATistics:MCOunt INFinite")
 	}
-	if err := k.writeAll(ctx, cmds...); err != nil {
+	if err := k.configure(ctx, k.systemErrors, cmds...); err != nil {
 		return fmt.Errorf("keysight configure: %w", err)
 	}
-	if err := k.systemErrors(ctx, "configure delay"); err != nil {
-		return fmt.Errorf("keysight configure: %w", err)
-	}
-	k.cfg = &cfg
+	k.cfg, k.window = &cfg, window
 	return nil
 }
 
@@ -121,6 +136,10 @@ func (k *Keysight) ReadStats(ctx context.Context) (scopes.Stats, error) {
 	if err != nil {
 		k.c.Invalidate()
 		return scopes.Stats{}, fmt.Errorf("keysight stats: %w", err)
+	}
+	st.Window, st.Snapshot = k.window, scopes.SnapshotOneQuery
+	if err := st.CheckResult(":MEASure:RESults? " + clipS(s)); err != nil {
+		return st, fmt.Errorf("keysight stats: %w", err)
 	}
 	return st, nil
 }

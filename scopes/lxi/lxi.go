@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"regexp"
 	"strings"
 	"time"
 
@@ -74,10 +75,186 @@ func Open(ctx context.Context, o Options) (Instrument, error) {
 	return nil, fmt.Errorf("%w: unknown driver %q (want tek, keysight, rigol or siglent)", scopes.ErrBadConfig, o.Driver)
 }
 
+// family is one model family a driver supports, recognised from *IDN?.
+type family struct {
+	// name is how errors and docs call it ("Rigol MSO5000").
+	name string
+	// vendor matches the *IDN? manufacturer field (upper-cased).
+	vendor *regexp.Regexp
+	// model matches the *IDN? model field (upper-cased).
+	model *regexp.Regexp
+}
+
+func (f family) matches(id scopes.Identity) bool {
+	return f.vendor.MatchString(strings.ToUpper(id.Vendor)) && f.model.MatchString(strings.ToUpper(id.Model))
+}
+
+// Families each driver supports, from the *IDN? formats in their
+// programming guides (manufacturer, model, serial, firmware).
+var (
+	tekFamilies = []family{{name: "Tektronix 4/5/6 Series MSO (MSO44/46, MSO54/56/58, MSO64, LPD64; B variants)",
+		vendor: regexp.MustCompile(`^TEKTRONIX$`), model: regexp.MustCompile(`^(MSO4[46]B?|MSO5[468](B|LP)?|MSO6[468]B?|LPD64)$`)}}
+	keysightFamilies = []family{{name: "Keysight InfiniiVision 3000 X / 4000 X (DSOX3xxx, MSOX3xxx, DSOX4xxx, MSOX4xxx; Agilent DSO-X 3xxxA, 4xxxA)",
+		vendor: regexp.MustCompile(`^(KEYSIGHT|AGILENT) TECHNOLOGIES$`), model: regexp.MustCompile(`^(DSO|MSO)-?X ?[34](01|02|03|05|10|15)[24][ATG]?$`)}}
+	rigolDS1000Z = family{name: "Rigol DS1000Z (DS1xx4Z, DS1xx4Z Plus)",
+		vendor: regexp.MustCompile(`^RIGOL TECHNOLOGIES$`), model: regexp.MustCompile(`^(DS|MSO)1(05|07|10)4Z(-S)?( PLUS)?$`)}
+	rigolMSO5000 = family{name: "Rigol MSO5000 (MSO5xx2, MSO5xx4)",
+		vendor: regexp.MustCompile(`^RIGOL TECHNOLOGIES$`), model: regexp.MustCompile(`^MSO5\d{3}$`)}
+	rigolDHO = family{name: "Rigol DHO800/DHO900 (DHO8xx, DHO9xx, DHO9xxS)",
+		vendor: regexp.MustCompile(`^RIGOL TECHNOLOGIES$`), model: regexp.MustCompile(`^DHO[89]\d{2}S?$`)}
+	rigolFamilies   = []family{rigolDS1000Z, rigolMSO5000, rigolDHO}
+	siglentFamilies = []family{{name: "Siglent SDS2000X Plus (SDS2xx4X Plus)",
+		vendor: regexp.MustCompile(`^SIGLENT TECHNOLOGIES$`), model: regexp.MustCompile(`^SDS2(10|20|35|50)[24]X PLUS$`)}}
+	driverFamilies = []struct {
+		driver   string
+		families []family
+	}{{"tek", tekFamilies}, {"keysight", keysightFamilies}, {"rigol", rigolFamilies}, {"siglent", siglentFamilies}}
+)
+
+// DriverFor returns the driver ("tek", "keysight", "rigol", "siglent")
+// and model family that support the instrument identified by id, or an
+// error wrapping [scopes.ErrWrongInstrument] naming what answered and
+// every supported family.
+func DriverFor(id scopes.Identity) (driver, familyName string, err error) {
+	var all []string
+	for _, d := range driverFamilies {
+		for _, f := range d.families {
+			if f.matches(id) {
+				return d.driver, f.name, nil
+			}
+			all = append(all, f.name)
+		}
+	}
+	return "", "", fmt.Errorf("%w: *IDN? %q (vendor %q, model %q) is none of the supported families: %s",
+		scopes.ErrWrongInstrument, id.Raw, id.Vendor, id.Model, strings.Join(all, "; "))
+}
+
+// Probe connects as o says (o.Driver only picks the default port; empty
+// means o.Addr must carry a port), asks *IDN? and disconnects, checking
+// nothing: for finding which driver to use. It blocks until done.
+func Probe(ctx context.Context, o Options) (scopes.Identity, error) {
+	c, err := dial(ctx, strings.ToLower(o.Driver), o)
+	if err != nil {
+		return scopes.Identity{}, err
+	}
+	defer c.Close()
+	s, err := c.Query(ctx, "*IDN?")
+	if err != nil {
+		return scopes.Identity{}, fmt.Errorf("identify: %w", err)
+	}
+	return parseIDNReply(s), nil
+}
+
 // base holds what every SCPI driver shares.
 type base struct {
 	c   *scpi.Conn
 	cfg *scopes.DelayConfig
+	// id is the *IDN? answer checked when the driver connected.
+	id scopes.Identity
+	// fam is the supported family id matched.
+	fam family
+}
+
+// checkIdentity asks *IDN? and keeps the family it matches among fams;
+// otherwise the error wraps [scopes.ErrWrongInstrument] and names what
+// answered and what the driver supports. Every driver calls it before
+// sending anything that configures the instrument.
+func (b *base) checkIdentity(ctx context.Context, driver string, fams []family) error {
+	id, err := b.Identify(ctx)
+	if err != nil {
+		return fmt.Errorf("%s driver: %w", driver, err)
+	}
+	for _, f := range fams {
+		if f.matches(id) {
+			b.id, b.fam = id, f
+			return nil
+		}
+	}
+	names := make([]string, len(fams))
+	for i, f := range fams {
+		names[i] = f.name
+	}
+	hint := ""
+	if d, _, err := DriverFor(id); err == nil {
+		hint = fmt.Sprintf(" (the %s driver supports it)", d)
+	}
+	return fmt.Errorf("%w: %s driver at %s: *IDN? answered %q (vendor %q, model %q); this driver supports %s%s",
+		scopes.ErrWrongInstrument, driver, b.c.Addr(), id.Raw, id.Vendor, id.Model, strings.Join(names, "; "), hint)
+}
+
+// open dials for driver and checks the identity against fams, closing the
+// connection on failure.
+func open(ctx context.Context, driver string, o Options, fams []family) (base, error) {
+	c, err := dial(ctx, driver, o)
+	if err != nil {
+		return base{}, err
+	}
+	b := base{c: c}
+	if err := b.checkIdentity(ctx, driver, fams); err != nil {
+		c.Close()
+		return base{}, err
+	}
+	return b, nil
+}
+
+// configure sends each command and checks the instrument's error report
+// after it, so an error names the command that caused it.
+func (b *base) configure(ctx context.Context, check func(ctx context.Context, after string) error, cmds ...string) error {
+	for _, cmd := range cmds {
+		if err := b.c.Write(ctx, cmd); err != nil {
+			return err
+		}
+		if err := check(ctx, cmd); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// freezer stops acquisition for a read: state is the query telling
+// whether the instrument is acquiring, stopped reports whether its reply
+// means stopped, stop and run are the commands.
+type freezer struct {
+	state, stop, run string
+	stopped          func(reply string) bool
+}
+
+// restoreTimeout bounds restarting acquisition after a frozen read, even
+// when the caller's ctx has ended: leaving a lab's scope stopped is worse
+// than a late return.
+const restoreTimeout = 5 * time.Second
+
+// frozen runs read with acquisition stopped (when it was running) and
+// restarts it afterwards, so every figure read comes from the same
+// acquisitions. It blocks on instrument I/O; a failed restart is joined to the error.
+func (b *base) frozen(ctx context.Context, f freezer, read func() error) (err error) {
+	st, err := b.c.Query(ctx, f.state)
+	if err != nil {
+		return fmt.Errorf("acquisition state: %w", err)
+	}
+	if f.stopped(strings.TrimSpace(st)) {
+		return read()
+	}
+	if err := b.c.Write(ctx, f.stop); err != nil {
+		return fmt.Errorf("freeze acquisition: %w", err)
+	}
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), restoreTimeout)
+		defer cancel()
+		rerr := b.c.Write(rctx, f.run)
+		if rerr == nil {
+			// Return only once the instrument has taken the restart.
+			_, rerr = b.c.Query(rctx, "*OPC?")
+		}
+		if rerr != nil {
+			err = errors.Join(err, fmt.Errorf("restart acquisition (%s): %w", f.run, rerr))
+		}
+	}()
+	// *OPC? waits until the stop has taken effect.
+	if _, err := b.c.Query(ctx, "*OPC?"); err != nil {
+		return fmt.Errorf("freeze acquisition: %w", err)
+	}
+	return read()
 }
 
 // Close ends the session; a second Close returns [scopes.ErrClosed].
@@ -89,7 +266,13 @@ func (b *base) Identify(ctx context.Context) (scopes.Identity, error) {
 	if err != nil {
 		return scopes.Identity{}, fmt.Errorf("identify: %w", err)
 	}
-	return scopes.ParseIDN(s), nil
+	return parseIDNReply(s), nil
+}
+
+// parseIDNReply parses an *IDN? reply; a Tektronix before HEADer OFF may
+// echo the header (":*IDN TEK…").
+func parseIDNReply(s string) scopes.Identity {
+	return scopes.ParseIDN(strings.TrimPrefix(strings.TrimPrefix(strings.TrimSpace(s), ":"), "*IDN "))
 }
 
 func (b *base) writeAll(ctx context.Context, cmds ...string) error {
@@ -129,7 +312,8 @@ func (b *base) count(ctx context.Context, cmd string) (scopes.Count, error) {
 }
 
 // systemErrors drains a SCPI error queue with :SYSTem:ERRor? until code 0
-// and returns every entry as an [*scopes.InstrumentError] (joined).
+// and returns every entry as an [*scopes.InstrumentError] (joined), each
+// naming after (the command just sent).
 func (b *base) systemErrors(ctx context.Context, after string) error {
 	var errs []error
 	for range 32 {

@@ -8,114 +8,161 @@ import (
 	"github.com/hilrig/hilrig/scopes"
 )
 
-// Rigol drives a Rigol DS1000Z or MSO5000 over its raw socket (5555) or
-// VXI-11. The family is taken from *IDN? ("DS1…Z" is a DS1000Z, anything
-// else uses the MSO5000 command set).
+// Rigol drives a Rigol DS1000Z, MSO5000 or DHO800/DHO900 over its raw
+// socket (5555) or VXI-11. The family — and with it the command table —
+// is chosen from the *IDN? model; any other answer is
+// [scopes.ErrWrongInstrument] before anything is configured.
 //
-// Commands, from the "DS1000Z Series Digital Oscilloscope Programming
-// Guide" (RIGOL, PGA19110-1110, May 2019), chapter ":MEASure Commands", and
-// the "MSO5000 Series Digital Oscilloscope Programming Guide", chapter
-// ":MEASure Commands" (MSO5000 syntax from third-party code citing that
-// guide; the guide itself was not found in the search corpus):
-//   - :MEASure:SETup:DSA CHANnel<n> / :MEASure:SETup:DSB CHANnel<n> —
-//     delay sources A and B, both always set.
-//   - :MEASure:STATistic:DISPlay ON, :MEASure:STATistic:MODE EXTRemum.
-//   - :MEASure:STATistic:ITEM <item>,CHANnel<a>,CHANnel<b> — enable
-//     statistics for the delay item. DS1000Z items: RDELay (rising to
-//     rising), FDELay (falling to falling); mixed edges are not available
-//     and return [scopes.ErrNotSupported]. MSO5000 items: RRDelay, RFDelay,
-//     FRDelay, FFDelay (first letter source A edge).
-//   - :MEASure:STATistic:ITEM? {AVERages|MINimum|MAXimum|DEViation|CNT},<item>,<a>,<b>
-//     — CNT exists on MSO5000 only; DS1000Z count is reported missing.
-//   - :MEASure:STATistic:COUNt <n> (MSO5000, population limit); DS1000Z
-//     has none: [scopes.ErrNotSupported].
-//   - :MEASure:STATistic:RESet — reset statistics.
-//   - :SYSTem:ERRor[:NEXT]? — <code>,"<text>".
+// Command tables, each from the family's programming guide, chapter
+// ":MEASure Commands" (see rigolTables):
+//   - DS1000Z: "DS1000Z Series Digital Oscilloscope Programming Guide"
+//     (RIGOL, PGA19110-1110, May 2019). Items RDELay (rising→rising) and
+//     FDELay (falling→falling) only; :MEASure:STATistic:MODE EXTRemum
+//     exists here (and only here); no CNT statistic and no statistics
+//     count, so the count is missing and the window unknown.
+//   - MSO5000: "MSO5000 Series Digital Oscilloscope Programming Guide".
+//     Not in the search corpus: items, CNT and COUNt follow third-party
+//     code and recorded replies citing it; it has no
+//     :MEASure:STATistic:MODE (answered -113 Undefined header).
+//   - DHO800/DHO900: "DHO800/DHO900 Series Digital Oscilloscope
+//     Programming Guide" (RIGOL, Apr. 2025), §3.17.5–3.17.8, checked
+//     against the guide's text: items RRDelay, RFDelay, FRDelay, FFDelay;
+//     :MEASure:STATistic:ITEM? {MAXimum|MINimum|CURRent|AVERages|DEViation|CNT};
+//     :MEASure:STATistic:COUNt 2..100000 (default 1000); no
+//     :MEASure:STATistic:MODE.
 //
-// Absolute thresholds (DS1000Z :MEASure:SETup:MAX/MID/MIN are percentages)
-// are not supported by this driver: [scopes.ErrNotSupported].
-// "No measurement" is 9.9E37; it reads as missing. Not safe for
-// concurrent use.
+// Shared by all three: :MEASure:SETup:DSA/DSB CHANnel<n> (delay sources,
+// both always set), :MEASure:STATistic:DISPlay ON, :MEASure:STATistic:ITEM
+// <item>,CHANnel<a>,CHANnel<b>, :MEASure:STATistic:RESet,
+// :SYSTem:ERRor[:NEXT]? (checked after every configuration command, so an
+// error names the command), and :TRIGger:STATus? (TD, WAIT, RUN, AUTO or
+// STOP) with :STOP / :RUN, which ReadStats uses to stop a running
+// acquisition while it reads the statistics one query at a time and to
+// restart it afterwards.
+//
+// Window: MSO5000 and DHO keep a rolling window of the last COUNt
+// measurements (default 1000). The driver sets COUNt to the population
+// limit when one is given, else to the maximum (100000), and reports
+// "last N acquisitions". Absolute thresholds (the guides' :MEASure:SETup
+// MAX/MID/MIN are percentages) are not supported: [scopes.ErrNotSupported].
+// "No measurement" is 9.9E37 (stated in the DS1000Z guide; assumed for the
+// others): a missing statistic, and [scopes.ErrNoResult] for the mean.
+// Not safe for concurrent use.
 type Rigol struct {
 	base
-	ds1000z bool
-	known   bool
-	item    string
+	tab    *rigolTable
+	item   string
+	window scopes.Window
 }
+
+// rigolTable is one family's command set.
+type rigolTable struct {
+	fam family
+	// item names the delay item for the edge pair ("" when unavailable).
+	item func(src, dst scopes.Polarity) string
+	// mode is sent after enabling statistics (DS1000Z only).
+	mode string
+	// count: CNT statistic and :MEASure:STATistic:COUNt exist, within
+	// [countMin, countMax].
+	count              bool
+	countMin, countMax int
+}
+
+var rigolTables = []*rigolTable{
+	{fam: rigolDS1000Z, mode: ":MEASure:STATistic:MODE EXTRemum",
+		item: func(src, dst scopes.Polarity) string {
+			switch {
+			case src == scopes.Rising && dst == scopes.Rising:
+				return "RDELay"
+			case src == scopes.Falling && dst == scopes.Falling:
+				return "FDELay"
+			}
+			return ""
+		}},
+	{fam: rigolMSO5000, item: rigolEdgeItem, count: true, countMin: 2, countMax: 100000},
+	{fam: rigolDHO, item: rigolEdgeItem, count: true, countMin: 2, countMax: 100000},
+}
+
+// rigolEdgeItem is the MSO5000/DHO item: source A edge, source B edge.
+func rigolEdgeItem(src, dst scopes.Polarity) string {
+	e := map[scopes.Polarity]string{scopes.Rising: "R", scopes.Falling: "F"}
+	return e[src] + e[dst] + "Delay"
+}
+
+var rigolFreeze = freezer{state: ":TRIGger:STATus?", stop: ":STOP", run: ":RUN",
+	stopped: func(r string) bool { return strings.EqualFold(r, "STOP") }}
 
 var _ Instrument = (*Rigol)(nil)
 
-// DialRigol connects to a Rigol scope. It blocks until connected.
+// DialRigol connects to a Rigol scope and checks its *IDN? family. It
+// blocks until connected.
 func DialRigol(ctx context.Context, o Options) (*Rigol, error) {
-	c, err := dial(ctx, "rigol", o)
+	b, err := open(ctx, "rigol", o, rigolFamilies)
 	if err != nil {
 		return nil, err
 	}
-	return &Rigol{base: base{c: c}}, nil
+	r := &Rigol{base: b}
+	for _, t := range rigolTables {
+		if t.fam.name == b.fam.name {
+			r.tab = t
+		}
+	}
+	return r, nil
 }
 
-func (r *Rigol) family(ctx context.Context) error {
-	if r.known {
-		return nil
-	}
-	id, err := r.Identify(ctx)
-	if err != nil {
-		return err
-	}
-	m := strings.ToUpper(id.Model)
-	r.ds1000z = strings.HasPrefix(m, "DS1") && strings.HasSuffix(strings.TrimSuffix(m, " PLUS"), "Z")
-	r.known = true
-	return nil
-}
+// Family names the model family the driver recognised from *IDN?.
+func (r *Rigol) Family() string { return r.tab.fam.name }
 
-// ConfigureDelay enables statistics for the delay item and checks
-// :SYSTem:ERRor?.
+// ConfigureDelay enables statistics for the delay item, checking
+// :SYSTem:ERRor? after each command.
 func (r *Rigol) ConfigureDelay(ctx context.Context, cfg scopes.DelayConfig) error {
 	r.cfg = nil // a failed reconfiguration leaves nothing half-set to read
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	if err := r.family(ctx); err != nil {
-		return fmt.Errorf("rigol configure: %w", err)
-	}
+	t := r.tab
 	if cfg.HasThreshold {
 		return fmt.Errorf("rigol configure: absolute threshold: %w", scopes.ErrNotSupported)
 	}
-	var item string
-	if r.ds1000z {
-		switch {
-		case cfg.SourceEdge == scopes.Rising && cfg.DestEdge == scopes.Rising:
-			item = "RDELay"
-		case cfg.SourceEdge == scopes.Falling && cfg.DestEdge == scopes.Falling:
-			item = "FDELay"
-		default:
-			return fmt.Errorf("rigol configure: DS1000Z measures rising→rising or falling→falling only, not %v→%v: %w",
-				cfg.SourceEdge, cfg.DestEdge, scopes.ErrNotSupported)
+	item := t.item(cfg.SourceEdge, cfg.DestEdge)
+	if item == "" {
+		return fmt.Errorf("rigol configure: %s measures rising→rising or falling→falling only, not %v→%v: %w",
+			t.fam.name, cfg.SourceEdge, cfg.DestEdge, scopes.ErrNotSupported)
+	}
+	window := scopes.Window{Kind: scopes.WindowUnknown}
+	var countCmd string
+	switch {
+	case t.count && cfg.PopulationLimit > 0:
+		if cfg.PopulationLimit < t.countMin || cfg.PopulationLimit > t.countMax {
+			return fmt.Errorf("%w: rigol %s :MEASure:STATistic:COUNt takes %d..%d, not PopulationLimit %d",
+				scopes.ErrBadConfig, t.fam.name, t.countMin, t.countMax, cfg.PopulationLimit)
 		}
-		if cfg.PopulationLimit > 0 {
-			return fmt.Errorf("rigol configure: DS1000Z has no statistics count limit: %w", scopes.ErrNotSupported)
-		}
-	} else {
-		item = map[scopes.Polarity]string{scopes.Rising: "R", scopes.Falling: "F"}[cfg.SourceEdge] +
-			map[scopes.Polarity]string{scopes.Rising: "R", scopes.Falling: "F"}[cfg.DestEdge] + "Delay"
+		countCmd = fmt.Sprintf(":MEASure:STATistic:COUNt %d", cfg.PopulationLimit)
+		window = scopes.Window{Kind: scopes.WindowLast, N: int64(cfg.PopulationLimit)}
+	case t.count:
+		// The default rolling window (1000) would hide itself behind a
+		// count that stops growing: widen it to the maximum.
+		countCmd = fmt.Sprintf(":MEASure:STATistic:COUNt %d", t.countMax)
+		window = scopes.Window{Kind: scopes.WindowLast, N: int64(t.countMax)}
+	case cfg.PopulationLimit > 0:
+		return fmt.Errorf("rigol configure: %s has no statistics count limit: %w", t.fam.name, scopes.ErrNotSupported)
 	}
 	src := fmt.Sprintf("CHANnel%d,CHANnel%d", cfg.Source, cfg.Dest)
 	cmds := []string{"*CLS",
 		fmt.Sprintf(":MEASure:SETup:DSA CHANnel%d", cfg.Source),
 		fmt.Sprintf(":MEASure:SETup:DSB CHANnel%d", cfg.Dest),
-		":MEASure:STATistic:DISPlay ON",
-		":MEASure:STATistic:MODE EXTRemum",
-		fmt.Sprintf(":MEASure:STATistic:ITEM %s,%s", item, src)}
-	if cfg.PopulationLimit > 0 {
-		cmds = append(cmds, fmt.Sprintf(":MEASure:STATistic:COUNt %d", cfg.PopulationLimit))
+		":MEASure:STATistic:DISPlay ON"}
+	if t.mode != "" {
+		cmds = append(cmds, t.mode)
 	}
-	if err := r.writeAll(ctx, cmds...); err != nil {
+	cmds = append(cmds, fmt.Sprintf(":MEASure:STATistic:ITEM %s,%s", item, src))
+	if countCmd != "" {
+		cmds = append(cmds, countCmd)
+	}
+	if err := r.configure(ctx, r.systemErrors, cmds...); err != nil {
 		return fmt.Errorf("rigol configure: %w", err)
 	}
-	if err := r.systemErrors(ctx, "configure delay"); err != nil {
-		return fmt.Errorf("rigol configure: %w", err)
-	}
-	r.item, r.cfg = item+","+src, &cfg
+	r.item, r.cfg, r.window = item+","+src, &cfg, window
 	return nil
 }
 
@@ -133,25 +180,35 @@ func (r *Rigol) ResetStats(ctx context.Context) error {
 	return nil
 }
 
-// ReadStats queries each statistic of the delay item.
+// ReadStats queries each statistic of the delay item with acquisition
+// stopped (restarted afterwards when it was running). No result wraps
+// [scopes.ErrNoResult].
 func (r *Rigol) ReadStats(ctx context.Context) (scopes.Stats, error) {
-	var s scopes.Stats
 	if r.cfg == nil {
-		return s, scopes.ErrNotConfigured
+		return scopes.Stats{}, scopes.ErrNotConfigured
 	}
-	var err error
-	for _, f := range []struct {
-		typ string
-		v   *scopes.Value
-	}{{"AVERages", &s.Mean}, {"MINimum", &s.Min}, {"MAXimum", &s.Max}, {"DEViation", &s.StdDev}} {
-		if *f.v, err = r.stat(ctx, ":MEASure:STATistic:ITEM? "+f.typ+","+r.item); err != nil {
-			return scopes.Stats{}, fmt.Errorf("rigol stats: %w", err)
+	s := scopes.Stats{Window: r.window, Snapshot: scopes.SnapshotFrozen}
+	q := ":MEASure:STATistic:ITEM? "
+	err := r.frozen(ctx, rigolFreeze, func() error {
+		var err error
+		for _, f := range []struct {
+			typ string
+			v   *scopes.Value
+		}{{"AVERages", &s.Mean}, {"MINimum", &s.Min}, {"MAXimum", &s.Max}, {"DEViation", &s.StdDev}} {
+			if *f.v, err = r.stat(ctx, q+f.typ+","+r.item); err != nil {
+				return err
+			}
 		}
+		if r.tab.count {
+			s.Count, err = r.count(ctx, q+"CNT,"+r.item)
+		}
+		return err
+	})
+	if err != nil {
+		return scopes.Stats{}, fmt.Errorf("rigol stats: %w", err)
 	}
-	if !r.ds1000z {
-		if s.Count, err = r.count(ctx, ":MEASure:STATistic:ITEM? CNT,"+r.item); err != nil {
-			return scopes.Stats{}, fmt.Errorf("rigol stats: %w", err)
-		}
+	if err := s.CheckResult(q + "AVERages," + r.item); err != nil {
+		return s, fmt.Errorf("rigol stats: %w", err)
 	}
 	return s, nil
 }

@@ -3,6 +3,7 @@ package lxi
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/hilrig/hilrig/scopes"
 	"github.com/hilrig/hilrig/scopes/internal/scpi"
@@ -28,22 +29,38 @@ import (
 //   - :MEASure:ADVanced:STATistics:RESet.
 //   - *ESR? (IEEE 488.2): no error text is available over this path, so a
 //     set command-error bit (32) or execution-error bit (16) becomes an
-//     [*scopes.InstrumentError] whose text names the bit.
+//     [*scopes.InstrumentError] whose text names the bit; it is read after
+//     every configuration command, so the error names the command.
+//   - :MEASure:ADVanced:STATistics:MAXCount? — read back when no
+//     population limit is given: the statistics cover the last MAXCount
+//     measurements (reported as a rolling window).
+//   - :TRIGger:STATus? (Arm, Ready, Auto, Trig'd, Stop, Roll),
+//     :TRIGger:STOP, :TRIGger:RUN: ReadStats stops a running acquisition
+//     while it reads the statistics one query at a time and restarts it.
 //
-// "No measurement" is "****" (or "OFF"); it reads as missing. Absolute
-// thresholds are not supported by this driver ([scopes.ErrNotSupported]).
-// Not safe for concurrent use.
-type Siglent struct{ base }
+// *IDN? must name Siglent Technologies and an SDS2000X Plus model before
+// anything is configured ([scopes.ErrWrongInstrument] otherwise). "No
+// measurement" is "****" (or "OFF"): a missing statistic, and
+// [scopes.ErrNoResult] for the mean. Absolute thresholds are not
+// supported by this driver ([scopes.ErrNotSupported]). Not safe for
+// concurrent use.
+type Siglent struct {
+	base
+	window scopes.Window
+}
+
+var siglentFreeze = freezer{state: ":TRIGger:STATus?", stop: ":TRIGger:STOP", run: ":TRIGger:RUN",
+	stopped: func(r string) bool { return strings.EqualFold(r, "Stop") }}
 
 var _ Instrument = (*Siglent)(nil)
 
 // DialSiglent connects to an SDS2000X Plus. It blocks until connected.
 func DialSiglent(ctx context.Context, o Options) (*Siglent, error) {
-	c, err := dial(ctx, "siglent", o)
+	b, err := open(ctx, "siglent", o, siglentFamilies)
 	if err != nil {
 		return nil, err
 	}
-	return &Siglent{base{c: c}}, nil
+	return &Siglent{base: b}, nil
 }
 
 // ConfigureDelay sets up advanced measurement P1 and checks *ESR?.
@@ -64,25 +81,44 @@ func (s *Siglent) ConfigureDelay(ctx context.Context, cfg scopes.DelayConfig) er
 	if cfg.PopulationLimit > 0 {
 		cmds = append(cmds, fmt.Sprintf(":MEASure:ADVanced:STATistics:MAXCount %d", cfg.PopulationLimit))
 	}
-	if err := s.writeAll(ctx, cmds...); err != nil {
+	if err := s.configure(ctx, s.esr, cmds...); err != nil {
 		return fmt.Errorf("siglent configure: %w", err)
 	}
+	window := scopes.Window{Kind: scopes.WindowLast, N: int64(cfg.PopulationLimit)}
+	if cfg.PopulationLimit == 0 {
+		r, err := s.c.Query(ctx, ":MEASure:ADVanced:STATistics:MAXCount?")
+		if err != nil {
+			return fmt.Errorf("siglent configure: %w", err)
+		}
+		n, err := scpi.ParseCount(r)
+		if err != nil || !n.OK {
+			s.c.Invalidate()
+			return fmt.Errorf("siglent configure: :MEASure:ADVanced:STATistics:MAXCount? = %q: %w", r, scopes.ErrGarbage)
+		}
+		window.N = n.N
+	}
+	s.cfg, s.window = &cfg, window
+	return nil
+}
+
+// esr reads *ESR? and turns its command-error (32) and execution-error
+// (16) bits into an [*scopes.InstrumentError] naming after.
+func (s *Siglent) esr(ctx context.Context, after string) error {
 	r, err := s.c.Query(ctx, "*ESR?")
 	if err != nil {
-		return fmt.Errorf("siglent configure: %w", err)
+		return err
 	}
 	esr, err := scpi.ParseNumber(r)
 	if err != nil {
 		s.c.Invalidate()
-		return fmt.Errorf("siglent configure: *ESR?: %w", err)
+		return fmt.Errorf("*ESR?: %w", err)
 	}
 	switch v := int(esr); {
 	case v&32 != 0:
-		return fmt.Errorf("siglent configure: %w", &scopes.InstrumentError{Code: 32, Text: "command error (*ESR? bit 5)", After: "configure delay"})
+		return &scopes.InstrumentError{Code: 32, Text: "command error (*ESR? bit 5)", After: after}
 	case v&16 != 0:
-		return fmt.Errorf("siglent configure: %w", &scopes.InstrumentError{Code: 16, Text: "execution error (*ESR? bit 4)", After: "configure delay"})
+		return &scopes.InstrumentError{Code: 16, Text: "execution error (*ESR? bit 4)", After: after}
 	}
-	s.cfg = &cfg
 	return nil
 }
 
@@ -100,23 +136,33 @@ func (s *Siglent) ResetStats(ctx context.Context) error {
 	return nil
 }
 
-// ReadStats queries each statistic of P1.
+// ReadStats queries each statistic of P1 with acquisition stopped
+// (restarted afterwards when it was running). No result wraps
+// [scopes.ErrNoResult].
 func (s *Siglent) ReadStats(ctx context.Context) (scopes.Stats, error) {
-	var st scopes.Stats
 	if s.cfg == nil {
-		return st, scopes.ErrNotConfigured
+		return scopes.Stats{}, scopes.ErrNotConfigured
 	}
-	var err error
-	for _, f := range []struct {
-		q string
-		v *scopes.Value
-	}{{"MEAN", &st.Mean}, {"MINimum", &st.Min}, {"MAXimum", &st.Max}, {"STDev", &st.StdDev}} {
-		if *f.v, err = s.stat(ctx, ":MEASure:ADVanced:P1:STATistics? "+f.q); err != nil {
-			return scopes.Stats{}, fmt.Errorf("siglent stats: %w", err)
+	st := scopes.Stats{Window: s.window, Snapshot: scopes.SnapshotFrozen}
+	q := ":MEASure:ADVanced:P1:STATistics? "
+	err := s.frozen(ctx, siglentFreeze, func() error {
+		var err error
+		for _, f := range []struct {
+			q string
+			v *scopes.Value
+		}{{"MEAN", &st.Mean}, {"MINimum", &st.Min}, {"MAXimum", &st.Max}, {"STDev", &st.StdDev}} {
+			if *f.v, err = s.stat(ctx, q+f.q); err != nil {
+				return err
+			}
 		}
-	}
-	if st.Count, err = s.count(ctx, ":MEASure:ADVanced:P1:STATistics? COUNt"); err != nil {
+		st.Count, err = s.count(ctx, q+"COUNt")
+		return err
+	})
+	if err != nil {
 		return scopes.Stats{}, fmt.Errorf("siglent stats: %w", err)
+	}
+	if err := st.CheckResult(q + "MEAN"); err != nil {
+		return st, fmt.Errorf("siglent stats: %w", err)
 	}
 	return st, nil
 }

@@ -41,28 +41,45 @@ import (
 //   - *ESR? and ALLEv? (Status and Error group): these instruments have no
 //     SYSTem:ERRor?; a non-zero *ESR? means events are queued and ALLEv?
 //     returns them as <code>,"<text>" pairs. Codes 100–399 (command,
-//     execution, device errors) become [*scopes.InstrumentError].
+//     execution, device errors) become [*scopes.InstrumentError]. The
+//     queue is checked after every configuration command, so the error
+//     names the command.
+//   - ACQuire:STATE? / ACQuire:STATE STOP / ACQuire:STATE RUN (Acquisition
+//     group): ReadStats stops a running acquisition, reads the five
+//     statistics and restarts it, so they come from the same acquisitions.
 //
-// "No measurement" is 9.91E37; it reads as a missing statistic. All five
-// statistics are reported. Not safe for concurrent use.
+// Window: with a population limit the statistics cover the first N
+// measurements after CLEAR (POPUlation:LIMIT; whether the instrument
+// keeps the first or the last N is not stated in the command entries —
+// verify on your firmware); without one the driver turns the limit off
+// and they cover every acquisition since CLEAR.
+//
+// *IDN? must name TEKTRONIX and a 4/5/6 Series model before anything is
+// configured ([scopes.ErrWrongInstrument] otherwise). "No measurement" is
+// 9.91E37: a missing statistic, and [scopes.ErrNoResult] for the mean.
+// All five statistics are reported. Not safe for concurrent use.
 type Tek struct {
 	base
-	meas string // "MEAS1"
+	meas   string // "MEAS1"
+	window scopes.Window
 }
+
+var tekFreeze = freezer{state: "ACQuire:STATE?", stop: "ACQuire:STATE STOP", run: "ACQuire:STATE RUN",
+	stopped: func(r string) bool { return r == "0" || strings.EqualFold(r, "STOP") || strings.EqualFold(r, "OFF") }}
 
 var _ Instrument = (*Tek)(nil)
 
 // DialTek connects to a Tektronix 4/5/6 Series MSO and turns headers off.
 // It blocks until connected.
 func DialTek(ctx context.Context, o Options) (*Tek, error) {
-	c, err := dial(ctx, "tek", o)
+	b, err := open(ctx, "tek", o, tekFamilies)
 	if err != nil {
 		return nil, err
 	}
-	t := &Tek{base: base{c: c}}
+	t := &Tek{base: b}
 	if err := t.writeAll(ctx, "HEADer OFF", "VERBose ON"); err != nil {
-		c.Close()
-		return nil, fmt.Errorf("tek %s: %w", c.Addr(), err)
+		b.c.Close()
+		return nil, fmt.Errorf("tek %s: %w", b.c.Addr(), err)
 	}
 	return t, nil
 }
@@ -74,7 +91,7 @@ func (t *Tek) ConfigureDelay(ctx context.Context, cfg scopes.DelayConfig) error 
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	if err := t.writeAll(ctx, "HEADer OFF", "MEASUrement:DELETEALL", "MEASUrement:ADDMEAS DELAY"); err != nil {
+	if err := t.configure(ctx, t.events, "HEADer OFF", "MEASUrement:DELETEALL", "MEASUrement:ADDMEAS DELAY"); err != nil {
 		return fmt.Errorf("tek configure: %w", err)
 	}
 	list, err := t.c.Query(ctx, "MEASUrement:LIST?")
@@ -108,18 +125,19 @@ func (t *Tek) ConfigureDelay(ctx context.Context, cfg scopes.DelayConfig) error 
 				fmt.Sprintf("%s:%s:ABSolute:FALLMid %.6E", p, r, cfg.ThresholdV))
 		}
 	}
+	window := scopes.Window{Kind: scopes.WindowAll}
 	if cfg.PopulationLimit > 0 {
 		cmds = append(cmds, p+":POPUlation:LIMIT:STATE ON",
 			fmt.Sprintf("%s:POPUlation:LIMIT:VALue %d", p, cfg.PopulationLimit))
+		window = scopes.Window{Kind: scopes.WindowFirst, N: int64(cfg.PopulationLimit)}
+	} else {
+		cmds = append(cmds, p+":POPUlation:LIMIT:STATE OFF")
 	}
 	cmds = append(cmds, p+":DISPlaystat:ENABle ON")
-	if err := t.writeAll(ctx, cmds...); err != nil {
+	if err := t.configure(ctx, t.events, cmds...); err != nil {
 		return fmt.Errorf("tek configure: %w", err)
 	}
-	if err := t.events(ctx, "configure delay"); err != nil {
-		return fmt.Errorf("tek configure: %w", err)
-	}
-	t.meas, t.cfg = meas, &cfg
+	t.meas, t.cfg, t.window = meas, &cfg, window
 	return nil
 }
 
@@ -177,24 +195,33 @@ func (t *Tek) ResetStats(ctx context.Context) error {
 	return nil
 }
 
-// ReadStats reads the all-acquisitions statistics of the delay measurement.
+// ReadStats reads the all-acquisitions statistics of the delay
+// measurement with acquisition stopped (and restarted afterwards when it
+// was running). No result wraps [scopes.ErrNoResult].
 func (t *Tek) ReadStats(ctx context.Context) (scopes.Stats, error) {
-	var s scopes.Stats
 	if t.cfg == nil {
-		return s, scopes.ErrNotConfigured
+		return scopes.Stats{}, scopes.ErrNotConfigured
 	}
+	s := scopes.Stats{Window: t.window, Snapshot: scopes.SnapshotFrozen}
 	p := "MEASUrement:" + t.meas + ":RESUlts:ALLAcqs:"
-	var err error
-	for _, f := range []struct {
-		q string
-		v *scopes.Value
-	}{{"MEAN?", &s.Mean}, {"MINimum?", &s.Min}, {"MAXimum?", &s.Max}, {"STDDev?", &s.StdDev}} {
-		if *f.v, err = t.stat(ctx, p+f.q); err != nil {
-			return scopes.Stats{}, fmt.Errorf("tek stats: %w", err)
+	err := t.frozen(ctx, tekFreeze, func() error {
+		var err error
+		for _, f := range []struct {
+			q string
+			v *scopes.Value
+		}{{"MEAN?", &s.Mean}, {"MINimum?", &s.Min}, {"MAXimum?", &s.Max}, {"STDDev?", &s.StdDev}} {
+			if *f.v, err = t.stat(ctx, p+f.q); err != nil {
+				return err
+			}
 		}
-	}
-	if s.Count, err = t.count(ctx, p+"POPUlation?"); err != nil {
+		s.Count, err = t.count(ctx, p+"POPUlation?")
+		return err
+	})
+	if err != nil {
 		return scopes.Stats{}, fmt.Errorf("tek stats: %w", err)
+	}
+	if err := s.CheckResult(p + "MEAN?"); err != nil {
+		return s, fmt.Errorf("tek stats: %w", err)
 	}
 	return s, nil
 }

@@ -158,15 +158,18 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	st, err := sc.ReadStats(ctx)
-	if err != nil {
+	if err != nil && !errors.Is(err, scopes.ErrNoResult) {
 		return err
 	}
 	fmt.Fprintf(stdout, "delay CH%d %v -> CH%d %v\n", cfg.Source, cfg.SourceEdge, cfg.Dest, cfg.DestEdge)
 	fmt.Fprintf(stdout, "mean   %v\nmin    %v\nmax    %v\nstddev %v\ncount  %v\n", st.Mean, st.Min, st.Max, st.StdDev, st.Count)
+	fmt.Fprintf(stdout, "covers %s\n", st.Coverage())
 	if m := st.Missing(); len(m) > 0 {
 		fmt.Fprintf(stdout, "missing (not reported by the instrument): %s\n", strings.Join(m, ", "))
 	}
-	return nil
+	// No result (the instrument's no-result value, or nothing counted) is
+	// a failure: the caller must not take "missing" for a measurement.
+	return err
 }
 
 func runSim(ctx context.Context, stdout io.Writer, d scopesim.Dialect, listen string, vxi bool, period, delay, jitter time.Duration, ch1, ch2 string) error {

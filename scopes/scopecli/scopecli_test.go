@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hilrig/hilrig/scopes"
 	"github.com/hilrig/hilrig/scopes/scopecli"
 )
 
@@ -68,8 +69,23 @@ func TestSimIdnMeasure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out, "mean   40.000µs") || !strings.Contains(out, "count  10") {
+	if !strings.Contains(out, "mean   40.000µs") || !strings.Contains(out, "count  10") ||
+		!strings.Contains(out, "covers count 10, window: last 10 acquisitions, one query") {
 		t.Fatalf("measure output:\n%s", out)
+	}
+	// Nothing wired to CH3/CH4: the instrument has no result. That is a
+	// failure (it used to print "missing" and exit 0).
+	out, _, err = run(t.Context(), "measure", "--driver", "keysight", "--addr", addr, "--src", "3", "--dst", "4", "--duration", "50ms")
+	if !errors.Is(err, scopes.ErrNoResult) {
+		t.Fatalf("measure with no result: err %v, want ErrNoResult; output:\n%s", err, out)
+	}
+	if !strings.Contains(out, "mean   missing") {
+		t.Fatalf("measure with no result printed:\n%s", out)
+	}
+	// The wrong driver is refused, naming what answered.
+	_, _, err = run(t.Context(), "idn", "--driver", "tek", "--addr", addr)
+	if !errors.Is(err, scopes.ErrWrongInstrument) || !strings.Contains(err.Error(), "KEYSIGHT") {
+		t.Fatalf("idn with the tek driver on a Keysight: %v, want ErrWrongInstrument naming KEYSIGHT", err)
 	}
 	cancel()
 	if err := <-done; err != nil {

@@ -156,8 +156,23 @@ func (s *Server) tek(h string, q bool, a string) (string, bool) {
 		}
 	}
 	if _, ok := matchHeader("MEASUrement:MEAS<n>:POPUlation:LIMIT:STATE", h); ok && m.exists && !q {
-		_, ok := onOff(a)
+		v, ok := onOff(a)
+		m.limitOn = v
 		return "", ok
+	}
+	if _, ok := matchHeader("ACQuire:STATE", h); ok {
+		if q {
+			return map[bool]string{true: "0", false: "1"}[s.stopped], true
+		}
+		switch strings.ToUpper(a) {
+		case "STOP", "OFF", "0":
+			s.stopped = true
+		case "RUN", "ON", "1":
+			s.stopped = false
+		default:
+			return "", false
+		}
+		return "", true
 	}
 	if _, ok := matchHeader("MEASUrement:MEAS<n>:POPUlation:LIMIT:VALue", h); ok && m.exists && !q {
 		n, err := strconv.Atoi(a)
@@ -225,15 +240,22 @@ func (s *Server) keysight(h string, q bool, a string) (string, bool) {
 			return "", false
 		}
 		se, de := m.srcE, m.dstE
-		*m = measState{exists: true, src: src, dst: dst, srcE: se, dstE: de, limit: m.limit}
+		*m = measState{exists: true, src: src, dst: dst, srcE: se, dstE: de}
 		return "", true
 	case is(h, ":MEASure:STATistics") && !q:
 		m.stats = strings.EqualFold(a, "ON")
 		return "", true
 	case is(h, ":MEASure:STATistics:MCOunt") && !q:
+		if strings.EqualFold(a, "INF") || strings.EqualFold(a, "INFINITE") {
+			s.window = 0
+			return "", true
+		}
 		n, err := strconv.Atoi(a)
-		m.limit = n
-		return "", err == nil && n >= 2
+		if err != nil || n < 2 || n > 2000 {
+			return "", false
+		}
+		s.window = n
+		return "", true
 	case is(h, ":MEASure:STATistics:RESet") && !q:
 		s.resetStats()
 		return "", true
@@ -294,12 +316,34 @@ func (s *Server) rigol(h string, q bool, a string) (string, bool) {
 		ch, ok := parseCh(a, "CHANnel")
 		m.dst = ch
 		return "", ok
-	case is(h, ":MEASure:STATistic:DISPlay") && !q, is(h, ":MEASure:STATistic:MODE") && !q:
-		return "", true
-	case is(h, ":MEASure:STATistic:COUNt") && !q:
+	case is(h, ":MEASure:STATistic:DISPlay") && !q:
+		_, ok := onOff(a)
+		return "", ok
+	case is(h, ":MEASure:STATistic:MODE") && !q && s.rigolFam == ds1000z:
+		// DS1000Z only: MSO5000 and DHO have no such header (-113).
+		u := strings.ToUpper(a)
+		return "", u == "DIFF" || u == "DIFFERENCE" || u == "EXTR" || u == "EXTREMUM"
+	case is(h, ":MEASure:STATistic:COUNt") && s.rigolFam != ds1000z:
+		if q {
+			return strconv.Itoa(s.window), true
+		}
 		n, err := strconv.Atoi(a)
-		m.limit = n
-		return "", err == nil && n >= 2
+		if err != nil || n < 2 || n > 100000 {
+			return "", false
+		}
+		s.window = n
+		return "", true
+	case is(h, ":TRIGger:STATus") && q:
+		if s.stopped {
+			return "STOP", true
+		}
+		return "AUTO", true
+	case is(h, ":STOP") && !q:
+		s.stopped = true
+		return "", true
+	case is(h, ":RUN") && !q:
+		s.stopped = false
+		return "", true
 	case is(h, ":MEASure:STATistic:RESet") && !q:
 		s.resetStats()
 		return "", true
@@ -320,7 +364,7 @@ func (s *Server) rigol(h string, q bool, a string) (string, bool) {
 			case "DEV", "DEVIATION":
 				return s.value(st.StdDev), true
 			case "CNT":
-				if s.rigolDS1000Z() {
+				if s.rigolFam == ds1000z {
 					return "", false
 				}
 				return fmt.Sprintf("%.4E", float64(st.Count.N)), true
@@ -330,7 +374,7 @@ func (s *Server) rigol(h string, q bool, a string) (string, bool) {
 		if len(f) != 3 {
 			return "", false
 		}
-		se, de, ok := rigolItem(f[0], s.rigolDS1000Z())
+		se, de, ok := rigolItem(f[0], s.rigolFam == ds1000z)
 		src, ok1 := parseCh(f[1], "CHANnel")
 		dst, ok2 := parseCh(f[2], "CHANnel")
 		if !ok || !ok1 || !ok2 {
@@ -342,10 +386,26 @@ func (s *Server) rigol(h string, q bool, a string) (string, bool) {
 	return "", false
 }
 
-func (s *Server) rigolDS1000Z() bool {
-	id := scopes.ParseIDN(s.cfg.IDN)
-	mod := strings.ToUpper(id.Model)
-	return strings.HasPrefix(mod, "DS1") && strings.HasSuffix(strings.TrimSuffix(mod, " PLUS"), "Z")
+// rigolFamily is the Rigol command table the simulator speaks.
+type rigolFamily int
+
+const (
+	mso5000 rigolFamily = iota
+	ds1000z
+	dho
+)
+
+// rigolFamilyOf picks the family from the *IDN? model, as the instrument
+// is what it is: DS1xxxZ → DS1000Z, DHO8xx/9xx → DHO, else MSO5000.
+func rigolFamilyOf(idn string) rigolFamily {
+	mod := strings.ToUpper(scopes.ParseIDN(idn).Model)
+	switch {
+	case strings.HasPrefix(mod, "DS1") && strings.HasSuffix(strings.TrimSuffix(mod, " PLUS"), "Z"):
+		return ds1000z
+	case strings.HasPrefix(mod, "DHO"):
+		return dho
+	}
+	return mso5000
 }
 
 func rigolItem(item string, ds1000z bool) (scopes.Polarity, scopes.Polarity, bool) {
@@ -360,7 +420,7 @@ func rigolItem(item string, ds1000z bool) (scopes.Polarity, scopes.Polarity, boo
 		}
 		return 0, 0, false
 	}
-	if len(it) >= 5 && (strings.HasSuffix(it, "DEL") || strings.HasSuffix(it, "DELAY")) {
+	if len(it) == 5 && strings.HasSuffix(it, "DEL") || len(it) == 7 && strings.HasSuffix(it, "DELAY") {
 		a, ok1 := pol[it[0]]
 		b, ok2 := pol[it[1]]
 		return a, b, ok1 && ok2
@@ -397,10 +457,27 @@ func (s *Server) siglent(h string, q bool, a string) (string, bool) {
 		ch, ok := parseCh(a, "C")
 		m.dst = ch
 		return "", ok
-	case is(h, ":MEASure:ADVanced:STATistics:MAXCount") && !q:
+	case is(h, ":MEASure:ADVanced:STATistics:MAXCount"):
+		if q {
+			return strconv.Itoa(s.window), true
+		}
 		n, err := strconv.Atoi(a)
-		m.limit = n
-		return "", err == nil && n > 0
+		if err != nil || n < 1 {
+			return "", false
+		}
+		s.window = n
+		return "", true
+	case is(h, ":TRIGger:STATus") && q:
+		if s.stopped {
+			return "Stop", true
+		}
+		return "Auto", true
+	case is(h, ":TRIGger:STOP") && !q:
+		s.stopped = true
+		return "", true
+	case is(h, ":TRIGger:RUN") && !q:
+		s.stopped = false
+		return "", true
 	case is(h, ":MEASure:ADVanced:STATistics:RESet") && !q:
 		s.resetStats()
 		return "", true

@@ -170,3 +170,120 @@ func waitEdges(t *testing.T, s *scopesim.Server, ch, n int) {
 		time.Sleep(time.Millisecond) // polling with a deadline
 	}
 }
+
+func connectIDN(t *testing.T, d scopesim.Dialect, idn string, ch map[int]scopesim.EdgeSource) (*scopesim.Server, *client) {
+	t.Helper()
+	srv, err := scopesim.Start(t.Context(), scopesim.Config{Dialect: d, IDN: idn, Channels: ch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	c, err := net.Dial("tcp", srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return srv, &client{c, bufio.NewReader(c)}
+}
+
+// As the guides say: an undefined header is not executed, queues -113 and
+// a query gets no reply at all — the next reply is the next query's.
+func TestUndefinedQuerySendsNothing(t *testing.T) {
+	for _, d := range []scopesim.Dialect{scopesim.Keysight, scopesim.Rigol, scopesim.Siglent, scopesim.Tek} {
+		t.Run(d.String(), func(t *testing.T) {
+			_, c := connect(t, d, nil)
+			c.query(t, "HEADer OFF") // Tek: short replies
+			io.WriteString(c.c, ":BOGus:QUERy?\n")
+			if got := c.query(t, "*OPC?"); got != "1" {
+				t.Fatalf("after an undefined query the next reply is %q, want *OPC?'s 1", got)
+			}
+			if got := c.query(t, "*ESR?"); got != "32" {
+				t.Fatalf("*ESR? = %q, want the command-error bit 32", got)
+			}
+		})
+	}
+}
+
+// Each Rigol family answers only its own table: :MEASure:STATistic:MODE
+// exists on the DS1000Z only, CNT and COUNt on MSO5000 and DHO only.
+func TestRigolFamiliesStrict(t *testing.T) {
+	for _, tc := range []struct {
+		idn         string
+		mode, count bool
+	}{
+		{"RIGOL TECHNOLOGIES,DS1054Z,DS1Z,00.04.04.SP4", true, false},
+		{"RIGOL TECHNOLOGIES,MSO5074,MS5A,00.01.03", false, true},
+		{"RIGOL TECHNOLOGIES,DHO924S,DHO9A,00.01.02", false, true},
+	} {
+		t.Run(scopes.ParseIDN(tc.idn).Model, func(t *testing.T) {
+			_, c := connectIDN(t, scopesim.Rigol, tc.idn, nil)
+			for _, cmd := range []struct {
+				text string
+				ok   bool
+			}{{":MEASure:STATistic:MODE EXTRemum", tc.mode}, {":MEASure:STATistic:COUNt 500", tc.count}} {
+				c.query(t, cmd.text)
+				got := c.query(t, ":SYSTem:ERRor?")
+				if want := map[bool]string{true: `0,"No error"`, false: `-113,"Undefined header"`}[cmd.ok]; got != want {
+					t.Errorf("%s: error queue %q, want %q", cmd.text, got, want)
+				}
+			}
+			if tc.count {
+				if got := c.query(t, ":MEASure:STATistic:COUNt?"); got != "500" {
+					t.Errorf("COUNt? = %q", got)
+				}
+			}
+		})
+	}
+}
+
+// MSO5000/DHO statistics roll over the last COUNt (default 1000)
+// measurements: the count stops at 1000 however many acquisitions follow.
+func TestRigolRollingWindow(t *testing.T) {
+	a, b := scopesim.NewMemSource(), scopesim.NewMemSource()
+	snd, rcv := scopesim.Pulses(1005, 1000, 10_000, 100, func(i int) int64 { return int64(1000 + i) })
+	a.Push(snd...)
+	b.Push(rcv...)
+	srv, c := connect(t, scopesim.Rigol, map[int]scopesim.EdgeSource{1: a, 2: b})
+	waitEdges(t, srv, 1, 2010)
+	waitEdges(t, srv, 2, 2010)
+	c.query(t, ":MEASure:STATistic:ITEM RRDelay,CHANnel1,CHANnel2")
+	if got := c.query(t, ":MEASure:STATistic:ITEM? CNT,RRDelay,CHANnel1,CHANnel2"); got != "1.0000E+03" {
+		t.Fatalf("count %q, want 1000 (the default window)", got)
+	}
+	// The window holds the last 1000: delays 1005..2004 ns.
+	if got := c.query(t, ":MEASure:STATistic:ITEM? MINimum,RRDelay,CHANnel1,CHANnel2"); got != "1.005000E-06" {
+		t.Fatalf("min %q, want the oldest delay inside the window, 1.005µs", got)
+	}
+}
+
+// A stopped acquisition takes no new edges; RUN resumes.
+func TestStoppedAcquisitionTakesNoEdges(t *testing.T) {
+	a := scopesim.NewMemSource()
+	srv, c := connect(t, scopesim.Tek, map[int]scopesim.EdgeSource{1: a})
+	c.query(t, "HEADer OFF")
+	c.query(t, "ACQuire:STATE STOP")
+	if got := c.query(t, "ACQuire:STATE?"); got != "0" {
+		t.Fatalf("ACQuire:STATE? = %q after STOP", got)
+	}
+	a.Push(scopes.Edge{TimeNs: 10, Rising: true})
+	deadline := time.Now().Add(5 * time.Second)
+	for srv.Received(1) < 1 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond) // polling with a deadline
+	}
+	if srv.EdgeCount(1) != 0 {
+		t.Fatalf("a stopped scope acquired %d edges", srv.EdgeCount(1))
+	}
+	c.query(t, "ACQuire:STATE RUN")
+	c.query(t, "*OPC?")
+	a.Push(scopes.Edge{TimeNs: 20, Rising: true})
+	waitEdges(t, srv, 1, 1)
+}
+
+// Replies can leave in many small TCP writes.
+func TestReplyChunks(t *testing.T) {
+	srv, c := connect(t, scopesim.Keysight, nil)
+	srv.SetReplyChunk(3)
+	if got := c.query(t, "*IDN?"); !strings.HasPrefix(got, "KEYSIGHT TECHNOLOGIES,") {
+		t.Fatalf("chunked *IDN? = %q", got)
+	}
+}

@@ -5,10 +5,18 @@
 // and has fault switches (slow replies, dropped replies, garbage, error
 // queue entries, "no measurement" results) for transport tests.
 //
-// It mimics the vendor defaults that bite real users: a Tektronix session
-// starts with long headers on (query replies carry the command header until
-// HEADer OFF), and a new Tektronix DELAY measurement's second source is its
-// first until SOUrce2 is set.
+// It is as strict as the programming guides on what bites real users: an
+// undefined header or a bad parameter is not executed, queues -113 (or the
+// Tektronix event 113) and, for a query, sends no reply at all; each Rigol
+// family (DS1000Z, MSO5000, DHO800/900, chosen by the *IDN? model) accepts
+// only its own command table; statistics windows roll as the instruments'
+// do (Rigol COUNt default 1000, Keysight MCOunt, Siglent MAXCount); the
+// no-result values are the vendors' own (9.91E37, 9.9E37, ****); stopped
+// acquisition (ACQuire:STATE, :STOP, :TRIGger:STOP) takes no new edges; a
+// reply can be late, dropped, garbled or cut into many small TCP writes
+// (fault switches). A Tektronix session starts with long headers on (query
+// replies carry the command header until HEADer OFF), and a new Tektronix
+// DELAY measurement's second source is its first until SOUrce2 is set.
 package scopesim
 
 import (
@@ -19,6 +27,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -109,6 +118,7 @@ type Server struct {
 	meas     measState
 	errq     []queued
 	esr      int
+	ese      int  // *ESE mask (IEEE 488.2; masks only the status byte's ESB bit)
 	header   bool // Tektronix long headers
 	conns    map[net.Conn]struct{}
 	closed   bool
@@ -119,6 +129,15 @@ type Server struct {
 	cmds     []string
 	rejects  []reject
 	wfSrc    int // Keysight :WAVeform:SOURce
+	// window is the rolling statistics window (last N delays; 0 = all):
+	// Keysight MCOunt, Rigol COUNt, Siglent MAXCount.
+	window int
+	// stopped: acquisition stopped; arriving edges are not acquired.
+	stopped  bool
+	received map[int]int // edges read from each channel's source, acquired or not
+	chunk    int         // reply write size (0: whole reply)
+	onQuery  func(cmd string)
+	rigolFam rigolFamily
 
 	vxiLns  []net.Listener
 	links   map[uint32]*vxiLink
@@ -140,7 +159,8 @@ type measState struct {
 	exists      bool
 	src, dst    int
 	srcE, dstE  scopes.Polarity
-	limit       int
+	limit       int  // Tektronix POPUlation:LIMIT:VALue (first N)
+	limitOn     bool // Tektronix POPUlation:LIMIT:STATE
 	threshold   float64
 	hasThresh   bool
 	stats       bool
@@ -173,7 +193,16 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	rctx, cancel := context.WithCancel(context.Background())
 	s := &Server{cfg: cfg, ln: ln, cancel: cancel, done: make(chan struct{}), log: cfg.Logger, edges: map[int][]scopes.Edge{},
-		header: cfg.Dialect == Tek, conns: map[net.Conn]struct{}{}}
+		header: cfg.Dialect == Tek, conns: map[net.Conn]struct{}{}, received: map[int]int{}}
+	switch cfg.Dialect {
+	case Rigol:
+		s.rigolFam = rigolFamilyOf(cfg.IDN)
+		if s.rigolFam != ds1000z {
+			s.window = 1000 // MSO5000/DHO :MEASure:STATistic:COUNt default
+		}
+	case Siglent:
+		s.window = 1000 // MAXCount default of this simulator (not from the guide)
+	}
 	for ch, src := range cfg.Channels {
 		s.wg.Add(1)
 		go s.ingest(rctx, ch, src)
@@ -244,6 +273,31 @@ func (s *Server) RejectCommand(prefix string, code int, text string) {
 	s.mu.Unlock()
 }
 
+// SetReplyChunk makes every raw-socket reply leave in writes of at most n
+// bytes, each flushed on its own (TCP_NODELAY), as instruments that send a
+// block in many small TCP segments do; 0 sends whole replies.
+func (s *Server) SetReplyChunk(n int) { s.mu.Lock(); s.chunk = n; s.mu.Unlock() }
+
+// OnQuery calls f with each query before it is executed (outside the
+// simulator's lock, on the connection's goroutine), so a test can make
+// acquisitions happen between the queries of one read. nil removes it.
+func (s *Server) OnQuery(f func(cmd string)) { s.mu.Lock(); s.onQuery = f; s.mu.Unlock() }
+
+// Received returns how many edges channel ch's source delivered since
+// Start, whether acquired or not (acquisition stopped, before a reset).
+func (s *Server) Received(ch int) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.received[ch]
+}
+
+// Acquiring reports whether acquisition runs (not stopped by the client).
+func (s *Server) Acquiring() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.stopped
+}
+
 // SetNoMeasurement makes every statistic read as the dialect's "no
 // measurement" value (9.91E37 Tek, 9.9E+37 Keysight/Rigol, **** Siglent).
 func (s *Server) SetNoMeasurement(on bool) { s.mu.Lock(); s.nomeas = on; s.mu.Unlock() }
@@ -274,6 +328,11 @@ func (s *Server) ingest(ctx context.Context, ch int, src EdgeSource) {
 			return
 		}
 		s.mu.Lock()
+		s.received[ch]++
+		if s.stopped {
+			s.mu.Unlock() // a stopped scope acquires nothing
+			continue
+		}
 		if s.hasFloor && t <= s.floor {
 			// A channel whose reader lags delivers edges from before the
 			// reset; a scope would not have them in its statistics.
@@ -325,15 +384,43 @@ func (s *Server) serve(c net.Conn) {
 			if cmd == "" {
 				continue
 			}
+			s.mu.Lock()
+			hook := s.onQuery
+			s.mu.Unlock()
+			if hook != nil && strings.Contains(cmd, "?") {
+				hook(cmd)
+			}
 			reply, isQuery := s.execute(cmd)
 			if !isQuery {
 				continue
 			}
-			if !s.sendReply(func(r string) error { _, err := io.WriteString(c, r); return err }, reply) {
+			if !s.sendReply(func(r string) error { return s.writeChunked(c, r) }, reply) {
 				return
 			}
 		}
 	}
+}
+
+// writeChunked writes r whole, or in SetReplyChunk pieces.
+func (s *Server) writeChunked(c net.Conn, r string) error {
+	s.mu.Lock()
+	n := s.chunk
+	s.mu.Unlock()
+	if n <= 0 {
+		_, err := io.WriteString(c, r)
+		return err
+	}
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetNoDelay(true)
+	}
+	for len(r) > 0 {
+		k := min(n, len(r))
+		if _, err := io.WriteString(c, r[:k]); err != nil {
+			return err
+		}
+		r = r[k:]
+	}
+	return nil
 }
 
 // sendReply applies the fault switches and emits reply plus its newline;
@@ -421,7 +508,7 @@ func (s *Server) undefined(cmd string) {
 }
 
 // common handles IEEE 488.2 commands shared by all dialects.
-func (s *Server) common(h string, q bool, _ string) (string, bool) {
+func (s *Server) common(h string, q bool, a string) (string, bool) {
 	switch strings.ToUpper(h) {
 	case "*IDN":
 		return s.cfg.IDN, q
@@ -438,6 +525,16 @@ func (s *Server) common(h string, q bool, _ string) (string, bool) {
 		v := s.esr
 		s.esr = 0
 		return fmt.Sprint(v), q
+	case "*ESE":
+		if q {
+			return fmt.Sprint(s.ese), true
+		}
+		v, err := strconv.Atoi(strings.TrimSpace(a))
+		if err != nil || v < 0 || v > 255 {
+			return "", false
+		}
+		s.ese = v
+		return "", true
 	case "*RST":
 		s.meas = measState{}
 		return "", !q
@@ -466,7 +563,14 @@ func (s *Server) delays() []float64 {
 	if !m.exists || s.nomeas {
 		return nil
 	}
-	ns := scopes.PairDelays(nil, s.edges[m.src], s.edges[m.dst], m.srcE, m.dstE, m.limit)
+	first := 0 // Tektronix population limit: the first N after the reset
+	if m.limitOn {
+		first = m.limit
+	}
+	ns := scopes.PairDelays(nil, s.edges[m.src], s.edges[m.dst], m.srcE, m.dstE, first)
+	if s.window > 0 && len(ns) > s.window {
+		ns = ns[len(ns)-s.window:] // rolling window: the last N
+	}
 	return scopes.NsToSeconds(nil, ns)
 }
 

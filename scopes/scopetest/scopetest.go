@@ -27,6 +27,9 @@ type Rig struct {
 	NoCount bool
 	// NoPopulationLimit is true when the instrument has no population limit.
 	NoPopulationLimit bool
+	// NoWindow is true when the instrument neither documents nor reports
+	// its statistics window (ReadStats says WindowUnknown).
+	NoWindow bool
 	// FeedSlackNs is how far from each requested delay a Feed that makes
 	// its edges in real time may land (a marking process stamps the
 	// simulated GPIO chip with its own clock read, so it cannot place an
@@ -134,13 +137,26 @@ func Run(t *testing.T, newRig func(t *testing.T) Rig) {
 		} else if !st.Count.OK || st.Count.N != 3 {
 			t.Errorf("count = %v, want 3", st.Count)
 		}
+		// The result says what it covers.
+		if r.NoWindow != (st.Window.Kind == scopes.WindowUnknown) {
+			t.Errorf("window %q: NoWindow is %v", st.Window, r.NoWindow)
+		}
+		if st.Window.Kind == scopes.WindowFirst || st.Window.Kind == scopes.WindowLast {
+			if st.Window.N < 3 {
+				t.Errorf("window %q without a population limit would not hold the 3 delays fed", st.Window)
+			}
+		}
+		if st.Snapshot == scopes.SnapshotNone {
+			t.Errorf("snapshot %q: the figures of one read must come from the same acquisitions", st.Snapshot)
+		}
 
+		// No edges since the reset: no result, and an error that says so.
 		if err := r.Scope.ResetStats(c); err != nil {
 			t.Fatalf("ResetStats: %v", err)
 		}
 		st, err = r.Scope.ReadStats(c)
-		if err != nil {
-			t.Fatalf("ReadStats after reset: %v", err)
+		if !errors.Is(err, scopes.ErrNoResult) {
+			t.Fatalf("ReadStats after reset with no edges: %v (stats %v), want ErrNoResult", err, st)
 		}
 		if st.Mean.OK {
 			t.Errorf("mean after reset = %v, want missing (no edges yet)", st.Mean)
@@ -170,7 +186,18 @@ func Run(t *testing.T, newRig func(t *testing.T) Rig) {
 		if err != nil {
 			t.Fatalf("ReadStats: %v", err)
 		}
-		checkClose(t, r.FeedSlackNs, "max (population limited to 2)", st.Max, 7e-6)
+		// 5, 7, 100 µs through a window of 2: the first two or the last
+		// two, as the window the scope reports says.
+		switch st.Window {
+		case scopes.Window{Kind: scopes.WindowFirst, N: 2}:
+			checkClose(t, r.FeedSlackNs, "min (first 2)", st.Min, 5e-6)
+			checkClose(t, r.FeedSlackNs, "max (first 2)", st.Max, 7e-6)
+		case scopes.Window{Kind: scopes.WindowLast, N: 2}:
+			checkClose(t, r.FeedSlackNs, "min (last 2)", st.Min, 7e-6)
+			checkClose(t, r.FeedSlackNs, "max (last 2)", st.Max, 100e-6)
+		default:
+			t.Errorf("window with PopulationLimit 2 is %q, want the first or last 2 acquisitions", st.Window)
+		}
 		if !r.NoCount && st.Count.N != 2 {
 			t.Errorf("count = %v, want 2", st.Count)
 		}

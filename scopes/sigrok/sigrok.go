@@ -17,7 +17,6 @@ import (
 	"log/slog"
 	"os/exec"
 	"strings"
-	"sync"
 
 	"github.com/hilrig/hilrig/scopes"
 )
@@ -46,11 +45,10 @@ type Config struct {
 // capture in the background; ReadStats waits for it to finish (bounded by
 // ctx) and computes the statistics. Not safe for concurrent use.
 type Analyzer struct {
-	cfg     Config
-	delay   *scopes.DelayConfig
-	run     *capture
-	delays  []float64
-	version string
+	cfg    Config
+	delay  *scopes.DelayConfig
+	run    *capture
+	delays []float64
 }
 
 type capture struct {
@@ -60,7 +58,6 @@ type capture struct {
 	done   chan struct{}
 	err    error
 	cancel context.CancelFunc
-	once   sync.Once
 }
 
 var _ scopes.Scope = (*Analyzer)(nil)
@@ -176,7 +173,7 @@ func (a *Analyzer) ReadStats(ctx context.Context) (scopes.Stats, error) {
 		}
 		a.delays = Delays(cap, a.cfg.Channels[a.delay.Source-1], a.cfg.Channels[a.delay.Dest-1], *a.delay)
 	}
-	return scopes.StatsFromDelays(a.delays), nil
+	return scopes.CaptureStats(a.delays, a.delay.PopulationLimit, "sigrok "+a.cfg.Driver)
 }
 
 // FetchDelays appends the per-message delays (seconds) of the last capture.

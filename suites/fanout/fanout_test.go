@@ -38,30 +38,20 @@ const (
 // loss by sequence numbers, the P99 increase from 1 to 10 subscribers
 // within the rack's P99 bound, and every agent's RSS constant over the run.
 var _ = Describe("fanout", Ordered, ContinueOnFailure, Label(labels.Latency), func() {
-	tc := harness.Context()
-	var rc *steps.RigContext
+	env := steps.Setup(labels.Latency)
 
-	BeforeAll(func(ctx SpecContext) {
-		var err error
-		rc, err = steps.OpenRig(ctx, tc)
-		Expect(err).NotTo(HaveOccurred(), "open rack %s", tc.Rack.Name)
-		DeferCleanup(rc.Close)
-		harness.OnFailure("rig diagnostics", rc.Diagnostics)
-	}, NodeTimeout(5*time.Minute))
-
-	for _, tr := range []string{steps.ShmCopy, steps.UDP} {
+	for _, tr := range []steps.Path{steps.ShmCopy, steps.UDP} {
 		var one *report.Case // the 1-subscriber case, for the 10-subscriber comparison
 		for _, n := range []int{1, 10} {
 			name := fmt.Sprintf("%s reliable 1KiB @ 1000 Hz, %d subscriber(s)", tr, n)
 			It(name, func(ctx SpecContext) {
-				ran, err := rc.MeasureJudged(ctx, name, steps.Params{Transport: tr, Payload: payload, RateHz: rateHz,
+				ran, err := steps.MeasureJudged(ctx, env, name, steps.Params{Path: tr, Payload: payload, RateHz: rateHz,
 					Count: messages, WarmUp: 100, Subscribers: n, Window: window})
 				if errors.Is(err, steps.ErrNoLink) {
 					Skip(err.Error())
 				}
 				Expect(err).NotTo(HaveOccurred())
 				c := ran.Case
-				c.Labels = []string{labels.Latency}
 				subs := ran.Result.Windows
 				pubw := ran.Flow.Publisher.Windows()
 				rss, rssWho := memGrowth(subs, pubw, func(w agentproto.Window) int64 { return w.RSSBytes })

@@ -133,6 +133,14 @@ var _ = Describe("instrument faults", Label(labels.Faults, labels.NeedsScope, la
 			Expect(*again.Scope.Scope.MeanNs).To(BeNumerically("~", 200e3, 1e3))
 			Expect(harness.Record(again)).To(Succeed())
 
+			By("the scope has no result: the case fails saying so")
+			none, err := b.measureScopeCase(ctx, "scope delay (no result)", 50, 100*time.Microsecond, func() { b.srv.SetNoMeasurement(true) })
+			Expect(err).To(MatchError(scopes.ErrNoResult), "the no-result value is a failure, not a missing statistic")
+			Expect(none.Verdict).To(Equal(report.Fail))
+			Expect(none.Failure).To(ContainSubstring("no result"))
+			AddReportEntry("injected: no result", none.Failure)
+			b.srv.SetNoMeasurement(false)
+
 			By("the scope disconnects mid-case")
 			gone, err := b.measureScopeCase(ctx, "scope delay (disconnected)", 50, 100*time.Microsecond, func() { _ = b.srv.Close() })
 			Expect(err).To(HaveOccurred())

@@ -1,12 +1,16 @@
 // Package labels is the closed Ginkgo label vocabulary of hilrig's suites.
 // Specs use only these constants; Validate rejects anything else so a typo
-// in a label filter or a spec cannot silently select nothing.
+// in a label filter or a spec cannot silently select nothing, and
+// harness.RunSuite fails, at suite start, every spec (run or filtered out)
+// whose labels are outside it.
 package labels
 
 import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/hilrig/hilrig/fixtures"
 )
 
 // Kinds of spec.
@@ -21,15 +25,17 @@ const (
 // Resources a spec needs; a rack claims them as capabilities. A spec
 // labelled needs:X is skipped (with the reason stated) on a rack that does
 // not claim X, and fails on a rack that claims X when X does not work.
+// The labels and the capability each needs are fixtures' table (the rack
+// model derives its label filter from it).
 const (
-	NeedsScope     = "needs:scope"
-	NeedsPTP       = "needs:ptp"
-	NeedsHardware  = "needs:hardware"
-	NeedsMultiHost = "needs:multi-host"
+	NeedsScope     = fixtures.LabelNeedsScope
+	NeedsPTP       = fixtures.LabelNeedsPTP
+	NeedsHardware  = fixtures.LabelNeedsHardware
+	NeedsMultiHost = fixtures.LabelNeedsMultiHost
 )
 
-// All is the frozen vocabulary.
-var all = []string{Latency, Throughput, Soak, Faults, Smoke, NeedsScope, NeedsPTP, NeedsHardware, NeedsMultiHost}
+// all is the frozen vocabulary: the kinds, then every needs:X label.
+var all = append([]string{Latency, Throughput, Soak, Faults, Smoke}, fixtures.NeedsLabels()...)
 
 // All returns a copy of the vocabulary.
 func All() []string { return slices.Clone(all) }
@@ -48,7 +54,10 @@ func Validate(ls ...string) error {
 	return nil
 }
 
-// Capability maps a needs:X label to the rack capability name X.
+// Capability maps a needs:X label to the name of the rack capability it
+// needs (fixtures.NeedsLabelCapability: needs:hardware needs
+// hardware-gpio).
 func Capability(label string) (string, bool) {
-	return strings.CutPrefix(label, "needs:")
+	c, ok := fixtures.NeedsLabelCapability(label)
+	return string(c), ok
 }

@@ -18,6 +18,11 @@ func TestValidate(t *testing.T) {
 	if c, ok := labels.Capability(labels.NeedsScope); !ok || c != "scope" {
 		t.Fatalf("Capability(needs:scope) = %q, %v", c, ok)
 	}
+	// needs:hardware needs the rack capability hardware-gpio: one table
+	// (fixtures') answers, not the label's suffix.
+	if c, ok := labels.Capability(labels.NeedsHardware); !ok || c != "hardware-gpio" {
+		t.Fatalf("Capability(needs:hardware) = %q, %v; want hardware-gpio", c, ok)
+	}
 	if _, ok := labels.Capability(labels.Soak); ok {
 		t.Fatal("soak is not a capability")
 	}

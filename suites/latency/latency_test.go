@@ -25,15 +25,7 @@ const RoundTrips = 1000
 // payload up to 64 KiB.
 var _ = Describe("latency", Ordered, ContinueOnFailure, Label(labels.Latency), func() {
 	tc := harness.Context()
-	var rc *steps.RigContext
-
-	BeforeAll(func(ctx SpecContext) {
-		var err error
-		rc, err = steps.OpenRig(ctx, tc)
-		Expect(err).NotTo(HaveOccurred(), "open rack %s", tc.Rack.Name)
-		DeferCleanup(rc.Close)
-		harness.OnFailure("rig diagnostics", rc.Diagnostics)
-	}, NodeTimeout(5*time.Minute))
+	env := steps.Setup(labels.Latency)
 
 	for _, tr := range steps.AllTransports {
 		for _, reliable := range []bool{true, false} {
@@ -50,14 +42,13 @@ var _ = Describe("latency", Ordered, ContinueOnFailure, Label(labels.Latency), f
 						if bw := float64(size) * rate; bw > steps.BandwidthCap {
 							Skip(fmt.Sprintf("%s × %g Hz = %.0f MB/s exceeds the latency sweep's %.0f MB/s cap: that is a saturation measurement (throughput suite)", size, rate, bw/1e6, steps.BandwidthCap/1e6))
 						}
-						ran, err := rc.MeasureJudged(ctx, name, steps.Params{Transport: tr, BestEffort: !reliable,
+						ran, err := steps.MeasureJudged(ctx, env, name, steps.Params{Path: tr, BestEffort: !reliable,
 							Payload: int(size), RateHz: rate, Count: n, WarmUp: warm})
 						if errors.Is(err, steps.ErrNoLink) {
 							Skip(err.Error())
 						}
 						Expect(err).NotTo(HaveOccurred())
 						c := ran.Case
-						c.Labels = []string{labels.Latency}
 						if limited {
 							c.Notes = append(c.Notes, fmt.Sprintf("%d messages: the configured %d do not fit the %v case budget at %g Hz", n, tc.Config.Messages, tc.CaseBudget, rate))
 						}
@@ -81,7 +72,7 @@ var _ = Describe("latency", Ordered, ContinueOnFailure, Label(labels.Latency), f
 	underLoad := "shm-copy reliable 1KiB @ 1000 Hz one-way under CPU load"
 	It(underLoad, func(ctx SpecContext) {
 		const n, warm = 2000, 100
-		u, err := rc.MeasureUnderLoad(ctx, underLoad, steps.Params{Transport: steps.ShmCopy, Payload: 1024, RateHz: 1000,
+		u, err := steps.MeasureUnderLoad(ctx, env, underLoad, steps.Params{Path: steps.ShmCopy, Payload: 1024, RateHz: 1000,
 			Count: n, WarmUp: warm})
 		if errors.Is(err, steps.ErrNoLink) {
 			Skip(err.Error())
@@ -89,7 +80,6 @@ var _ = Describe("latency", Ordered, ContinueOnFailure, Label(labels.Latency), f
 		Expect(err).NotTo(HaveOccurred())
 		ic, lc := u.Idle.Case, u.Loaded.Case
 		for _, c := range []*report.Case{ic, lc} {
-			c.Labels = []string{labels.Latency}
 			Expect(harness.Record(c)).To(Succeed())
 		}
 		for _, c := range []*report.Case{ic, lc} {
@@ -117,12 +107,11 @@ var _ = Describe("latency", Ordered, ContinueOnFailure, Label(labels.Latency), f
 			It(name, func(ctx SpecContext) {
 				// A rack of one board has no link; RoundTrip then falls back
 				// to the controller-host ping-pong and says so.
-				if _, _, _, err := rc.Route(tr); err != nil && len(tc.Rack.Boards) >= 2 {
+				if _, _, _, err := steps.Route(tc.Rack, tr); err != nil && len(tc.Rack.Boards) >= 2 {
 					Skip(err.Error())
 				}
-				c, err := rc.RoundTrip(ctx, name, tr, true, int(size), RoundTrips)
+				c, err := steps.RoundTrip(ctx, env, name, tr, true, int(size), RoundTrips)
 				Expect(err).NotTo(HaveOccurred())
-				c.Labels = []string{labels.Latency}
 				Expect(harness.Record(c)).To(Succeed())
 				Expect(c).To(reportmatch.MeetBounds())
 			}, SpecTimeout(2*time.Minute))

@@ -11,6 +11,7 @@ import (
 	"github.com/hilrig/hilrig/fixtures"
 	"github.com/hilrig/hilrig/gpio"
 	"github.com/hilrig/hilrig/report"
+	"github.com/hilrig/hilrig/rig"
 	"github.com/hilrig/hilrig/suites/internal/harness"
 	"github.com/hilrig/hilrig/suites/internal/steps"
 	"github.com/hilrig/hilrig/suites/labels"
@@ -20,44 +21,38 @@ import (
 // a lab would otherwise discover as a strange number later fails here,
 // with the board and the reason.
 var _ = Describe("preflight", Ordered, ContinueOnFailure, Label(labels.Smoke), func() {
-	var rc *steps.RigContext
-
-	BeforeAll(func(ctx SpecContext) {
-		var err error
-		rc, err = steps.OpenRig(ctx, harness.Context())
-		Expect(err).NotTo(HaveOccurred(), "open rack %s", harness.Context().Rack.Name)
-		DeferCleanup(rc.Close)
-		harness.OnFailure("rig diagnostics", rc.Diagnostics)
-	}, NodeTimeout(5*time.Minute))
+	env := steps.Setup(labels.Smoke)
 
 	It("reaches every board, whose agent runs this build of hilrig", func(ctx SpecContext) {
 		// The same check every suite's health gate runs (harness.CheckHealth);
 		// here each board is also recorded for the report.
-		version, err := harness.AgentVersion(ctx, rc.Binary())
+		bin, err := env.Rig.Binary(ctx)
 		Expect(err).NotTo(HaveOccurred())
-		boards, err := harness.CheckBoards(ctx, rc.Rig, version)
+		version, err := harness.AgentVersion(ctx, bin)
+		Expect(err).NotTo(HaveOccurred())
+		boards, err := harness.CheckBoards(ctx, env.Rig, version)
 		for _, b := range boards {
 			if b.Agent != "" {
 				Expect(harness.RecordBoard(report.BoardInfo{Name: b.Name, Kernel: b.Kernel, AgentVersion: b.Agent})).To(Succeed())
 			}
-			_, _ = rc.Agent(ctx, b.Name) // lists the agent in the failure diagnostics
-
 		}
-		Expect(boards).To(HaveLen(len(rc.Rack.Boards)))
-		Expect(err).NotTo(HaveOccurred(), "rack %s: every board reachable, answering as itself, running %s", rc.Rack.Name, version)
+		Expect(boards).To(HaveLen(len(env.Rack.Boards)))
+		Expect(err).NotTo(HaveOccurred(), "rack %s: every board reachable, answering as itself, running %s", env.Rack.Name, version)
 	}, SpecTimeout(3*time.Minute))
 
 	It("finds every capability the rack claims working", func(ctx SpecContext) {
 		// A claimed capability that does not work fails here; specs needing
 		// it fail too (they are not skipped: the rack claims it).
-		Expect(rc.Rig.CheckClaims(ctx)).To(Succeed(), "rack %s claims %v", rc.Rack.Name, rc.Rack.Capabilities)
+		Expect(env.Rig.CheckClaims(ctx)).To(Succeed(), "rack %s claims %v", env.Rack.Name, env.Rack.Capabilities)
 		// and the whole health gate every other suite runs before measuring:
-		Expect(harness.CheckHealth(ctx, rc.Rig, rc.Binary())).To(Succeed())
+		bin, err := env.Rig.Binary(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(harness.CheckHealth(ctx, env.Rig, bin)).To(Succeed())
 	}, SpecTimeout(time.Minute))
 
 	It("reports the CPU governor and online CPUs of every board", func(ctx SpecContext) {
-		for _, b := range rc.Rack.Boards {
-			if !steps.OnController(&b) {
+		for _, b := range env.Rack.Boards {
+			if !b.OnController() {
 				Expect(harness.Note("board %s: CPU governor and online CPUs not read (ssh board: the agent reports neither)", b.Name)).To(Succeed())
 				continue
 			}
@@ -77,12 +72,12 @@ var _ = Describe("preflight", Ordered, ContinueOnFailure, Label(labels.Smoke), f
 
 	It("finds every marker line free", func(ctx SpecContext) {
 		checked := 0
-		for _, b := range rc.Rack.Boards {
-			if !steps.OnController(&b) {
+		for _, b := range env.Rack.Boards {
+			if !b.OnController() {
 				continue // the line is on the board; its agent opens it when a flow asks for markers
 			}
 			for _, m := range b.Markers {
-				spec := gpio.LineSpec{Chip: rc.Rig.Chip(m.Chip), Line: m.LineName, ActiveLow: m.ActiveLow, Consumer: "hilrig-preflight"}
+				spec := gpio.LineSpec{Chip: env.Rig.Chip(m.Chip), Line: m.LineName, ActiveLow: m.ActiveLow, Consumer: "hilrig-preflight"}
 				if m.Offset != nil {
 					spec.Line = fmt.Sprint(*m.Offset)
 				}
@@ -96,16 +91,16 @@ var _ = Describe("preflight", Ordered, ContinueOnFailure, Label(labels.Smoke), f
 	}, SpecTimeout(30*time.Second))
 
 	It("gets an answer to *IDN? from the scope", Label(labels.NeedsScope), func(ctx SpecContext) {
-		s, err := steps.OpenScope(ctx, rc)
-		Expect(err).NotTo(HaveOccurred(), "rack %s claims a scope", rc.Rack.Name)
+		s, err := steps.OpenScope(ctx, env)
+		Expect(err).NotTo(HaveOccurred(), "rack %s claims a scope", env.Rack.Name)
 		DeferCleanup(s.Close)
 		Expect(s.Identity.Raw).NotTo(BeEmpty())
 		Expect(harness.Note("scope: %s (driver %s)", s.Identity.Raw, s.Driver)).To(Succeed())
 	}, SpecTimeout(30*time.Second))
 
 	It("sees every board's PTP clock locked", Label(labels.NeedsPTP), func(ctx SpecContext) {
-		res, err := steps.RequirePTPLocked(ctx, rc.Rack)
-		Expect(err).NotTo(HaveOccurred(), "rack %s claims ptp", rc.Rack.Name)
+		res, err := steps.RequirePTPLocked(ctx, env.Rack)
+		Expect(err).NotTo(HaveOccurred(), "rack %s claims ptp", env.Rack.Name)
 		var offs []string
 		for b, o := range res.Offsets {
 			offs = append(offs, fmt.Sprintf("%s |offset| %v", b, o))
@@ -116,8 +111,8 @@ var _ = Describe("preflight", Ordered, ContinueOnFailure, Label(labels.Smoke), f
 	It("measures the wake-up floor of every board", func(ctx SpecContext) {
 		const period, n = time.Millisecond, 1000
 		var floor *report.Histogram
-		for _, b := range rc.Rack.Boards {
-			if !steps.OnController(&b) {
+		for _, b := range env.Rack.Boards {
+			if !b.OnController() {
 				Expect(harness.Note("board %s: wake-up floor not measured (ssh board: the agent has no wake-up probe)", b.Name)).To(Succeed())
 				continue
 			}
@@ -125,7 +120,7 @@ var _ = Describe("preflight", Ordered, ContinueOnFailure, Label(labels.Smoke), f
 				var err error
 				floor, err = steps.WakeupFloor(ctx, period, n)
 				Expect(err).NotTo(HaveOccurred())
-				c := wakeupCase(rc.Rack, floor, period)
+				c := wakeupCase(env.Rack, floor, period)
 				Expect(harness.Record(c)).To(Succeed())
 				Expect(c.Summary.Count).To(BeNumerically("==", n))
 			}
@@ -138,13 +133,13 @@ var _ = Describe("preflight", Ordered, ContinueOnFailure, Label(labels.Smoke), f
 func wakeupCase(rack *fixtures.Rack, h *report.Histogram, period time.Duration) *report.Case {
 	var on []string
 	for _, b := range rack.Boards {
-		if steps.OnController(&b) {
+		if b.OnController() {
 			on = append(on, b.Name)
 		}
 	}
 	return &report.Case{Name: "wake-up floor (" + strings.Join(on, ", ") + ")", Histogram: h,
 		Sent: h.Count(), Delivered: h.Count(), Duration: time.Duration(h.Count()) * period,
-		Method: report.Method{Kind: report.OneWay, UncertaintyNs: steps.ClockReadNs(),
+		Method: report.Method{Kind: report.OneWay, UncertaintyNs: rig.ClockReadNs(),
 			Clocks: "CLOCK_MONOTONIC: clock_nanosleep(TIMER_ABSTIME) every " + period.String() + ", woken − requested (cyclictest-like, no middleware)"},
 		Notes: []string{"the floor no message latency on these boards can beat; measured on the controller host, which local and netns boards share"}}
 }

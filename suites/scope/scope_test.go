@@ -26,20 +26,16 @@ import (
 // gpio-capture probing the sim chip's marker lines.
 var _ = Describe("scope", Ordered, ContinueOnFailure, Label(labels.Latency, labels.NeedsScope), func() {
 	tc := harness.Context()
-	var rc *steps.RigContext
+	env := steps.Setup(labels.Latency, labels.NeedsScope)
 	var scope *steps.Scope
 
 	BeforeAll(func(ctx SpecContext) {
-		var err error
-		rc, err = steps.OpenRig(ctx, tc)
-		Expect(err).NotTo(HaveOccurred(), "open rack %s", tc.Rack.Name)
-		DeferCleanup(rc.Close)
-		harness.OnFailure("rig diagnostics", rc.Diagnostics)
 		// The rack claims a scope: failing to reach it fails, never skips.
-		scope, err = steps.OpenScope(ctx, rc)
+		var err error
+		scope, err = steps.OpenScope(ctx, env)
 		Expect(err).NotTo(HaveOccurred(), "rack %s claims a scope", tc.Rack.Name)
 		DeferCleanup(scope.Close)
-	}, NodeTimeout(5*time.Minute))
+	}, NodeTimeout(time.Minute))
 
 	rate := 0.0
 	for _, r := range tc.Config.RatesHz {
@@ -48,7 +44,7 @@ var _ = Describe("scope", Ordered, ContinueOnFailure, Label(labels.Latency, labe
 			break
 		}
 	}
-	for _, tr := range []string{steps.ShmCopy, steps.UDP} {
+	for _, tr := range []steps.Path{steps.ShmCopy, steps.UDP} {
 		for _, size := range tc.Config.PayloadSizes {
 			name := fmt.Sprintf("%s reliable %s @ %g Hz markers on, scope vs software", tr, steps.SizeName(int(size)), rate)
 			n, _ := tc.Messages(rate)
@@ -59,7 +55,7 @@ var _ = Describe("scope", Ordered, ContinueOnFailure, Label(labels.Latency, labe
 				if bw := float64(size) * rate; bw > steps.BandwidthCap {
 					Skip(fmt.Sprintf("%s × %g Hz = %.0f MB/s exceeds the %.0f MB/s cap of paced latency cases", size, rate, bw/1e6, steps.BandwidthCap/1e6))
 				}
-				from, to, _, err := rc.Route(tr)
+				from, to, _, err := steps.Route(tc.Rack, tr)
 				if errors.Is(err, steps.ErrNoLink) {
 					Skip(err.Error())
 				}
@@ -67,8 +63,8 @@ var _ = Describe("scope", Ordered, ContinueOnFailure, Label(labels.Latency, labe
 				src, dst, th, err := scope.Channels(from, to)
 				Expect(err).NotTo(HaveOccurred(), "wiring")
 				Expect(scope.Arm(ctx, src, dst, th)).To(Succeed())
-				ran, err := rc.Measure(ctx, name, steps.Params{Transport: tr, Payload: int(size), RateHz: rate,
-					Count: n, Markers: true})
+				ran, err := steps.Measure(ctx, env, name, steps.Params{Path: tr, Payload: int(size), RateHz: rate,
+					Count: n, Markers: true, Judge: steps.JudgeScope})
 				Expect(err).NotTo(HaveOccurred())
 				if scope.Capture != nil {
 					scope.SettleCapture(ctx, 2*int(n)) // toggle markers: one edge per message per line
@@ -76,16 +72,13 @@ var _ = Describe("scope", Ordered, ContinueOnFailure, Label(labels.Latency, labe
 				st, err := scope.Settle(ctx, int64(n/2))
 				Expect(err).NotTo(HaveOccurred(), "read scope statistics")
 				c := ran.Case
-				c.Labels = []string{labels.Latency, labels.NeedsScope}
 				c.Scope = scope.Compare(st, src, dst)
 				_, err = scope.Distribution(ctx, c) // quantiles + KS where the scope fetches per-message delays
 				Expect(err).NotTo(HaveOccurred())
-				if b := c.Bounds; b != nil {
-					// This suite judges agreement; latency is the latency suite's.
-					c.Bounds = &report.Bounds{ScopeTolerance: b.ScopeTolerance, MaxLost: b.MaxLost}
-					if b.ScopeTolerance == 0 {
-						c.Notes = append(c.Notes, "bounds profile sets no scope_tolerance: the difference is reported, not judged")
-					}
+				// This suite judges agreement (steps.JudgeScope); latency is
+				// the latency suite's.
+				if b := c.Bounds; b != nil && b.ScopeTolerance == 0 {
+					c.Notes = append(c.Notes, "bounds profile sets no scope_tolerance: the difference is reported, not judged")
 				}
 				c.Notes = append(c.Notes, "judged on scope agreement and loss only; the latency bounds are the latency suite's (markers add their own cost)")
 				c.Notes = append(c.Notes, "markers toggle per message: the scope times rising→rising edges (every other message); the software mean is over all messages",
@@ -115,29 +108,26 @@ var _ = Describe("scope", Ordered, ContinueOnFailure, Label(labels.Latency, labe
 		if scope.Capture != nil {
 			Skip("the rack's scope is a gpio-capture: the cases above already compare distributions")
 		}
-		from, to, _, err := rc.Route(steps.ShmCopy)
+		from, to, _, err := steps.Route(tc.Rack, steps.ShmCopy)
 		if errors.Is(err, steps.ErrNoLink) {
 			Skip(err.Error())
 		}
 		Expect(err).NotTo(HaveOccurred())
-		capture, err := steps.OpenProbeCapture(ctx, rc, from, to)
+		capture, err := steps.OpenProbeCapture(ctx, env, from, to)
 		if errors.Is(err, steps.ErrNoCapture) {
 			Skip(err.Error())
 		}
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(capture.Close)
 		Expect(capture.Arm(ctx, 1, 2, 0)).To(Succeed())
-		ran, err := rc.Measure(ctx, name, steps.Params{Transport: steps.ShmCopy, Payload: 64, RateHz: rate, Count: n, Markers: true})
+		ran, err := steps.Measure(ctx, env, name, steps.Params{Path: steps.ShmCopy, Payload: 64, RateHz: rate, Count: n, Markers: true,
+			Judge: steps.JudgeScope})
 		Expect(err).NotTo(HaveOccurred())
 		capture.SettleCapture(ctx, 2*int(n))
 		st, err := capture.Instrument.ReadStats(ctx)
 		Expect(err).NotTo(HaveOccurred())
 		c := ran.Case
-		c.Labels = []string{labels.Latency, labels.NeedsScope}
 		c.Scope = capture.Compare(st, 1, 2)
-		if b := c.Bounds; b != nil {
-			c.Bounds = &report.Bounds{ScopeTolerance: b.ScopeTolerance, MaxLost: b.MaxLost}
-		}
 		dist, err := capture.Distribution(ctx, c)
 		Expect(err).NotTo(HaveOccurred())
 		c.Notes = append(c.Notes, "judged on scope agreement (mean, p50, p99 within scope_tolerance) and loss; KS distance reported, not judged",

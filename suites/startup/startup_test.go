@@ -25,43 +25,30 @@ const startBound = 5 * time.Second
 // Start-up: node start → first delivered message per transport, and
 // publisher restart → subscriber resumption.
 var _ = Describe("startup", Ordered, ContinueOnFailure, Label(labels.Latency), func() {
-	tc := harness.Context()
-	var rc *steps.RigContext
-
-	BeforeAll(func(ctx SpecContext) {
-		var err error
-		rc, err = steps.OpenRig(ctx, tc)
-		Expect(err).NotTo(HaveOccurred(), "open rack %s", tc.Rack.Name)
-		DeferCleanup(rc.Close)
-		harness.OnFailure("rig diagnostics", rc.Diagnostics)
-	}, NodeTimeout(5*time.Minute))
+	env := steps.Setup(labels.Latency)
 
 	for _, tr := range steps.AllTransports {
-		name := tr + " node start to first delivered message"
+		name := tr.String() + " node start to first delivered message"
 		It(name, func(ctx SpecContext) {
-			c, err := rc.StartToFirst(ctx, name, tr, 64, starts)
+			c, err := steps.StartToFirst(ctx, env, name, tr, 64, starts, startBound)
 			if errors.Is(err, steps.ErrNoLink) {
 				Skip(err.Error())
 			}
 			Expect(err).NotTo(HaveOccurred())
-			c.Labels = []string{labels.Latency}
-			c.Bounds = &report.Bounds{Max: startBound, MaxLost: report.Loss(0)}
 			Expect(harness.Record(c)).To(Succeed())
 			Expect(c.Summary.Count).To(BeNumerically("==", starts), "every start delivers its first message")
 			Expect(c.Verdict).NotTo(Equal(report.Fail), "%s", c.DistributionLine())
 		}, SpecTimeout(2*time.Minute))
 	}
 
-	for _, tr := range []string{steps.ShmCopy, steps.UDP} {
-		name := tr + " publisher restart to subscriber resumption"
+	for _, tr := range []steps.Path{steps.ShmCopy, steps.UDP} {
+		name := tr.String() + " publisher restart to subscriber resumption"
 		It(name, func(ctx SpecContext) {
-			c, err := rc.Restart(ctx, name, tr, 64, 5)
+			c, err := steps.Restart(ctx, env, name, tr, 64, 5, startBound)
 			if errors.Is(err, steps.ErrNoLink) {
 				Skip(err.Error())
 			}
 			Expect(err).NotTo(HaveOccurred())
-			c.Labels = []string{labels.Latency}
-			c.Bounds = &report.Bounds{Max: startBound}
 			Expect(harness.Record(c)).To(Succeed())
 			Expect(c.Failure).To(BeEmpty())
 			Expect(c.Verdict).NotTo(Equal(report.Fail), "%s", c.DistributionLine())

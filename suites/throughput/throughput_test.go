@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/hilrig/hilrig/fixtures"
 	"github.com/hilrig/hilrig/report"
 	"github.com/hilrig/hilrig/report/reportmatch"
 	"github.com/hilrig/hilrig/suites/internal/harness"
@@ -19,7 +20,7 @@ import (
 // 2-core machine in about a second each.
 // Per transport for the bulk case: about a second each on the shared
 // 2-core dev VM (shm copy ~0.7 GB/s, udp ~90 MB/s, shm loan ~40k msg/s).
-var bulkMessages = map[string]uint64{steps.ShmCopy: 1000, steps.ShmLoan: 20000, steps.UDP: 150}
+var bulkMessages = map[steps.Path]uint64{steps.ShmCopy: 1000, steps.ShmLoan: 20000, steps.UDP: 150}
 
 const (
 	smallMessages = 100000 // 16 B best effort
@@ -30,51 +31,24 @@ const (
 // effort), and UDP batching on/off at 2 kHz of 1 KiB with P99 and CPU side
 // by side.
 var _ = Describe("throughput", Ordered, ContinueOnFailure, Label(labels.Throughput), func() {
-	tc := harness.Context()
-	var rc *steps.RigContext
+	env := steps.Setup(labels.Throughput)
 
-	BeforeAll(func(ctx SpecContext) {
-		var err error
-		rc, err = steps.OpenRig(ctx, tc)
-		Expect(err).NotTo(HaveOccurred(), "open rack %s", tc.Rack.Name)
-		DeferCleanup(rc.Close)
-		harness.OnFailure("rig diagnostics", rc.Diagnostics)
-	}, NodeTimeout(5*time.Minute))
-
-	// throughputBounds keeps the profile's throughput, CPU and loss bounds
-	// of the entry: latency bounds do not apply to a saturated flow.
-	throughputBounds := func(transport string, payload int, bestEffort bool) *report.Bounds {
-		b, ok := tc.Bounds(transport, payload)
-		if !ok {
-			return nil
-		}
-		out := report.Bounds{MinThroughputMBps: b.MinThroughputMBps, MinMsgsPerSec: b.MinMsgsPerSec, MaxCPUPercent: b.MaxCPUPercent}
-		if !bestEffort {
-			out.MaxLost = b.MaxLost
-		}
-		return &out
-	}
-
+	// measure runs a saturated flow, judged on the profile's throughput,
+	// CPU and loss bounds only (steps.JudgeThroughput).
 	measure := func(ctx SpecContext, name string, p steps.Params) *report.Case {
-		ran, err := rc.Measure(ctx, name, p)
+		p.Judge = steps.JudgeThroughput
+		ran, err := steps.Measure(ctx, env, name, p)
 		if errors.Is(err, steps.ErrNoLink) {
 			Skip(err.Error())
 		}
 		Expect(err).NotTo(HaveOccurred())
-		c := ran.Case
-		c.Labels = []string{labels.Throughput}
-		c.Bounds = throughputBounds(p.Transport, p.Payload, p.BestEffort)
-		c.Notes = append(c.Notes, "as fast as the publisher can send; latency here is queueing under saturation and is reported, not judged")
-		return c
+		return ran.Case
 	}
 
-	for _, tr := range []string{steps.ShmCopy, steps.ShmLoan, steps.UDP} {
-		name := tr + " reliable 1MiB as fast as possible"
+	for _, tr := range []steps.Path{steps.ShmCopy, steps.ShmLoan, steps.UDP} {
+		name := tr.String() + " reliable 1MiB as fast as possible"
 		It(name, func(ctx SpecContext) {
-			c := measure(ctx, name, steps.Params{Transport: tr, Payload: 1 << 20, Count: bulkMessages[tr], WarmUp: 10, Drain: 10 * time.Second})
-			if tr == steps.ShmLoan {
-				c.Notes = append(c.Notes, "loan path: the publisher writes 8 B (the sequence number) into each loaned slot; MB/s counts payload bytes handed over without a copy, not bytes produced")
-			}
+			c := measure(ctx, name, steps.Params{Path: tr, Payload: 1 << 20, Count: bulkMessages[tr], WarmUp: 10, Drain: 10 * time.Second})
 			Expect(harness.Record(c)).To(Succeed())
 			AddReportEntry(name, fmt.Sprintf("%.1f MB/s, %.0f%% CPU", c.ThroughputMBps, c.CPUPercent))
 			Expect(c.ThroughputMBps).To(BeNumerically(">", 0), "nothing delivered")
@@ -83,10 +57,10 @@ var _ = Describe("throughput", Ordered, ContinueOnFailure, Label(labels.Throughp
 		}, SpecTimeout(2*time.Minute))
 	}
 
-	for _, tr := range []string{steps.Intra, steps.ShmCopy, steps.UDP} {
-		name := tr + " best-effort 16B message rate"
+	for _, tr := range []steps.Path{steps.Intra, steps.ShmCopy, steps.UDP} {
+		name := tr.String() + " best-effort 16B message rate"
 		It(name, func(ctx SpecContext) {
-			c := measure(ctx, name, steps.Params{Transport: tr, BestEffort: true, Payload: 16, Count: smallMessages, WarmUp: 1000})
+			c := measure(ctx, name, steps.Params{Path: tr, BestEffort: true, Payload: 16, Count: smallMessages, WarmUp: 1000})
 			Expect(harness.Record(c)).To(Succeed())
 			AddReportEntry(name, fmt.Sprintf("%.0f msg/s delivered, %d of %d lost, %.0f%% CPU", c.MsgsPerSec, c.Lost, c.Sent, c.CPUPercent))
 			Expect(c.MsgsPerSec).To(BeNumerically(">", 0), "nothing delivered")
@@ -104,16 +78,15 @@ var _ = Describe("throughput", Ordered, ContinueOnFailure, Label(labels.Throughp
 		It(name, func(ctx SpecContext) {
 			batch := 0
 			if on {
-				batch = batchBytes(rc)
+				batch = batchBytes(env.Rack)
 			}
-			ran, err := rc.Measure(ctx, name, steps.Params{Transport: steps.UDP, Payload: 1 << 10, RateHz: 2000,
+			ran, err := steps.Measure(ctx, env, name, steps.Params{Path: steps.UDP, Payload: 1 << 10, RateHz: 2000,
 				Count: batchMessages, WarmUp: 100, BatchBytes: batch})
 			if errors.Is(err, steps.ErrNoLink) {
 				Skip(err.Error())
 			}
 			Expect(err).NotTo(HaveOccurred())
 			c := ran.Case
-			c.Labels = []string{labels.Throughput}
 			if on {
 				c.Notes = append(c.Notes, fmt.Sprintf("a %d B batch holds %d message(s) of 1 KiB with its 68 B header (link MTU − 28)", batch, batch/(1024+68)))
 				if off := batchOff; off != nil {
@@ -139,10 +112,10 @@ var _ = Describe("throughput", Ordered, ContinueOnFailure, Label(labels.Throughp
 
 // batchBytes is the largest batch the udp link's MTU allows (MTU − 28 for
 // the IP and UDP headers; 1500 unless the rack link says otherwise).
-func batchBytes(rc *steps.RigContext) int {
+func batchBytes(rack *fixtures.Rack) int {
 	mtu := 1500
-	for _, l := range rc.Rack.Links {
-		if l.Transport == "udp" {
+	for _, l := range rack.Links {
+		if l.Transport == fixtures.UDP {
 			if l.MTU > 0 {
 				mtu = l.MTU
 			} else if l.AAddr == "127.0.0.1" && l.BAddr == "127.0.0.1" {

@@ -23,12 +23,22 @@ var ErrUsage = errors.New("hilrig ptp")
 // ErrRead: at least one socket could not be read (details printed).
 var ErrRead = errors.New("ptp: some sockets could not be read")
 
+// ErrWatch: "watch" saw a failure: a socket that never answered, a poll
+// that still failed at the end, or the wrong grandmaster. The error
+// names each socket and what went wrong; a summary is printed first.
+var ErrWatch = errors.New("ptp watch")
+
 const usage = `usage:
   hilrig ptp status --uds PATH [--uds PATH ...] [--json] [--timeout 500ms]
-  hilrig ptp watch  --uds PATH [--uds PATH ...] [--period 1.25s] [--bound 1us]
-                    [--expect-gm 02000a.fffe.e90001] [--count N]
+  hilrig ptp watch  --uds PATH [--uds PATH ...] [--period 1.25s] [--bound auto]
+                    [--expect-gm 02000a.fffe.e90001] [--count N] [--timeout 500ms]
 
-PATH is a ptp4l uds_address (needs root: the socket is 0660 root).`
+PATH is a ptp4l uds_address (needs root: the socket is 0660 root).
+watch --bound auto: 20us with software timestamping, 1us with hardware
+(see docs/timesync.md). watch retries a socket that is not up yet at every
+poll; it exits non-zero when a socket never answered, its last poll
+failed, or it followed another grandmaster than --expect-gm (or than the
+first one seen), after printing a summary per socket.`
 
 // Run executes "hilrig ptp <sub> …". Blocks (watch: until ctx ends or
 // --count samples).
@@ -152,20 +162,41 @@ func readOnce(ctx context.Context, path string, timeout time.Duration) (timesync
 	return src.Status(ctx)
 }
 
+// boardWatch is one socket's state and tally in "watch".
+type boardWatch struct {
+	path   string
+	src    *timesync.PTP4L
+	tr     *timesync.Tracker // nil until the bound is known (first answer)
+	locked bool
+
+	polls, failed, good, wrongGM int
+	lastErr                      error
+	lastGM                       timesync.ClockIdentity
+	last                         timesync.Verdict
+}
+
 func watch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("ptp watch", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var uds udsList
 	fs.Var(&uds, "uds", "ptp4l management socket path (repeatable)")
 	period := fs.Duration("period", timesync.DefaultPeriod, "poll period (longer than the Sync interval)")
-	bound := fs.Duration("bound", time.Microsecond, "largest |offset| that counts as locked")
+	boundArg := fs.String("bound", "auto", "largest |offset| that counts as locked: a duration, or auto (by timestamping mode)")
 	expect := fs.String("expect-gm", "", "required grandmaster identity (default: the first one seen)")
 	count := fs.Int("count", 0, "stop after this many polls (0: until interrupted)")
+	timeout := fs.Duration("timeout", 500*time.Millisecond, "per-request deadline")
 	if err := parse(fs, args, &uds); err != nil {
 		return err
 	}
-	if *period <= 0 || *bound <= 0 || *count < 0 {
-		return fmt.Errorf("%w: --period and --bound must be > 0, --count ≥ 0", ErrUsage)
+	var bound time.Duration
+	if *boundArg != "auto" {
+		var err error
+		if bound, err = time.ParseDuration(*boundArg); err != nil || bound <= 0 {
+			return fmt.Errorf("%w: --bound %q: want a duration > 0 or auto", ErrUsage, *boundArg)
+		}
+	}
+	if *period <= 0 || *count < 0 || *timeout <= 0 {
+		return fmt.Errorf("%w: --period and --timeout must be > 0, --count ≥ 0", ErrUsage)
 	}
 	var gm timesync.ClockIdentity
 	if *expect != "" {
@@ -174,30 +205,46 @@ func watch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("%w: --expect-gm: %w", ErrUsage, err)
 		}
 	}
-	type board struct {
-		path   string
-		src    *timesync.PTP4L
-		tr     *timesync.Tracker
-		locked bool
-	}
-	boards := make([]*board, 0, len(uds))
+	boards := make([]*boardWatch, 0, len(uds))
 	for _, p := range uds {
-		src, err := timesync.DialPTP4L(ctx, p, nil)
-		if err != nil {
-			return err
-		}
-		defer src.Close()
-		boards = append(boards, &board{path: p, src: src, tr: timesync.NewTracker(gm, *bound)})
+		boards = append(boards, &boardWatch{path: p})
 	}
+	defer func() {
+		for _, b := range boards {
+			if b.src != nil {
+				_ = b.src.Close()
+			}
+		}
+	}()
+	opts := &timesync.PTP4LOptions{RequestTimeout: *timeout}
 	tick := time.NewTicker(*period)
 	defer tick.Stop()
+polls:
 	for n := 0; *count == 0 || n < *count; n++ {
 		for _, b := range boards {
-			st, err := b.src.Status(ctx)
+			st, err := b.poll(ctx, opts)
 			if ctx.Err() != nil {
-				return nil
+				break polls // a poll cut short by the interrupt is not a sample
 			}
-			v := b.tr.Observe(st, err)
+			if errors.Is(err, timesync.ErrPermission) {
+				// Waiting cannot fix this one: say so now.
+				return fmt.Errorf("%w: %s: %w", ErrWatch, b.path, err)
+			}
+			if b.tr == nil && err == nil {
+				bd := bound
+				if bd == 0 {
+					bd = timesync.DefaultBound(st.LastSyncIngress.Clock)
+				}
+				b.tr = timesync.NewTracker(gm, bd)
+			}
+			v := timesync.Verdict{Cond: timesync.CondReadError}
+			if err != nil {
+				v.Detail = err.Error()
+			}
+			if b.tr != nil {
+				v = b.tr.Observe(st, err)
+			}
+			b.tally(st, err, v)
 			mark := ""
 			switch {
 			case v.Locked && !b.locked:
@@ -218,9 +265,83 @@ func watch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		select {
 		case <-ctx.Done():
-			return nil
+			break polls
 		case <-tick.C:
 		}
 	}
+	var problems []string
+	for _, b := range boards {
+		fmt.Fprintln(stdout, b.summary())
+		problems = append(problems, b.problems(gm)...)
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%w: %s", ErrWatch, strings.Join(problems, "; "))
+	}
 	return nil
+}
+
+// poll reads the socket once, dialling first if it is not connected
+// yet: ptp4l may not be up when the watch starts, and then the watch
+// retries at every poll, as the reader does after a ptp4l restart.
+func (b *boardWatch) poll(ctx context.Context, opts *timesync.PTP4LOptions) (timesync.Status, error) {
+	if b.src == nil {
+		src, err := timesync.DialPTP4L(ctx, b.path, opts)
+		if err != nil {
+			return timesync.Status{ReadAt: time.Now()}, err
+		}
+		b.src = src
+	}
+	return b.src.Status(ctx)
+}
+
+func (b *boardWatch) tally(st timesync.Status, err error, v timesync.Verdict) {
+	b.polls++
+	b.lastErr, b.last = err, v
+	switch {
+	case err != nil:
+		b.failed++
+	case v.Locked:
+		b.good++
+	}
+	if v.Cond == timesync.CondWrongGM {
+		b.wrongGM++
+		b.lastGM = st.GMIdentity
+	}
+}
+
+func (b *boardWatch) summary() string {
+	last := b.last.Cond.String()
+	if b.polls == 0 {
+		last = "none"
+	}
+	s := fmt.Sprintf("summary %s: %d polls, %d locked, %d failed, %d wrong grandmaster; last: %s", b.path, b.polls, b.good, b.failed, b.wrongGM, last)
+	if b.tr != nil && b.tr.ExpectedGM() != 0 {
+		s += fmt.Sprintf(" (grandmaster %s)", b.tr.ExpectedGM())
+	}
+	return s
+}
+
+// problems says what makes this socket's watch a failure (none: fine).
+// A board that answered but never locked is not one: a short watch of a
+// board still locking is legitimate, and the lines show it.
+func (b *boardWatch) problems(expect timesync.ClockIdentity) []string {
+	var p []string
+	switch {
+	case b.polls == 0:
+		p = append(p, fmt.Sprintf("%s: interrupted before the first poll completed", b.path))
+	case b.failed == b.polls:
+		p = append(p, fmt.Sprintf("%s: no answer in %d poll(s): %v", b.path, b.polls, b.lastErr))
+	case b.lastErr != nil:
+		p = append(p, fmt.Sprintf("%s: the last poll failed (%d of %d failed): %v", b.path, b.failed, b.polls, b.lastErr))
+	}
+	if b.wrongGM > 0 {
+		want := "the first one seen"
+		if expect != 0 {
+			want = expect.String() + " (--expect-gm)"
+		} else if b.tr != nil {
+			want = b.tr.ExpectedGM().String() + " (the first one seen)"
+		}
+		p = append(p, fmt.Sprintf("%s: grandmaster %s in %d of %d poll(s), want %s", b.path, b.lastGM, b.wrongGM, b.polls, want))
+	}
+	return p
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -32,6 +33,8 @@ func TestUsageErrors(t *testing.T) {
 		{"watch"},
 		{"watch", "--uds", "/x", "--period", "0s"},
 		{"watch", "--uds", "/x", "--expect-gm", "nope"},
+		{"watch", "--uds", "/x", "--bound", "nope"},
+		{"watch", "--uds", "/x", "--bound", "-1us"},
 		{"status", "--uds", "/x", "extra"},
 	} {
 		_, _, err := run(args...)
@@ -49,6 +52,76 @@ func TestStatusMissingSocket(t *testing.T) {
 	}
 	if !strings.Contains(out, p) || !strings.Contains(out, "ERROR") || !strings.Contains(out, "is ptp4l running with uds_address") {
 		t.Errorf("table does not explain the missing socket:\n%s", out)
+	}
+}
+
+// muteSocket is a datagram socket bound at a path and never read: a
+// silent peer (or a SIGSTOPped ptp4l).
+func muteSocket(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "mute.sock")
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return path
+}
+
+// floodSocket answers every datagram with a burst of garbage.
+func floodSocket(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "flood.sock")
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	t.Cleanup(func() { _ = conn.Close(); <-done })
+	go func() {
+		defer close(done)
+		buf := make([]byte, 1500)
+		junk := bytes.Repeat([]byte{0xa5}, 200)
+		for {
+			_, from, err := conn.ReadFromUnix(buf)
+			if err != nil {
+				return
+			}
+			for range 50 {
+				_, _ = conn.WriteToUnix(junk, from)
+			}
+		}
+	}()
+	return path
+}
+
+// TestPTPWatchFailsWhenNothingAnswers: a watch whose every poll failed is a
+// failure (non-zero, with a summary naming the socket), whether the
+// socket is missing, silent or flooding garbage; a missing socket is
+// retried at every poll, not given up at the first.
+func TestPTPWatchFailsWhenNothingAnswers(t *testing.T) {
+	for _, tc := range []struct{ name, path string }{
+		{"missing", filepath.Join(t.TempDir(), "gone.sock")},
+		{"silent", muteSocket(t)},
+		{"flooding", floodSocket(t)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, _, err := run("watch", "--uds", tc.path, "--count", "3", "--period", "10ms", "--timeout", "20ms")
+			if !errors.Is(err, ptpcli.ErrWatch) {
+				t.Fatalf("err = %v, want ErrWatch\n%s", err, out)
+			}
+			if n := strings.Count(out, tc.path+" ERROR"); n != 3 {
+				t.Errorf("%d ERROR lines, want one per poll (3):\n%s", n, out)
+			}
+			for _, want := range []string{"summary " + tc.path + ": 3 polls, 0 locked, 3 failed"} {
+				if !strings.Contains(out, want) {
+					t.Errorf("output lacks %q:\n%s", want, out)
+				}
+			}
+			if !strings.Contains(err.Error(), tc.path+": no answer in 3 poll(s)") {
+				t.Errorf("error %q does not say the socket never answered", err)
+			}
+		})
 	}
 }
 
@@ -90,8 +163,54 @@ func TestAgainstRealPTP4L(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := strings.Count(w, rig.SlaveSocket); n != 2 {
+	if n := strings.Count(w, " "+rig.SlaveSocket+" "); n != 2 {
 		t.Errorf("watch --count 2 printed %d sample lines:\n%s", n, w)
+	}
+	if !strings.Contains(w, "summary "+rig.SlaveSocket+": 2 polls") {
+		t.Errorf("watch printed no summary:\n%s", w)
+	}
+
+	// The wrong grandmaster fails the watch, naming both (it is judged
+	// in SLAVE state).
+	if err := rig.WaitState(ctx, ptprig.Slave, 20*time.Second, timesync.PortStateSlave); err != nil {
+		t.Fatal(err)
+	}
+	other := timesync.ClockIdentity(0x02000afffee900ff)
+	w, _, err = run("watch", "--uds", rig.SlaveSocket, "--period", "100ms", "--count", "2", "--expect-gm", other.String())
+	if !errors.Is(err, ptpcli.ErrWatch) || !strings.Contains(err.Error(), "grandmaster "+rig.GMIdentity.String()+" in 2 of 2 poll(s), want "+other.String()) {
+		t.Errorf("watch --expect-gm %s: err = %v, want ErrWatch naming the GM seen and the one expected\n%s", other, err, w)
+	}
+
+	// Started before ptp4l is up: it retries at every poll, and a watch
+	// whose socket answers in the end succeeds.
+	if err := rig.KillDaemon(ctx, ptprig.Slave); err != nil {
+		t.Fatal(err)
+	}
+	{
+		pr, pw := io.Pipe()
+		done := make(chan error, 1)
+		go func() {
+			done <- ptpcli.Run(ctx, []string{"watch", "--uds", rig.SlaveSocket, "--period", "300ms", "--count", "15"}, pw, io.Discard)
+			pw.Close()
+		}()
+		sc := bufio.NewScanner(pr)
+		var lines []string
+		started := false
+		for sc.Scan() {
+			lines = append(lines, sc.Text())
+			if !started && strings.Contains(sc.Text(), " ERROR ") {
+				started = true
+				if err := rig.StartDaemon(ctx, ptprig.Slave); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		err := <-done
+		out := strings.Join(lines, "\n")
+		if !started || err != nil || !strings.Contains(out, "summary "+rig.SlaveSocket+": 15 polls") {
+			t.Errorf("watch started before ptp4l: err %v (want nil: the socket answered in the end)\n%s", err, out)
+		}
+		t.Logf("watch started before ptp4l:\n%s", out)
 	}
 
 	// watch marks the lock transitions: LOCKED once the slave locks, LOCK
@@ -100,21 +219,28 @@ func TestAgainstRealPTP4L(t *testing.T) {
 	wctx, wcancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
-		done <- ptpcli.Run(wctx, []string{"watch", "--uds", rig.SlaveSocket, "--period", "1.1s", "--bound", "100us",
+		// The default bound (auto: software timestamping here) must not
+		// flap while nothing is wrong.
+		done <- ptpcli.Run(wctx, []string{"watch", "--uds", rig.SlaveSocket, "--period", "1.1s",
 			"--expect-gm", rig.GMIdentity.String()}, pw, io.Discard)
 		pw.Close()
 	}()
 	sc := bufio.NewScanner(pr)
 	var lines []string
 	killed := false
+	lockedAt, killedAt := 0, 0
 	for sc.Scan() {
 		line := sc.Text()
 		lines = append(lines, line)
-		if strings.Contains(line, "<== LOCKED") && !killed {
+		if strings.Contains(line, "<== LOCKED") {
+			lockedAt = len(lines)
+		}
+		if lockedAt > 0 && !killed && len(lines) >= lockedAt+8 {
 			if err := rig.KillDaemon(ctx, ptprig.GM); err != nil {
 				t.Fatal(err)
 			}
 			killed = true
+			killedAt = len(lines)
 		}
 		if strings.Contains(line, "<== LOCK LOST") {
 			break
@@ -125,6 +251,9 @@ func TestAgainstRealPTP4L(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Errorf("watch: %v", err)
 	}
+	// Killed only after 8 polls locked with the default bound; the first
+	// LOCK LOST ends the loop, so one before the kill leaves killed false.
+	t.Logf("locked at line %d, GM killed at line %d", lockedAt, killedAt)
 	t.Logf("watch output:\n%s", strings.Join(lines, "\n"))
 	if !killed || !strings.Contains(lines[len(lines)-1], "LOCK LOST") || !strings.Contains(lines[len(lines)-1], "ingress") {
 		t.Errorf("watch did not mark LOCKED then LOCK LOST (ingress-stale):\n%s", strings.Join(lines, "\n"))

@@ -161,7 +161,8 @@ func Start(ctx context.Context, opts *Options) (*Rig, error) {
 	r.GMIface, r.SlaveIface = r.Pair.AIface, r.Pair.BIface
 	r.GMSocket = filepath.Join(r.Dir, "gm.sock")
 	r.SlaveSocket = filepath.Join(r.Dir, "sl.sock")
-	if err := r.writeConfig(GM); err == nil {
+	err = r.writeConfig(GM)
+	if err == nil {
 		err = r.writeConfig(Slave)
 	}
 	if err == nil {

@@ -2,8 +2,16 @@
 // machines without linuxptp: a board whose "PTP" status is scripted, with
 // the Sync ingress time taken from the system clock. By default it is
 // always locked (SLAVE, a fixed grandmaster, offset 0, path delay 2 µs,
-// ingress advancing on every read). Tests change its State to script
-// loss of lock, a frozen ingress time, a grandmaster change or read errors.
+// ingress advancing on every read, a new offset measured at every read).
+// Tests change its State to script loss of lock, a frozen ingress time, an
+// offset ptp4l keeps without measuring, a grandmaster change or read
+// errors.
+//
+// Like a real clock, each measurement differs from the previous one: a
+// read that "receives a Sync" reports State.Offset and the next one
+// State.Offset moved 1 ns towards zero (+1 ns for 0), alternately, so a
+// [timesync.Tracker] sees fresh measurements. The first read after Set or
+// Update reports State.Offset exactly.
 // It passes the same conformance test (timesync/timesynctest) as the real
 // ptp4l reader.
 package timesyncsim
@@ -30,6 +38,13 @@ type State struct {
 	// FreezeIngress stops the Sync ingress time (Syncs stopped arriving),
 	// as ptp4l does for seconds after its GM dies.
 	FreezeIngress bool
+	// HoldOffset keeps reporting the last offset while Syncs still
+	// arrive: ptp4l after a GM restart, before a Delay_Resp lets it
+	// measure again.
+	HoldOffset bool
+	// ClearCurrent reports CURRENT_DATA_SET's offset as 0 (ptp4l reset
+	// its data sets after a link loss and has not measured since).
+	ClearCurrent bool
 	// Err, if set, is returned by Status (a read failure).
 	Err error
 }
@@ -60,6 +75,12 @@ type Source struct {
 	jitter  func() time.Duration
 	ingress int64
 	reads   uint64
+	// off is the offset last reported; dither says whether the next
+	// measurement is State.Offset (false) or its 1 ns neighbour.
+	off     time.Duration
+	offFrom time.Duration // State.Offset that off was measured from
+	haveOff bool
+	dither  bool
 	closed  bool
 }
 
@@ -84,6 +105,7 @@ func New(opts *Options) *Source {
 func (s *Source) Set(st State) {
 	s.mu.Lock()
 	s.st = st
+	s.dither = false
 	s.mu.Unlock()
 }
 
@@ -91,6 +113,7 @@ func (s *Source) Set(st State) {
 func (s *Source) Update(f func(*State)) {
 	s.mu.Lock()
 	f(&s.st)
+	s.dither = false
 	s.mu.Unlock()
 }
 
@@ -118,16 +141,31 @@ func (s *Source) Status(ctx context.Context) (timesync.Status, error) {
 	if s.st.Err != nil {
 		return timesync.Status{ReadAt: now}, s.st.Err
 	}
-	if !s.st.FreezeIngress && (s.st.PortState == timesync.PortStateSlave || s.st.PortState == timesync.PortStateUncalibrated) {
+	newSync := !s.st.FreezeIngress && (s.st.PortState == timesync.PortStateSlave || s.st.PortState == timesync.PortStateUncalibrated)
+	if newSync {
 		n := now.UnixNano()
 		if n <= s.ingress {
 			n = s.ingress + 1
 		}
 		s.ingress = n
 	}
-	off := s.st.Offset
-	if s.jitter != nil {
-		off += s.jitter()
+	// A new Sync is a new measurement (unless HoldOffset); without one
+	// the offset stays, as in ptp4l. A scripted change shows at once.
+	if !s.haveOff || (newSync && !s.st.HoldOffset) || s.st.Offset != s.offFrom {
+		off := s.st.Offset
+		if s.dither {
+			off = neighbour(off)
+		}
+		s.dither = !s.dither
+		if s.jitter != nil {
+			off += s.jitter()
+		}
+		s.off, s.offFrom, s.haveOff = off, s.st.Offset, true
+	}
+	off := s.off
+	cur := off
+	if s.st.ClearCurrent {
+		cur = 0
 	}
 	return timesync.Status{
 		ReadAt:          now,
@@ -135,6 +173,7 @@ func (s *Source) Status(ctx context.Context) (timesync.Status, error) {
 		Interface:       "sim0",
 		PortState:       s.st.PortState,
 		Offset:          off,
+		CurrentOffset:   cur,
 		MeanPathDelay:   s.st.MeanPathDelay,
 		StepsRemoved:    s.st.StepsRemoved,
 		GMIdentity:      s.st.GM,
@@ -143,6 +182,18 @@ func (s *Source) Status(ctx context.Context) (timesync.Status, error) {
 		LastSyncIngress: timesync.Stamp{Ns: s.ingress, Clock: timesync.Realtime},
 		PHCNote:         "simulated board: no PHC",
 	}, nil
+}
+
+// neighbour is the other value the dither alternates with: 1 ns towards
+// zero, so scripted |offset| bounds still hold.
+func neighbour(d time.Duration) time.Duration {
+	switch {
+	case d > 0:
+		return d - 1
+	case d < 0:
+		return d + 1
+	}
+	return 1
 }
 
 // Close makes later reads fail with timesync.ErrClosed. Idempotent;

@@ -92,7 +92,3 @@ func Compare(name string, have, want Params) error {
 	}
 	return nil
 }
-
-func attach(mem []byte, hi HeaderInfo) *Region {
-	return &Region{mem: mem, base: unsafe.Pointer(&mem[0]), P: hi.Params, G: hi.Geometry}
-}

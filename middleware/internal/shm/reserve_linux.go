@@ -40,6 +40,12 @@ import (
 // Anonymous (intra-process) rings have no file and are not reserved:
 // their pages count against memory, not a tmpfs size.
 
+// fileRef names the file a Region maps, for fallocate and fstat.
+type fileRef struct {
+	fd   int
+	path string
+}
+
 // fallocate commits the pages of [off, off+n) of the segment file with
 // FALLOC_FL_KEEP_SIZE, so a reservation never changes the file size
 // behind other processes. It returns the raw errno (nil when done); a

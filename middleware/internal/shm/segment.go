@@ -54,7 +54,6 @@ type Segment struct {
 	Created bool
 	// HugeAdvised is true when MADV_HUGEPAGE was accepted for the slots.
 	HugeAdvised bool
-	fd          int
 }
 
 // Open opens or creates the segment at path for p. Errors wrap

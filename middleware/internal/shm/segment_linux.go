@@ -80,7 +80,7 @@ func openOnce(path string, p Params, o OpenOptions) (s *Segment, retry bool, err
 		}
 		r := format(mem, p, o.PID, o.NowNs)
 		r.file = &fileRef{fd: fd, path: path}
-		s = &Segment{Region: r, Path: path, Created: true, fd: fd}
+		s = &Segment{Region: r, Path: path, Created: true}
 	} else {
 		if int(st.Uid) != os.Geteuid() && !o.AllowForeign {
 			return nil, false, fmt.Errorf("%s: %w: owned by uid %d, we are uid %d (set NodeOptions.AllowForeignOwner to accept it)", path, ErrPermission, st.Uid, os.Geteuid())
@@ -98,7 +98,7 @@ func openOnce(path string, p Params, o OpenOptions) (s *Segment, retry bool, err
 			return nil, false, err
 		}
 		r.file = &fileRef{fd: fd, path: path}
-		s = &Segment{Region: r, Path: path, fd: fd}
+		s = &Segment{Region: r, Path: path}
 	}
 	if o.HugePages {
 		s.HugeAdvised = unix.Madvise(s.mem[s.G.SlotsOff:], unix.MADV_HUGEPAGE) == nil
@@ -159,13 +159,13 @@ func attachFile(fd int, path string, initWait time.Duration) (*Region, error) {
 // removed (so a clean shutdown leaves nothing in /dev/shm).
 func (s *Segment) Close() error {
 	err := unix.Munmap(s.mem)
-	if unix.Flock(s.fd, unix.LOCK_EX|unix.LOCK_NB) == nil {
+	if unix.Flock(s.file.fd, unix.LOCK_EX|unix.LOCK_NB) == nil {
 		var st, pst unix.Stat_t
-		if unix.Fstat(s.fd, &st) == nil && unix.Stat(s.Path, &pst) == nil && st.Ino == pst.Ino && st.Dev == pst.Dev {
+		if unix.Fstat(s.file.fd, &st) == nil && unix.Stat(s.Path, &pst) == nil && st.Ino == pst.Ino && st.Dev == pst.Dev {
 			unix.Unlink(s.Path)
 		}
 	}
-	unix.Close(s.fd)
+	unix.Close(s.file.fd)
 	return err
 }
 

@@ -36,6 +36,9 @@ func RemoveIfStale(path string) (bool, error) {
 	return false, fmt.Errorf("%s: %w", path, errNotLinux)
 }
 
+// fileRef is empty off Linux: no segment file is ever mapped.
+type fileRef struct{}
+
 // reserveSlots is a no-op off Linux: no segment file is ever mapped.
 func (r *Region) reserveSlots(k, count int) error { return nil }
 

@@ -382,7 +382,8 @@ func (r *Receiver) nextChan(ctx context.Context, fn func(*Delivery)) error {
 // when no message is complete.
 func (r *Receiver) TryNext(fn func(*Delivery)) bool {
 	if r.dc != nil && len(r.ready) == 0 {
-		_ = r.readDirect(nil, false)
+		// Non-blocking: nothing to cancel, so no caller context is needed.
+		_ = r.readDirect(context.Background(), false)
 	}
 	select {
 	case idx := <-r.ready:
@@ -432,10 +433,8 @@ func (r *Receiver) readLocked(ctx context.Context, block bool) error {
 			return ErrClosed
 		default:
 		}
-		if ctx != nil {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
+		if err := ctx.Err(); err != nil {
+			return err
 		}
 		now := r.now()
 		var wait time.Duration

@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -77,6 +80,9 @@ type Conn struct {
 	desync   bool
 	closed   bool
 	resyncs  int
+	// lastMarker is the previous resynchronisation's marker; the next
+	// one differs, so its late replies cannot pass for the new one.
+	lastMarker [markerRounds]int
 }
 
 func newConn(t transport, addr string, o Options) *Conn {
@@ -162,7 +168,7 @@ func (c *Conn) QueryBlock(ctx context.Context, cmd string) ([]byte, error) {
 	return data, nil
 }
 
-// Resync forces a resynchronisation now (drain, *CLS, *OPC? sentinel).
+// Resync forces a resynchronisation now (drain, *CLS, *ESE? marker).
 func (c *Conn) Resync(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -340,33 +346,76 @@ func (c *Conn) readBlock(ctx context.Context, dl time.Time) ([]byte, error) {
 	}
 }
 
-// resync: device clear (VXI-11), drain until quiet, *CLS, *OPC? and discard
-// everything up to its "1", then drain once more. The caller holds c.mu.
+// markerRounds is how many random *ESE values one resynchronisation
+// writes and reads back: 3 × 8 bits, so a stale reply sequence matches a
+// fresh marker by chance with probability 2⁻²⁴, and never the previous
+// marker's (a new marker always differs from the last one).
+const markerRounds = 3
+
+// resync proves the reply stream is aligned again after a timeout,
+// cancellation or garbage reply. The caller holds c.mu.
+//
+// Device clear (VXI-11), discard every buffered byte and drain the socket
+// until quiet, then *CLS and a marker that no earlier reply can imitate:
+// "*ESE?" (the user's mask, restored afterwards), then markerRounds times
+// "*ESE v" + "*ESE?" with fresh random v (0..255). *ESE and *ESE? are
+// mandatory IEEE 488.2 commands that every supported instrument executes
+// in order and that change nothing a driver reads (the event status
+// enable only masks the status byte's ESB summary bit). The resync reads
+// lines until the last markerRounds lines are exactly those values, in
+// order: any late, stale or garbled reply — including an earlier
+// resync's marker, which used other values — comes before them and is
+// discarded. Then every byte still buffered or arriving is discarded
+// too, so nothing behind the marker can become the next query's answer.
 func (c *Conn) resync(ctx context.Context, dl time.Time) error {
 	c.o.Logger.Debug("scpi resync", "addr", c.addr)
-	c.buf = c.buf[:0]
-	c.skipTerm = false
+	c.discard()
 	if err := c.t.clear(dl); err != nil {
 		return fmt.Errorf("%s: resync: device clear: %w", c.addr, c.ioErr(ctx, err))
 	}
 	if err := c.drain(ctx, dl); err != nil {
 		return err
 	}
-	for _, cmd := range []string{"*CLS", "*OPC?"} {
+	marker := c.newMarker()
+	cmds := []string{"*CLS", "*ESE?"}
+	for _, v := range marker {
+		cmds = append(cmds, fmt.Sprintf("*ESE %d", v), "*ESE?")
+	}
+	for _, cmd := range cmds {
 		if err := c.t.write([]byte(cmd+"\n"), dl); err != nil {
 			return fmt.Errorf("%s: resync: send %s: %w", c.addr, cmd, c.ioErr(ctx, err))
 		}
 	}
+	// seen holds the last markerRounds+1 lines: the user's *ESE? answer
+	// followed by the marker values.
+	seen := make([]string, 0, markerRounds+1)
 	for {
 		line, err := c.readLine(ctx, dl)
 		if err != nil {
 			c.desync = true
-			return fmt.Errorf("%s: resync: waiting for *OPC? sentinel: %w", c.addr, err)
+			return fmt.Errorf("%s: resync: waiting for the *ESE? marker %v: %w", c.addr, marker, err)
 		}
-		if string(bytes.TrimSpace(line)) == "1" {
+		if len(seen) == cap(seen) {
+			c.o.Logger.Debug("scpi resync discarded reply", "addr", c.addr, "reply", clip(seen[0]))
+			seen = seen[:copy(seen, seen[1:])]
+		}
+		seen = append(seen, string(line))
+		if markerSeen(seen, marker) {
 			break
 		}
-		c.o.Logger.Debug("scpi resync discarded late reply", "addr", c.addr, "reply", clip(string(line)))
+	}
+	// The line before the marker answers the first *ESE? unless it was
+	// lost; restore the mask only from a plausible answer.
+	restore := 0
+	if len(seen) == markerRounds+1 {
+		if v, ok := parseMask(seen[0]); ok {
+			restore = v
+		}
+	}
+	c.lastMarker = marker
+	c.discard()
+	if err := c.t.write([]byte(fmt.Sprintf("*ESE %d\n", restore)), dl); err != nil {
+		return fmt.Errorf("%s: resync: restore *ESE: %w", c.addr, c.ioErr(ctx, err))
 	}
 	if err := c.drain(ctx, dl); err != nil {
 		return err
@@ -374,6 +423,54 @@ func (c *Conn) resync(ctx context.Context, dl time.Time) error {
 	c.desync = false
 	c.resyncs++
 	return nil
+}
+
+// discard drops every received, unconsumed byte.
+func (c *Conn) discard() {
+	if len(c.buf) > 0 {
+		c.o.Logger.Debug("scpi resync discarded buffered bytes", "addr", c.addr, "n", len(c.buf))
+	}
+	c.buf = c.buf[:0]
+	c.skipTerm = false
+}
+
+// newMarker draws marker values, never repeating the previous marker.
+func (c *Conn) newMarker() [markerRounds]int {
+	for {
+		var m [markerRounds]int
+		for i := range m {
+			m[i] = rand.IntN(256)
+		}
+		if m != c.lastMarker {
+			return m
+		}
+	}
+}
+
+// markerSeen reports whether the last len(marker) lines of seen are
+// exactly the marker values (NR1, an optional '+' allowed).
+func markerSeen(seen []string, marker [markerRounds]int) bool {
+	if len(seen) < markerRounds {
+		return false
+	}
+	tail := seen[len(seen)-markerRounds:]
+	for i, v := range marker {
+		got, ok := parseMask(tail[i])
+		if !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+// parseMask parses an *ESE? reply: an NR1 integer 0..255.
+func parseMask(s string) (int, bool) {
+	s = strings.TrimPrefix(strings.TrimSpace(s), "+")
+	if s == "" || len(s) > 3 {
+		return 0, false
+	}
+	v, err := strconv.Atoi(s)
+	return v, err == nil && v >= 0 && v <= 255
 }
 
 // drain discards input until the stream has been quiet for DrainQuiet.

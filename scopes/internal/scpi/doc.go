@@ -9,9 +9,13 @@
 // timed out stays in the stream and would be read as the answer to the next
 // query, shifting every answer after it by one. [Conn] therefore marks
 // itself out of sync on any timeout, cancellation or unparseable reply, and
-// before the next command it drains the socket, sends *CLS and then *OPC?,
-// discarding everything up to the "1" that answers the sentinel. Because an
-// instrument executes commands in order, any late reply precedes that "1".
+// before the next command it discards what it has buffered, drains the
+// socket, sends *CLS and a marker — random values written with *ESE and
+// read back with *ESE? — and discards every line up to the exact marker
+// values, then everything behind them. Because an instrument executes
+// commands in order, any late reply precedes the marker; because the
+// values are fresh, an earlier resync's marker ("1" of an *OPC?, say)
+// cannot pass for this one.
 package scpi
 
 // DefaultPort returns the raw-socket SCPI port a vendor's scopes listen on

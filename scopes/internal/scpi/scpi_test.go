@@ -80,6 +80,34 @@ func (s *scripted) expect(t *testing.T, want string) {
 	}
 }
 
+// answerMarker plays the instrument's side of a resynchronisation: *CLS,
+// the user's *ESE? (answered 0), the *ESE v / *ESE? marker rounds, and the
+// restore; before is sent ahead of the answers (a late reply).
+func (s *scripted) answerMarker(t *testing.T, srv net.Conn, before string) {
+	t.Helper()
+	s.expect(t, "*CLS")
+	s.expect(t, "*ESE?")
+	reply := before + "0\n"
+	for range 3 {
+		var cmd string
+		select {
+		case cmd = <-s.cmds:
+		case <-time.After(5 * time.Second):
+			t.Errorf("instrument never got the marker")
+			return
+		}
+		v, ok := strings.CutPrefix(cmd, "*ESE ")
+		if !ok {
+			t.Errorf("instrument got %q, want *ESE <v>", cmd)
+			return
+		}
+		s.expect(t, "*ESE?")
+		reply += v + "\n"
+	}
+	writeSegments(t, srv, []byte(reply), 1, 2, 3)
+	s.expect(t, "*ESE 0")
+}
+
 // writeSegments writes p in pieces with TCP_NODELAY so they leave as
 // separate segments; each write is flushed before the next.
 func writeSegments(t *testing.T, c net.Conn, p []byte, sizes ...int) {
@@ -163,9 +191,7 @@ func TestLateReplyIsDiscardedByResync(t *testing.T) {
 		t.Fatal(err)
 	}
 	go func() {
-		s.expect(t, "*CLS")
-		s.expect(t, "*OPC?")
-		srv.Write([]byte("1\n"))
+		s.answerMarker(t, srv, "")
 		s.expect(t, "MEAS:MAX?")
 		srv.Write([]byte("2.5E-06\n"))
 	}()
@@ -194,10 +220,8 @@ func TestLateReplyArrivingDuringResync(t *testing.T) {
 	s.expect(t, "SLOW?")
 	srv := s.accept(t)
 	go func() {
-		s.expect(t, "*CLS")
-		s.expect(t, "*OPC?")
-		// in-order instrument: the late reply precedes the sentinel
-		srv.Write([]byte("42\n1\n"))
+		// in-order instrument: the late reply precedes the marker
+		s.answerMarker(t, srv, "42\n")
 		s.expect(t, "NEXT?")
 		srv.Write([]byte("7\n"))
 	}()

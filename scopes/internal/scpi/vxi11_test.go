@@ -27,6 +27,7 @@ type vxiServer struct {
 	out      []byte
 	procs    []uint32
 	chunk    int
+	ese      int
 }
 
 func be32(b []byte, v uint32) []byte { return binary.BigEndian.AppendUint32(b, v) }
@@ -191,11 +192,16 @@ func (s *vxiServer) pendingIn(data string) {
 		cmd := all[:i]
 		inbuf.Reset()
 		inbuf.WriteString(all[i+1:])
+		if v, ok := strings.CutPrefix(cmd, "*ESE "); ok {
+			s.ese, _ = strconv.Atoi(v)
+		}
 		switch cmd {
 		case "*IDN?":
 			s.out = append(s.out, "SIM,VXI11,0001,1.0\n"...)
 		case "*OPC?":
 			s.out = append(s.out, "1\n"...)
+		case "*ESE?":
+			s.out = append(s.out, strconv.Itoa(s.ese)+"\n"...)
 		case "BLK?":
 			payload := bytes.Repeat([]byte("ab\ncd"), 20)
 			s.out = append(s.out, "#3"+strconv.Itoa(len(payload))...)
@@ -221,7 +227,7 @@ func TestVXI11RoundTrip(t *testing.T) {
 		t.Fatalf("BLK? = %q, %v", blk, err)
 	}
 	if err := c.Resync(t.Context()); err != nil {
-		t.Fatalf("resync over VXI-11 (device_clear, *CLS, *OPC?): %v", err)
+		t.Fatalf("resync over VXI-11 (device_clear, *CLS, *ESE? marker): %v", err)
 	}
 	if err := c.Close(); err != nil {
 		t.Fatal(err)

@@ -14,10 +14,12 @@ import (
 	"time"
 
 	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/ginkgo/v2/types"
 	"github.com/onsi/gomega"
 
-	"github.com/hilrig/hilrig/deploy"
 	"github.com/hilrig/hilrig/fixtures"
+	"github.com/hilrig/hilrig/rig"
+	"github.com/hilrig/hilrig/suites/labels"
 )
 
 // Flags every suite binary accepts (after `--` with the ginkgo CLI, e.g.
@@ -125,7 +127,10 @@ func Load(suite, dir string) (*TestContext, error) {
 // board reachable with the controller's build, every claimed capability
 // working; failing it fails the suite, so no suite measures on an
 // unhealthy rack) — and runs the specs. Suites must not register a
-// BeforeSuite of their own. Blocks until the suite ends.
+// BeforeSuite of their own. It also enforces the closed label vocabulary
+// (suites/labels) on every spec, run or filtered out: a spec labelled
+// outside it fails before it runs, naming the label. Blocks until the
+// suite ends.
 func RunSuite(t *testing.T, suite string) {
 	t.Helper()
 	gomega.RegisterFailHandler(ginkgo.Fail)
@@ -159,17 +164,33 @@ func RunSuite(t *testing.T, suite string) {
 		printSkips(os.Stdout, tc)
 	}
 	registerHealthGate(tc)
+	ginkgo.ReportBeforeEach(checkLabels)
 	ginkgo.RunSpecs(t, "hilrig "+suite, sc, rc)
+}
+
+// checkLabels fails the spec of r when one of its labels (its own or its
+// containers') is outside the vocabulary. A ReportBeforeEach node, so it
+// sees every spec, also those the label filter skips, and a failure keeps
+// the spec from running.
+func checkLabels(r types.SpecReport) {
+	if err := LabelError(r); err != nil {
+		ginkgo.Fail(err.Error())
+	}
+}
+
+// LabelError names the labels of the spec of r outside the vocabulary, nil
+// when there are none.
+func LabelError(r types.SpecReport) error {
+	if err := labels.Validate(r.Labels()...); err != nil {
+		return fmt.Errorf("spec %q (%s): %w", r.FullText(), r.LeafNodeLocation, err)
+	}
+	return nil
 }
 
 func buildAgent() (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), BuildTimeout)
 	defer cancel()
-	bin, err := deploy.Build(ctx, deploy.BuildOptions{})
-	if err != nil {
-		return "", fmt.Errorf("build hilrig for the agents: %w", err)
-	}
-	return bin, nil
+	return rig.Build(ctx)
 }
 
 func printSkips(w io.Writer, tc *TestContext) {

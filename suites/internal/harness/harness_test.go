@@ -16,6 +16,7 @@ import (
 	"github.com/hilrig/hilrig/fixtures"
 	"github.com/hilrig/hilrig/report"
 	"github.com/hilrig/hilrig/suites/internal/harness"
+	"github.com/hilrig/hilrig/suites/labels"
 )
 
 // checkFile lets CI gate a finished run:
@@ -245,5 +246,24 @@ func TestWriteReport(t *testing.T) {
 	html, _ := os.ReadFile(p.HTML)
 	if !strings.Contains(string(html), "<svg") {
 		t.Error("HTML report has no plots")
+	}
+}
+
+// TestLabelError: a spec labelled outside the vocabulary (its own label
+// or a container's) is named with the bad label; one inside it passes.
+func TestLabelError(t *testing.T) {
+	ok := types.SpecReport{LeafNodeText: "fine", LeafNodeLabels: []string{labels.Smoke},
+		ContainerHierarchyLabels: [][]string{{labels.Latency, labels.NeedsScope}}}
+	if err := harness.LabelError(ok); err != nil {
+		t.Errorf("vocabulary labels rejected: %v", err)
+	}
+	for _, bad := range []types.SpecReport{
+		{LeafNodeText: "typo", LeafNodeLabels: []string{"latancy"}},
+		{LeafNodeText: "typo", ContainerHierarchyLabels: [][]string{{labels.Latency}, {"latancy"}}},
+	} {
+		err := harness.LabelError(bad)
+		if err == nil || !strings.Contains(err.Error(), "latancy") || !strings.Contains(err.Error(), "typo") {
+			t.Errorf("labels %v: error %v, want one naming the spec and latancy", bad.Labels(), err)
+		}
 	}
 }

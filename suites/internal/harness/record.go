@@ -42,16 +42,12 @@ func addEntry(name string, v any, label string) error {
 	return nil
 }
 
-// Bounds returns the rack profile's bounds for transport ("intra", "shm",
-// "shm-loan", "udp"; shm-loan is judged with shm's entry) at payload bytes:
-// the exact size or the next larger listed one. ok is false when the
-// profile has no entry (the case is then reported, not judged).
-func (tc *TestContext) Bounds(transport string, payload int) (report.Bounds, bool) {
-	t := transport
-	if strings.HasPrefix(t, "shm") {
-		t = "shm"
-	}
-	e, ok := tc.Profile.For(t, payload)
+// Bounds returns the rack profile's bounds for transport (shm is judged
+// with its entry whether sent by copy or on loan) at payload bytes: the
+// exact size or the next larger listed one. ok is false when the profile
+// has no entry (the case is then reported, not judged).
+func (tc *TestContext) Bounds(transport fixtures.Transport, payload int) (report.Bounds, bool) {
+	e, ok := tc.Profile.For(transport, payload)
 	if !ok {
 		return report.Bounds{}, false
 	}

@@ -42,9 +42,9 @@ const AcceleratedRateFactor = 10
 
 // Flow is one traffic-mix flow of a plan.
 type Flow struct {
-	Name      string // stream name in the checkpoint ("shm-64B-1000Hz-0")
-	Transport string // shm or udp
-	Link      string // rack link it runs over
+	Name      string             // stream name in the checkpoint ("shm-64B-1000Hz-0")
+	Transport fixtures.Transport // shm or udp
+	Link      string             // rack link it runs over
 	Payload   int
 	RateHz    float64
 }
@@ -139,7 +139,7 @@ func NewPlan(profile string, cfg *fixtures.Config, rack *fixtures.Rack, prof *fi
 	if len(cfg.TrafficMix) == 0 {
 		return nil, fmt.Errorf("%w: %s: traffic_mix is empty: a soak needs traffic", ErrPlan, cfg.File)
 	}
-	link := func(transport string) string {
+	link := func(transport fixtures.Transport) string {
 		for _, l := range rack.Links {
 			if l.Transport == transport {
 				return l.Name
@@ -152,10 +152,10 @@ func NewPlan(profile string, cfg *fixtures.Config, rack *fixtures.Rack, prof *fi
 	for i, t := range cfg.TrafficMix {
 		n := max(t.Count, 1)
 		switch {
-		case t.Transport == "intra":
+		case t.Transport == fixtures.Intra:
 			p.Notes = append(p.Notes, fmt.Sprintf("traffic_mix[%d] intra: not run by the soak (intra-process traffic has no agent to observe it)", i))
 			continue
-		case t.Transport == "udp" && !multi:
+		case t.Transport == fixtures.UDP && !multi:
 			p.Notes = append(p.Notes, fmt.Sprintf("traffic_mix[%d] udp: skipped, rack %s does not claim multi-host", i, rack.Name))
 			continue
 		}

@@ -31,8 +31,7 @@ func StartRig(ctx context.Context, r *rig.Rig, p *Plan, until time.Time) (*RigFe
 	f := &RigFeed{Rig: r, Plan: p, Until: until, eps: map[*Track]*rig.Endpoint{}}
 	var tracks []*Track
 	for _, fl := range p.Flows {
-		spec := rig.FlowSpec{Name: fl.Name, Link: fl.Link, Payload: fl.Payload, RateHz: fl.RateHz,
-			Duration: time.Until(until) + time.Minute, Window: p.AgentWindow}
+		spec := rig.FlowSpec{Traffic: rig.Traffic{Name: fl.Name, Link: fl.Link, Payload: fl.Payload, RateHz: fl.RateHz, Duration: time.Until(until) + time.Minute, Window: p.AgentWindow}}
 		if fl.Payload >= 1<<20 {
 			spec.Depth = 4 // camera-like frames: a few slots, not 64 × 1 MiB
 		}

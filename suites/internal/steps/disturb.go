@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hilrig/hilrig/fixtures"
 	"github.com/hilrig/hilrig/report"
 )
 
@@ -43,16 +44,16 @@ var tailBounds = map[string]bool{"p99": true, "p99.9": true, "max": true, "jitte
 // returned at once. Flows with a board off the
 // controller's host are measured once, unprobed (the probe would time the
 // wrong machine). Blocks for the flow(s).
-func (rc *RigContext) MeasureJudged(ctx context.Context, name string, p Params) (*Ran, error) {
-	from, to, _, rerr := rc.Route(p.Transport)
-	local := rerr == nil && rc.onController(from) && rc.onController(to)
+func MeasureJudged(ctx context.Context, env *Env, name string, p Params) (*Ran, error) {
+	from, to, _, rerr := Route(env.Rack, p.Path)
+	local := rerr == nil && onController(env.Rack, from) && onController(env.Rack, to)
 	var history []string
 	for attempt := 1; ; attempt++ {
 		var probe *hostProbe
 		if local {
 			probe = startHostProbe(ctx)
 		}
-		ran, err := rc.Measure(ctx, name, p)
+		ran, err := Measure(ctx, env, name, p)
 		var host *report.Histogram
 		if probe != nil {
 			host = probe.stop()
@@ -60,23 +61,9 @@ func (rc *RigContext) MeasureJudged(ctx context.Context, name string, p Params) 
 		if err != nil || ran == nil || ran.Case == nil {
 			return ran, err
 		}
-		c := ran.Case
-		if host != nil && host.Count() > 0 {
-			if c.Extra == nil {
-				c.Extra = map[string]float64{}
-			}
-			c.Extra[ExtraHostWakeP99] = float64(host.ValueAtQuantile(99))
-			c.Extra[ExtraHostWakeMax] = float64(host.ValueAtQuantile(100))
-		}
-		c.Finalize()
-		why, disturbed := hostExplains(c, host)
+		why, disturbed := hostExplains(ran.Case, host)
 		if !disturbed || attempt == DisturbedAttempts {
-			if len(history) > 0 {
-				c.Notes = append(c.Notes, fmt.Sprintf("measured %d times: earlier attempts failed only where the host itself was late — %s", attempt, strings.Join(history, "; ")))
-			}
-			if disturbed {
-				c.Notes = append(c.Notes, fmt.Sprintf("still disturbed after %d attempts (%s): the verdict stands; rerun on a quieter host", attempt, why))
-			}
+			ran.Case = judgedCase(env, ran.Case, host, history, attempt, disturbed, why)
 			return ran, nil
 		}
 		history = append(history, fmt.Sprintf("attempt %d: %s", attempt, why))
@@ -118,10 +105,10 @@ func hostExplains(c *report.Case, host *report.Histogram) (string, bool) {
 }
 
 // onController reports whether the named board shares the controller's
-// host; unknown boards do not.
-func (rc *RigContext) onController(name string) bool {
-	b, err := rc.Rack.Board(name)
-	return err == nil && OnController(b)
+// kernel (fixtures.Board.OnController); unknown boards do not.
+func onController(rack *fixtures.Rack, name string) bool {
+	b, err := rack.Board(name)
+	return err == nil && b.OnController()
 }
 
 // hostProbe runs WakeupFloor until stopped.

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/hilrig/hilrig/agentproto"
-	"github.com/hilrig/hilrig/report"
 	"github.com/hilrig/hilrig/rig"
 )
 
@@ -64,16 +63,16 @@ type UnderLoad struct {
 // before the flow, or got less than MinLoadShare of its cores, sets the
 // loaded case's Failure: its figures do not show the board loaded. Blocks
 // for both flows.
-func (rc *RigContext) MeasureUnderLoad(ctx context.Context, name string, p Params) (*UnderLoad, error) {
-	_, to, _, err := rc.Route(p.Transport)
+func MeasureUnderLoad(ctx context.Context, env *Env, name string, p Params) (*UnderLoad, error) {
+	_, to, _, err := Route(env.Rack, p.Path)
 	if err != nil {
 		return nil, err
 	}
-	idle, err := rc.MeasureJudged(ctx, name+": idle", p)
+	idle, err := MeasureJudged(ctx, env, name+": idle", p)
 	if err != nil {
 		return nil, fmt.Errorf("steps: %s idle: %w", name, err)
 	}
-	a, err := rc.Agent(ctx, to)
+	a, err := env.Rig.Agent(ctx, to)
 	if err != nil {
 		return nil, err
 	}
@@ -85,11 +84,11 @@ func (rc *RigContext) MeasureUnderLoad(ctx context.Context, name string, p Param
 	if p.RateHz > 0 {
 		backstop += time.Duration(float64(p.Count+p.WarmUp) / p.RateHz * float64(time.Second))
 	}
-	load, err := rc.Rig.Load(ctx, rig.LoadSpec{Name: rc.name("load"), Board: to, Threads: u.Threads, Duration: backstop})
+	load, err := env.Rig.Load(ctx, rig.LoadSpec{Board: to, Threads: u.Threads, Duration: backstop})
 	if err != nil {
 		return u, fmt.Errorf("steps: %s: %w", name, err)
 	}
-	loaded, merr := rc.Measure(ctx, name+": loaded", p)
+	loaded, merr := Measure(ctx, env, name+": loaded", p)
 	// Stopped with its own context: a cancelled spec still ends the load.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	fin, lerr := load.Stop(sctx)
@@ -99,48 +98,6 @@ func (rc *RigContext) MeasureUnderLoad(ctx context.Context, name string, p Param
 		return u, fmt.Errorf("steps: %s loaded: %w", name, err)
 	}
 	u.Share = rig.LoadShare(fin)
-	annotateLoaded(u, rc.Profile.Name, !p.BestEffort)
+	annotateLoaded(u, env.Profile.Name, !p.BestEffort)
 	return u, nil
-}
-
-// annotateLoaded drops the loaded case's bounds and fills its Extra and
-// notes with the comparison and the load's report.
-// A reliable flow must still lose nothing: that is the middleware's
-// contract, not a latency bound, so a loss sets Failure.
-func annotateLoaded(u *UnderLoad, profile string, reliable bool) {
-	ic, lc := u.Idle.Case, u.Loaded.Case
-	ic.Finalize()
-	lc.Bounds, lc.Checks = nil, nil // no idle bound checks carried over
-	lc.Finalize()
-	rep := u.Load.Load
-	if lc.Extra == nil {
-		lc.Extra = map[string]float64{}
-	}
-	is, ls := ic.Summary, lc.Summary
-	lc.Extra[ExtraIdleP50], lc.Extra[ExtraIdleP99] = float64(is.P50), float64(is.P99)
-	if is.P50 > 0 && is.P99 > 0 {
-		u.P50Ratio, u.P99Ratio = float64(ls.P50)/float64(is.P50), float64(ls.P99)/float64(is.P99)
-		lc.Extra[ExtraP50Ratio], lc.Extra[ExtraP99Ratio] = u.P50Ratio, u.P99Ratio
-	}
-	lc.Extra[ExtraLoadThreads] = float64(rep.Threads)
-	lc.Extra[ExtraLoadCPUSec] = float64(rep.CPUNs) / 1e9
-	lc.Extra[ExtraLoadWallSec] = float64(rep.WallNs) / 1e9
-	lc.Extra[ExtraLoadCPUShare] = u.Share
-	lc.Notes = append(lc.Notes,
-		fmt.Sprintf("%s (bounds profile %s)", NoteLoadedUnbounded, profile),
-		fmt.Sprintf("load: %d %s threads (one per CPU of %s), unpinned, SCHED_OTHER, running from before the flow's first message to after its last; consumed %.2f CPU-s over %.2f s wall = %.0f%% of %d cores",
-			rep.Threads, rep.Kind, u.Board, float64(rep.CPUNs)/1e9, float64(rep.WallNs)/1e9, 100*u.Share, rep.Threads),
-		fmt.Sprintf("vs idle (%s): p50 %s → %s (×%.2f), p99 %s → %s (×%.2f)", ic.Name,
-			report.FormatNs(is.P50), report.FormatNs(ls.P50), u.P50Ratio, report.FormatNs(is.P99), report.FormatNs(ls.P99), u.P99Ratio))
-	switch {
-	case lc.Failure != "":
-		// the flow's own failure stands
-	case reliable && (lc.Lost > 0 || lc.Delivered < lc.Sent*int64(max(lc.Subscribers, 1))):
-		lc.Failure = fmt.Sprintf("reliable flow under load: %d sent, %d delivered, %d lost", lc.Sent, lc.Delivered, lc.Lost)
-	case u.Load.Reason != agentproto.EndStopped:
-		lc.Failure = fmt.Sprintf("the load ended (%s) before the flow did: the loaded figures are not all under load", u.Load.Reason)
-	case u.Share < MinLoadShare:
-		lc.Failure = fmt.Sprintf("the load got %.0f%% of its %d cores (want ≥ %.0f%%): the scheduler starved it, so the loaded figures do not show the board under load", 100*u.Share, rep.Threads, 100*MinLoadShare)
-	}
-	lc.Finalize()
 }

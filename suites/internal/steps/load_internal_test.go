@@ -9,7 +9,7 @@ import (
 	"github.com/hilrig/hilrig/report"
 )
 
-func flowCase(name string, latency time.Duration, lost int64) *Ran {
+func ranWith(name string, latency time.Duration, lost int64) *Ran {
 	h := report.NewHistogram()
 	for range 1000 {
 		h.Record(int64(latency))
@@ -42,7 +42,7 @@ func TestAnnotateLoaded(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			u := &UnderLoad{Idle: flowCase("x: idle", 5*time.Microsecond, 0), Loaded: flowCase("x: loaded", 50*time.Microsecond, tt.lost),
+			u := &UnderLoad{Idle: ranWith("x: idle", 5*time.Microsecond, 0), Loaded: ranWith("x: loaded", 50*time.Microsecond, tt.lost),
 				Load: tt.load, Board: "board-b", Threads: 2}
 			u.Share = float64(tt.load.Load.CPUNs) / (2 * float64(tt.load.Load.WallNs))
 			annotateLoaded(u, "sim", true)

@@ -45,7 +45,7 @@ func RequirePTPLocked(ctx context.Context, rack *fixtures.Rack) (*PTPResult, err
 		if b.Clock.PTP4LSocket == "" {
 			continue
 		}
-		if !OnController(&b) {
+		if !b.OnController() {
 			return nil, fmt.Errorf("board %s: ptp4l socket %s is on the board; reading it needs an agent-side PTP probe, which the rig lacks", b.Name, b.Clock.PTP4LSocket)
 		}
 		p, err := timesync.DialPTP4L(ctx, b.Clock.PTP4LSocket, nil)

@@ -37,23 +37,10 @@ type GateResult struct {
 	FirstReason string
 }
 
-// GateWindows rebuilds c.Histogram from the subscribers' window summaries
-// (windows[i] are subscriber i's, as rig.FlowResult.Windows holds them),
-// keeping only the windows j judges locked throughout on every one of
-// boards. Windows are bounded by the subscriber's CLOCK_REALTIME (Unix
-// ns), which on a PTP rack is the controller's CLOCK_REALTIME too, the
-// clock the Monitor stamps its polls with. The samples of excluded
-// windows are added to c.Excluded (they are neither delivered-late nor
-// lost: their latency is just not trustworthy), c.Method.UncertaintyNs
-// becomes the largest WindowQuality.Bound over the included windows, and
-// a note records the exclusion.
-//
-// finals, when not nil, are the subscribers' final summaries: the windows
-// of subscriber i must hold every latency sample of finals[i] (the rig
-// drops windows nobody takes past its buffer), else GateWindows fails
-// with ErrGateIncomplete and leaves c untouched, because samples in a
-// missing window could be neither judged nor counted. Does not block.
-func GateWindows(c *report.Case, windows [][]agentproto.Window, finals []*agentproto.Final, j WindowJudge, boards ...string) (GateResult, error) {
+// gateWindows judges every subscriber window on boards (see GateWindows)
+// and returns the histogram of the included windows' samples. Does not
+// block.
+func gateWindows(windows [][]agentproto.Window, finals []*agentproto.Final, j WindowJudge, boards ...string) (GateResult, *report.Histogram, error) {
 	var res GateResult
 	for i, ws := range windows {
 		if i >= len(finals) || finals[i] == nil || finals[i].Latency == nil {
@@ -66,7 +53,7 @@ func GateWindows(c *report.Case, windows [][]agentproto.Window, finals []*agentp
 			}
 		}
 		if want := finals[i].Latency.Count(); n != want {
-			return res, fmt.Errorf("%w: subscriber %s: windows hold %d latency samples, its final %d (windows dropped from the rig's buffer)",
+			return res, nil, fmt.Errorf("%w: subscriber %s: windows hold %d latency samples, its final %d (windows dropped from the rig's buffer)",
 				ErrGateIncomplete, finals[i].Endpoint, n, want)
 		}
 	}
@@ -77,7 +64,7 @@ func GateWindows(c *report.Case, windows [][]agentproto.Window, finals []*agentp
 			from, to := time.Unix(0, w.StartNs), time.Unix(0, w.EndNs)
 			q, err := j.Window(from, to, boards...)
 			if err != nil {
-				return GateResult{}, fmt.Errorf("PTP gate: window %d of %s [%s, %s]: %w", w.Index, w.Endpoint,
+				return GateResult{}, nil, fmt.Errorf("PTP gate: window %d of %s [%s, %s]: %w", w.Index, w.Endpoint,
 					from.UTC().Format(time.RFC3339Nano), to.UTC().Format(time.RFC3339Nano), err)
 			}
 			res.Windows++
@@ -99,11 +86,7 @@ func GateWindows(c *report.Case, windows [][]agentproto.Window, finals []*agentp
 			}
 		}
 	}
-	c.Histogram = h
-	c.Excluded += res.ExcludedSamples
-	c.Method.UncertaintyNs = res.UncertaintyNs
-	c.Notes = append(c.Notes, res.note(boards))
-	return res, nil
+	return res, h, nil
 }
 
 func (r GateResult) note(boards []string) string {
@@ -171,10 +154,10 @@ type ptpGate struct {
 }
 
 // gated reports whether one-way samples from → to must be PTP-gated: the
-// rack claims ptp and the boards are on different hosts (on one host both
-// stamps come from one kernel clock and no PTP is involved).
-func (rc *RigContext) gated(from, to string) bool {
-	return rc.Rack.Claims(fixtures.CapPTP) && !sameHost(rc.Rack, from, to)
+// rack claims ptp and the boards do not share a kernel (on one kernel both
+// stamps come from one clock and no PTP is involved).
+func gated(rack *fixtures.Rack, from, to string) bool {
+	return rack.Claims(fixtures.CapPTP) && !rack.SameKernel(from, to)
 }
 
 // startGate starts a Monitor on both boards' ptp4l, polling at a quarter
@@ -186,10 +169,10 @@ func (rc *RigContext) gated(from, to string) bool {
 // Either way the first poll must succeed, else the error names the board
 // and the socket. Blocks up to a few poll periods (plus the agent's start
 // for a board whose agent is not up yet).
-func (rc *RigContext) startGate(ctx context.Context, from, to string, window time.Duration) (g *ptpGate, err error) {
+func startGate(ctx context.Context, env *Env, from, to string, window time.Duration) (g *ptpGate, err error) {
 	bound := time.Microsecond
-	if rc.Rack.PTP != nil && rc.Rack.PTP.MaxOffset > 0 {
-		bound = rc.Rack.PTP.MaxOffset
+	if env.Rack.PTP != nil && env.Rack.PTP.MaxOffset > 0 {
+		bound = env.Rack.PTP.MaxOffset
 	}
 	gate := &ptpGate{period: min(timesync.DefaultPeriod, max(window/4, 50*time.Millisecond))}
 	// Not g: an error return sets g to nil before this runs.
@@ -201,15 +184,15 @@ func (rc *RigContext) startGate(ctx context.Context, from, to string, window tim
 	monPeriod := gate.period
 	var tb []timesync.Board
 	for _, n := range []string{from, to} {
-		b, err := rc.Rack.Board(n)
+		b, err := env.Rack.Board(n)
 		if err != nil {
 			return nil, err
 		}
 		if b.Clock.PTP4LSocket == "" {
-			return nil, fmt.Errorf("%w: rack %s claims ptp but board %s names no clock.ptp4l_socket", ErrPTPGate, rc.Rack.Name, n)
+			return nil, fmt.Errorf("%w: rack %s claims ptp but board %s names no clock.ptp4l_socket", ErrPTPGate, env.Rack.Name, n)
 		}
 		var src timesync.Source
-		if OnController(b) {
+		if b.OnController() {
 			p, err := timesync.DialPTP4L(ctx, b.Clock.PTP4LSocket, nil)
 			if err != nil {
 				return nil, fmt.Errorf("%w: board %s: %w", ErrPTPGate, n, err)
@@ -217,7 +200,7 @@ func (rc *RigContext) startGate(ctx context.Context, from, to string, window tim
 			gate.closers = append(gate.closers, p.Close)
 			src = p
 		} else {
-			a, err := rc.Agent(ctx, n)
+			a, err := env.Rig.Agent(ctx, n)
 			if err != nil {
 				return nil, fmt.Errorf("%w: board %s: agent for the PTP probe of %s: %w", ErrPTPGate, n, b.Clock.PTP4LSocket, err)
 			}
@@ -235,7 +218,7 @@ func (rc *RigContext) startGate(ctx context.Context, from, to string, window tim
 		tb = append(tb, timesync.Board{Name: n, Source: src})
 		gate.boards = append(gate.boards, n)
 	}
-	if gate.mon, err = timesync.NewMonitor(tb, timesync.MonitorConfig{Period: monPeriod, Bound: bound, Logger: rc.Log}); err != nil {
+	if gate.mon, err = timesync.NewMonitor(tb, timesync.MonitorConfig{Period: monPeriod, Bound: bound, Logger: env.Log}); err != nil {
 		return nil, err
 	}
 	t0 := time.Now()

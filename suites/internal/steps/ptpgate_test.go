@@ -2,23 +2,17 @@ package steps_test
 
 import (
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"golang.org/x/crypto/ssh"
-
 	"github.com/hilrig/hilrig/agentproto"
 	"github.com/hilrig/hilrig/fixtures"
+	"github.com/hilrig/hilrig/internal/sshdtest"
 	"github.com/hilrig/hilrig/report"
 	"github.com/hilrig/hilrig/suites/internal/harness"
 	"github.com/hilrig/hilrig/suites/internal/steps"
@@ -236,7 +230,7 @@ func TestMeasureGatesSSHBoardThroughAgentProbe(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = pr.Close() })
-	sd := startLoopbackSSHD(t)
+	sd := sshdtest.Loopback(t)
 	rack, err := fixtures.ParseRack("ptp-ssh.yaml", []byte(fmt.Sprintf(`name: ptp-ssh
 capabilities: [ptp]
 boards:
@@ -254,7 +248,7 @@ bounds:
   - name: loose
     entries:
       - {transport: udp, payload: 64, p50: 1s, p99: 2s, p999: 3s, max: 5s, max_lost: 0}
-`, sd.addr, sd.clientKey, sd.knownHosts, filepath.Join(sd.dir, "remote-bin"), pr.SlaveSocket, pr.SlaveSocket)))
+`, sd.Addr, sd.ClientKey, sd.KnownHosts, filepath.Join(sd.Dir, "remote-bin"), pr.SlaveSocket, pr.SlaveSocket)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,16 +257,16 @@ bounds:
 		t.Fatal(err)
 	}
 	tc := &harness.TestContext{Suite: "test", Rack: rack, Profile: prof, Config: &fixtures.Config{Window: 5 * time.Second}}
-	rc, err := steps.OpenRig(ctx, tc)
+	env, err := steps.Open(ctx, tc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := rc.Close(); err != nil {
+		if err := env.Rig.Close(); err != nil {
 			t.Errorf("Close: %v", err)
 		}
 	})
-	if _, err := rc.Agent(ctx, "far"); err != nil { // deploy over SSH while ptp4l locks
+	if _, err := env.Rig.Agent(ctx, "far"); err != nil { // deploy over SSH while ptp4l locks
 		t.Fatal(err)
 	}
 	src, err := timesync.DialPTP4L(ctx, pr.SlaveSocket, nil)
@@ -289,14 +283,14 @@ bounds:
 
 	// Windows of 5 s: the gate polls every 1.25 s, longer than the Sync
 	// interval (1 s), so every locked poll sees a fresh Sync.
-	p := steps.Params{Transport: steps.UDP, Payload: 64, RateHz: 200, Count: 1200, Window: 5 * time.Second}
-	run, err := rc.Measure(ctx, "udp 64B gated", p)
+	p := steps.Params{Path: steps.UDP, Payload: 64, RateHz: 200, Count: 1200, Window: 5 * time.Second}
+	run, err := steps.Measure(ctx, env, "udp 64B gated", p)
 	if err != nil {
-		t.Fatalf("gated measurement: %v\n%s", err, rc.Diagnostics())
+		t.Fatalf("gated measurement: %v\n%s", err, steps.Diagnostics(env))
 	}
 	c := run.Case
 	if c.Failure != "" {
-		t.Fatalf("case failed: %s\n%s", c.Failure, rc.Diagnostics())
+		t.Fatalf("case failed: %s\n%s", c.Failure, steps.Diagnostics(env))
 	}
 	var note string
 	for _, n := range c.Notes {
@@ -318,101 +312,9 @@ bounds:
 	if err := pr.KillDaemon(ctx, ptprig.Slave); err != nil {
 		t.Fatal(err)
 	}
-	_, err = rc.Measure(ctx, "udp 64B ptp4l gone", p)
+	_, err = steps.Measure(ctx, env, "udp 64B ptp4l gone", p)
 	if !errors.Is(err, steps.ErrPTPGate) || !strings.Contains(err.Error(), "board far") || !strings.Contains(err.Error(), pr.SlaveSocket) {
 		t.Fatalf("measurement with far's ptp4l gone: %v, want ErrPTPGate naming board far and %s", err, pr.SlaveSocket)
 	}
 	t.Logf("ptp4l gone: %v", err)
-}
-
-// loopbackSSHD is a real OpenSSH server on 127.0.0.1 (root namespace,
-// loopback only) standing in for a remote board.
-type loopbackSSHD struct {
-	addr, dir, clientKey, knownHosts string
-}
-
-func startLoopbackSSHD(t *testing.T) *loopbackSSHD {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close() // sshd takes the port over (a race with other tests is reported by sshd)
-	_, port, _ := net.SplitHostPort(addr)
-	dir := t.TempDir()
-	s := &loopbackSSHD{addr: addr, dir: dir, clientKey: filepath.Join(dir, "client_ed25519"), knownHosts: filepath.Join(dir, "known_hosts")}
-	hostPub := writeSSHKey(t, filepath.Join(dir, "host_ed25519"))
-	clientPub := writeSSHKey(t, s.clientKey)
-	if err := os.WriteFile(filepath.Join(dir, "authorized_keys"), ssh.MarshalAuthorizedKey(clientPub), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(s.knownHosts, []byte(fmt.Sprintf("[127.0.0.1]:%s %s", port, ssh.MarshalAuthorizedKey(hostPub))), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg := filepath.Join(dir, "sshd_config")
-	conf := strings.Join([]string{
-		"Port " + port, "ListenAddress 127.0.0.1", "HostKey " + filepath.Join(dir, "host_ed25519"),
-		"PidFile none", "AuthorizedKeysFile " + filepath.Join(dir, "authorized_keys"),
-		"PasswordAuthentication no", "KbdInteractiveAuthentication no", "PubkeyAuthentication yes",
-		"PermitRootLogin prohibit-password", "StrictModes no", "UsePAM no", "LogLevel VERBOSE", "",
-	}, "\n")
-	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll("/run/sshd", 0o755); err != nil { // sshd's privilege-separation dir
-		t.Fatal(err)
-	}
-	cmd := exec.Command("/usr/sbin/sshd", "-D", "-e", "-f", cfg)
-	var logb strings.Builder
-	cmd.Stderr = &logb
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-		if t.Failed() {
-			t.Logf("sshd log:\n%s", logb.String())
-		}
-	})
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-			return s
-		}
-		select {
-		case <-exited:
-			t.Fatalf("sshd exited: %s", logb.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("sshd did not listen on %s: %v\n%s", addr, err, logb.String())
-		}
-		time.Sleep(20 * time.Millisecond) // polling with a deadline
-	}
-}
-
-func writeSSHKey(t *testing.T, path string) ssh.PublicKey {
-	t.Helper()
-	pub, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	blk, err := ssh.MarshalPrivateKey(priv, "hilrig test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, pem.EncodeToMemory(blk), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	sp, err := ssh.NewPublicKey(pub)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sp
 }

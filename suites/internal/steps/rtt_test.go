@@ -35,7 +35,7 @@ func TestHalveHistogram(t *testing.T) {
 }
 
 // openSimRig opens the embedded sim rack as a suite would.
-func openSimRig(t *testing.T, rack *fixtures.Rack) *steps.RigContext {
+func openSimRig(t *testing.T, rack *fixtures.Rack) *steps.Env {
 	t.Helper()
 	prof, err := rack.Profile("sim-2core")
 	if err != nil {
@@ -44,16 +44,16 @@ func openSimRig(t *testing.T, rack *fixtures.Rack) *steps.RigContext {
 	tc := &harness.TestContext{Suite: "test", Rack: rack, Profile: prof, Config: &fixtures.Config{Window: 100 * time.Millisecond}}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute) // may build hilrig
 	defer cancel()
-	rc, err := steps.OpenRig(ctx, tc)
+	env, err := steps.Open(ctx, tc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := rc.Close(); err != nil {
+		if err := env.Rig.Close(); err != nil {
 			t.Errorf("Close: %v", err)
 		}
 	})
-	return rc
+	return env
 }
 
 // TestRoundTripBetweenBoards: on the sim rack every transport's round
@@ -64,20 +64,20 @@ func TestRoundTripBetweenBoards(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc := openSimRig(t, rack)
+	env := openSimRig(t, rack)
 	const n, warm = 300, 30
 	for _, tr := range steps.AllTransports {
-		t.Run(tr, func(t *testing.T) {
+		t.Run(tr.String(), func(t *testing.T) {
 			if tr == steps.UDP && netns.Available() != nil {
 				t.Skip("udp between namespaces needs root")
 			}
-			from, to, _, err := rc.Route(tr)
+			from, to, _, err := steps.Route(rack, tr)
 			if err != nil {
 				t.Fatal(err)
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			c, err := rc.RoundTrip(ctx, tr+" rt", tr, true, 64, n)
+			c, err := steps.RoundTrip(ctx, env, tr.String()+" rt", tr, true, 64, n)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -118,10 +118,10 @@ func TestRoundTripFallbackOnOneBoard(t *testing.T) {
 	rack.Instruments.Scope = nil
 	rack.Capabilities = nil
 	rack.PTP = nil
-	rc := openSimRig(t, rack)
+	env := openSimRig(t, rack)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := rc.RoundTrip(ctx, "shm rt", steps.ShmCopy, true, 64, 100)
+	c, err := steps.RoundTrip(ctx, env, "shm rt", steps.ShmCopy, true, 64, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestRoundTripFallbackOnOneBoard(t *testing.T) {
 	if c.Summary.Count != 100 || c.Summary.P50 <= 0 {
 		t.Errorf("summary %+v", c.Summary)
 	}
-	c, err = rc.RoundTrip(ctx, "intra rt", steps.Intra, true, 64, 100)
+	c, err = steps.RoundTrip(ctx, env, "intra rt", steps.Intra, true, 64, 100)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"strings"
 	"time"
 
@@ -41,13 +40,13 @@ type Scope struct {
 
 // OpenScope connects to the rack's scope at the rig's scope address. The
 // caller registers DeferCleanup(s.Close) right after. Blocks.
-func OpenScope(ctx context.Context, rc *RigContext) (*Scope, error) {
-	rack := rc.Rack
+func OpenScope(ctx context.Context, env *Env) (*Scope, error) {
+	rack := env.Rack
 	sc := rack.Instruments.Scope
 	if sc == nil {
 		return nil, fmt.Errorf("rack %s claims a scope but has no instruments.scope", rack.Name)
 	}
-	s := &Scope{rack: rack, Addr: rc.Rig.ScopeAddr()}
+	s := &Scope{rack: rack, Addr: env.Rig.ScopeAddr()}
 	switch sc.Driver {
 	case fixtures.ScopeGPIOCapture:
 		chans := map[int]gpio.LineSpec{}
@@ -56,26 +55,21 @@ func OpenScope(ctx context.Context, rc *RigContext) (*Scope, error) {
 			if err != nil {
 				return nil, fmt.Errorf("gpio-capture scope channel %d: %w", w.Channel, err)
 			}
-			chans[w.Channel] = rc.Rig.LineSpec(l)
+			chans[w.Channel] = env.Rig.LineSpec(l)
 		}
-		return openCapture(ctx, rc, s, chans, "gpio-capture of rack "+rack.Name)
+		return openCapture(ctx, s, chans, "gpio-capture of rack "+rack.Name)
 	case "sim":
 		s.Driver, s.Sim = "tek", true // scopesim's default dialect
 	default:
 		// "scpi": find the vendor from *IDN? (every SCPI scope answers it
 		// the same way), then use its driver.
-		probe, err := lxi.Open(ctx, lxi.Options{Driver: "keysight", Addr: s.Addr})
-		if err != nil {
-			return nil, fmt.Errorf("scope at %s: %w", s.Addr, err)
-		}
-		id, err := probe.Identify(ctx)
-		probe.Close()
+		// (Driver keysight only picks 5025 when the address has no port.)
+		id, err := lxi.Probe(ctx, lxi.Options{Driver: "keysight", Addr: s.Addr})
 		if err != nil {
 			return nil, fmt.Errorf("scope at %s: *IDN?: %w", s.Addr, err)
 		}
-		s.Driver = vendorDriver(id.Vendor)
-		if s.Driver == "" {
-			return nil, fmt.Errorf("scope at %s identifies as %q: no driver for vendor %q (tek, keysight, rigol, siglent)", s.Addr, id.Raw, id.Vendor)
+		if s.Driver, _, err = lxi.DriverFor(id); err != nil {
+			return nil, fmt.Errorf("scope at %s: %w", s.Addr, err)
 		}
 	}
 	inst, err := lxi.Open(ctx, lxi.Options{Driver: s.Driver, Addr: s.Addr})
@@ -97,10 +91,10 @@ func OpenScope(ctx context.Context, rc *RigContext) (*Scope, error) {
 // real marker lines needs a capture board wired in its fixture (scope
 // driver gpio-capture) instead; then, and when a marker is missing, it
 // returns ErrNoCapture. The caller registers DeferCleanup(s.Close).
-func OpenProbeCapture(ctx context.Context, rc *RigContext, from, to string) (*Scope, error) {
+func OpenProbeCapture(ctx context.Context, env *Env, from, to string) (*Scope, error) {
 	chans := map[int]gpio.LineSpec{}
 	for ch, bm := range map[int][2]string{1: {from, "tx"}, 2: {to, "rx"}} {
-		b, err := rc.Rack.Board(bm[0])
+		b, err := env.Rack.Board(bm[0])
 		if err != nil {
 			return nil, err
 		}
@@ -111,9 +105,9 @@ func OpenProbeCapture(ctx context.Context, rc *RigContext, from, to string) (*Sc
 		if !strings.HasPrefix(l.Chip, "sim:") {
 			return nil, fmt.Errorf("%w: %s/%s is on chip %s, not a simulated chip (wire a capture board: scope driver gpio-capture)", ErrNoCapture, bm[0], bm[1], l.Chip)
 		}
-		chans[ch] = rc.Rig.LineSpec(*l)
+		chans[ch] = env.Rig.LineSpec(*l)
 	}
-	return openCapture(ctx, rc, &Scope{rack: rc.Rack}, chans, "probe of the simulated marker lines")
+	return openCapture(ctx, &Scope{rack: env.Rack}, chans, "probe of the simulated marker lines")
 }
 
 // captureWindow is the pairing window of the suites' captures: above any
@@ -127,7 +121,7 @@ const captureWindow = time.Second
 
 // openCapture opens the capture (both edges: markers toggle, one edge per
 // message).
-func openCapture(ctx context.Context, rc *RigContext, s *Scope, chans map[int]gpio.LineSpec, what string) (*Scope, error) {
+func openCapture(ctx context.Context, s *Scope, chans map[int]gpio.LineSpec, what string) (*Scope, error) {
 	c, err := gpiocap.Open(ctx, gpiocap.Config{Channels: chans, MaxDelay: captureWindow, BothEdges: true})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
@@ -138,21 +132,6 @@ func openCapture(ctx context.Context, rc *RigContext, s *Scope, chans map[int]gp
 		return nil, err
 	}
 	return s, nil
-}
-
-func vendorDriver(v string) string {
-	v = strings.ToLower(v)
-	switch {
-	case strings.Contains(v, "tektronix"):
-		return "tek"
-	case strings.Contains(v, "keysight"), strings.Contains(v, "agilent"):
-		return "keysight"
-	case strings.Contains(v, "rigol"):
-		return "rigol"
-	case strings.Contains(v, "siglent"):
-		return "siglent"
-	}
-	return ""
 }
 
 // Close disconnects from the scope (the rig stops its simulator).
@@ -203,9 +182,11 @@ func (s *Scope) Settle(ctx context.Context, want int64) (scopes.Stats, error) {
 	stable := 0
 	for {
 		st, err := s.Instrument.ReadStats(ctx)
-		if err != nil {
+		if err != nil && !errors.Is(err, scopes.ErrNoResult) {
 			return last, err
 		}
+		// No result yet may still turn into one while edges come in; if it
+		// stays, it is returned and fails the case with its reason.
 		if st.Count.OK && last.Count.OK && st.Count.N == last.Count.N {
 			stable++
 		} else {
@@ -213,11 +194,11 @@ func (s *Scope) Settle(ctx context.Context, want int64) (scopes.Stats, error) {
 		}
 		last = st
 		if stable >= 2 || st.Count.OK && st.Count.N >= want {
-			return last, nil
+			return last, err
 		}
 		select {
 		case <-ctx.Done():
-			return last, nil // the caller's deadline: report what the scope has
+			return last, err // the caller's deadline: report what the scope has
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
@@ -245,6 +226,7 @@ func (s *Scope) Compare(st scopes.Stats, src, dst int) *report.ScopeComparison {
 		sc.Channels = fmt.Sprintf("CH%d→CH%d both edges", src, dst)
 		sc.Note = "gpio-capture pairing: " + s.Capture.Pairing().String()
 	}
+	sc.Channels += " (" + st.Coverage() + ")" // what the scope's figures cover
 	return sc
 }
 
@@ -274,80 +256,31 @@ func (s *Scope) SettleCapture(ctx context.Context, want int) {
 // maxExpand bounds the software samples rebuilt from a histogram.
 const maxExpand = 1 << 22
 
-// Distribution compares the scope's per-message delays (when it can fetch
-// them: scopes.DelayFetcher — gpio-capture, Keysight, sigrok) with the
-// software latency samples of c (its histogram, expanded to one value per
-// sample at the bucket's midpoint: HDR keeps 3 significant digits, ≤ 0.1 %).
-// It records p50/p99 figures and the KS distance in c.Extra and the
-// explanation in c.Notes; when the bounds set scope_tolerance it adds
-// checks "scope_p50" and "scope_p99" (|scope − software| within the
-// tolerance) to c.Checks, which Record keeps in the verdict. Returns nil
-// when the delays are not available from both sides (with a note saying
-// why). Blocks on instrument I/O. Call before harness.Record.
-func (s *Scope) Distribution(ctx context.Context, c *report.Case) (*scopes.DistributionCheck, error) {
+// distribution fetches the scope's per-message delays and compares them
+// with the software samples of h at tolerance tol. skip says why no
+// comparison was made (d nil). Blocks on instrument I/O.
+func (s *Scope) distribution(ctx context.Context, h *report.Histogram, tol time.Duration) (d *scopes.DistributionCheck, skip string, err error) {
 	f, ok := s.Instrument.(scopes.DelayFetcher)
 	if !ok {
-		c.Notes = append(c.Notes, fmt.Sprintf("distribution not compared: the %s driver cannot fetch per-message delays", s.Driver))
-		return nil, nil
+		return nil, fmt.Sprintf("distribution not compared: the %s driver cannot fetch per-message delays", s.Driver), nil
 	}
-	if c.Histogram == nil || c.Histogram.Count() == 0 {
-		c.Notes = append(c.Notes, "distribution not compared: no software latency samples")
-		return nil, nil
+	if h == nil || h.Count() == 0 {
+		return nil, "distribution not compared: no software latency samples", nil
 	}
-	if n := c.Histogram.Count(); n > maxExpand {
-		c.Notes = append(c.Notes, fmt.Sprintf("distribution not compared: %d software samples exceed the %d this comparison rebuilds", n, maxExpand))
-		return nil, nil
+	if n := h.Count(); n > maxExpand {
+		return nil, fmt.Sprintf("distribution not compared: %d software samples exceed the %d this comparison rebuilds", n, maxExpand), nil
 	}
 	wire, err := f.FetchDelays(ctx, nil)
 	if err != nil {
-		return nil, fmt.Errorf("fetch per-message delays: %w", err)
+		return nil, "", fmt.Errorf("fetch per-message delays: %w", err)
 	}
-	sw := make([]float64, 0, c.Histogram.Count())
-	for _, b := range c.Histogram.Buckets() {
+	sw := make([]float64, 0, h.Count())
+	for _, b := range h.Buckets() {
 		mid := float64(b.FromNs+b.ToNs) / 2 * 1e-9
 		for range b.Count {
 			sw = append(sw, mid)
 		}
 	}
-	var tol time.Duration
-	if c.Bounds != nil {
-		tol = c.Bounds.ScopeTolerance
-	}
-	d := scopes.CompareDistributions(wire, sw, scopes.Tolerance{AbsS: tol.Seconds()})
-	if c.Extra == nil {
-		c.Extra = map[string]float64{}
-	}
-	c.Extra["scope delays"] = float64(d.NScope)
-	if len(d.Rows) == 2 {
-		c.Extra["scope p50 ns"] = d.Rows[0].Scope * 1e9
-		c.Extra["scope p99 ns"] = d.Rows[1].Scope * 1e9
-		c.Extra["scope − software p50 ns"] = d.Rows[0].Diff * 1e9
-		c.Extra["scope − software p99 ns"] = d.Rows[1].Diff * 1e9
-		c.Extra["scope KS distance"] = d.KS
-		c.Extra["scope KS critical (α=0.05)"] = d.KSCritical
-	}
-	c.Notes = append(c.Notes, "scope vs software distribution: "+d.Explanation)
-	if s.Capture != nil {
-		p := s.Capture.Pairing()
-		c.Extra["capture unmatched edges"] = float64(len(p.Unmatched))
-		c.Extra["capture dropped edges"] = float64(p.SenderDropped + p.ReceiverDropped)
-		c.Extra["capture merged edges"] = float64(p.SenderMerged + p.ReceiverMerged)
-		c.Notes = append(c.Notes, "gpio-capture pairing: "+p.String())
-	}
-	switch {
-	case len(d.Rows) != 2:
-	case tol == 0:
-		c.Notes = append(c.Notes, "bounds profile sets no scope_tolerance: the quantile differences are reported, not judged")
-	default:
-		for _, r := range d.Rows {
-			v := report.Pass
-			if !r.Agree {
-				v = report.Fail
-			}
-			c.Checks = append(c.Checks, report.Check{Bound: "scope_" + r.Name, Unit: "ns", Limit: float64(tol.Nanoseconds()),
-				Measured: math.Abs(r.Diff) * 1e9, Verdict: v,
-				Note: fmt.Sprintf("|scope %s − software %s| (scope %s, software %s)", r.Name, r.Name, scopes.FormatSeconds(r.Scope), scopes.FormatSeconds(r.Software))})
-		}
-	}
-	return &d, nil
+	cmp := scopes.CompareDistributions(wire, sw, scopes.Tolerance{AbsS: tol.Seconds()})
+	return &cmp, "", nil
 }

@@ -14,38 +14,32 @@ import (
 // message delivered: the controller's CLOCK_MONOTONIC from the start
 // requests to the publisher's "started" acknowledgement, plus the one-way
 // latency of message 1 as the subscriber measured it. The pipe transit of
-// the acknowledgement is included (an upper bound by that much). Blocks.
-func (rc *RigContext) StartToFirst(ctx context.Context, name, transport string, payload, n int) (*report.Case, error) {
-	h := report.NewHistogram()
-	c := &report.Case{Suite: rc.Suite, Name: name, Transport: transport, PayloadBytes: int64(payload),
-		Reliability: "reliable", Subscribers: 1, Histogram: h}
-	var from, to string
+// the acknowledgement is included (an upper bound by that much). The case
+// is judged against bound (every start's time) and no loss. Blocks.
+func StartToFirst(ctx context.Context, env *Env, name string, path Path, payload, n int, bound time.Duration) (*report.Case, error) {
+	t := startTally{hist: report.NewHistogram()}
 	for range n {
 		t0 := time.Now()
-		f, fr, tb, err := rc.Start(ctx, Params{Transport: transport, Payload: payload, Count: 1, Drain: 5 * time.Second})
+		f, fr, tb, err := start(ctx, env, Params{Path: path, Payload: payload, Count: 1, Drain: 5 * time.Second})
 		if err != nil {
 			return nil, err
 		}
 		started := time.Since(t0)
-		from, to = fr, tb
+		t.from, t.to = fr, tb
 		res, err := f.Wait(ctx)
 		if err != nil {
 			return nil, err
 		}
-		c.Sent += int64(res.Publisher.Sent)
+		t.sent += int64(res.Publisher.Sent)
 		for _, s := range res.Subscribers {
-			c.Delivered += int64(s.Received)
-			c.Lost += int64(s.Lost)
+			t.delivered += int64(s.Received)
+			t.lost += int64(s.Lost)
 			if s.Latency != nil && s.Latency.Count() > 0 {
-				h.Record(int64(started) + s.Latency.ValueAtQuantile(100))
+				t.hist.Record(int64(started) + s.Latency.ValueAtQuantile(100))
 			}
 		}
 	}
-	c.Method = report.Method{Kind: report.OneWay,
-		Clocks: "controller CLOCK_MONOTONIC from the start requests to the publisher's started ack, plus message 1's one-way latency on " + rc.Method(from, to).Clocks}
-	c.Notes = append(c.Notes, fmt.Sprintf("%d starts of a fresh subscriber node on %s and publisher node on %s, one 64 B message each", n, to, from),
-		"includes the controller↔agent pipe round trips of the start requests (an upper bound by that much)")
-	return c, nil
+	return startCase(env, name, path, payload, n, bound, t), nil
 }
 
 // Restart measures publisher restart → subscriber resumption k times on
@@ -55,10 +49,10 @@ func (rc *RigContext) StartToFirst(ctx context.Context, name, transport string, 
 // time from the restart request to the new publisher's started ack plus
 // the largest latency in the subscriber's first window with new messages,
 // and (b) that window's end on the controller's clock (windows are 10 ms).
-// Blocks.
-func (rc *RigContext) Restart(ctx context.Context, name, transport string, payload, k int) (*report.Case, error) {
+// The case is judged against bound. Blocks.
+func Restart(ctx context.Context, env *Env, name string, path Path, payload, k int, bound time.Duration) (*report.Case, error) {
 	const win = 10 * time.Millisecond
-	f, from, to, err := rc.Start(ctx, Params{Transport: transport, Payload: payload, RateHz: 1000,
+	f, from, to, err := start(ctx, env, Params{Path: path, Payload: payload, RateHz: 1000,
 		Duration: time.Duration(k+2) * 3 * time.Second, Window: win})
 	if err != nil {
 		return nil, err
@@ -69,9 +63,7 @@ func (rc *RigContext) Restart(ctx context.Context, name, transport string, paylo
 		_ = sub.Stop()
 		_ = pub.Stop()
 	}()
-	h := report.NewHistogram()
-	c := &report.Case{Suite: rc.Suite, Name: name, Transport: transport, PayloadBytes: int64(payload),
-		RateHz: 1000, Reliability: "reliable", Subscribers: 1, Histogram: h}
+	t := restartTally{hist: report.NewHistogram(), from: from, to: to, window: win}
 	// The subscriber's windows are taken as they arrive (the rig buffers a
 	// bounded number): pending holds those since the last mark only.
 	var pending []agentproto.Window
@@ -94,9 +86,9 @@ func (rc *RigContext) Restart(ctx context.Context, name, transport string, paylo
 		return nil
 	}
 	if err := poll(ctx, 5*time.Second, func() bool { return firstRx() != nil }); err != nil {
-		return nil, fmt.Errorf("restart %s: first publisher never delivered: %w", transport, err)
+		return nil, fmt.Errorf("restart %s: first publisher never delivered: %w", path, err)
 	}
-	a, err := rc.Agent(ctx, from)
+	a, err := env.Rig.Agent(ctx, from)
 	if err != nil {
 		return nil, err
 	}
@@ -106,14 +98,14 @@ func (rc *RigContext) Restart(ctx context.Context, name, transport string, paylo
 		}
 		pf, err := pub.Wait(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("restart %s: stopping publisher %s: %w", transport, pub.Spec.Endpoint, err)
+			return nil, fmt.Errorf("restart %s: stopping publisher %s: %w", path, pub.Spec.Endpoint, err)
 		}
-		c.Sent += int64(pf.Sent)
+		t.sent += int64(pf.Sent)
 		// Let the stopped publisher's last messages land in closed windows.
 		take()
 		mark := taken
 		if err := poll(ctx, time.Second, func() bool { take(); return taken >= mark+2 }); err != nil {
-			return nil, fmt.Errorf("restart %s: subscriber stopped reporting windows: %w", transport, err)
+			return nil, fmt.Errorf("restart %s: subscriber stopped reporting windows: %w", path, err)
 		}
 		take()
 		pending = nil // only windows after the new publisher's start count
@@ -123,32 +115,26 @@ func (rc *RigContext) Restart(ctx context.Context, name, transport string, paylo
 		after = t0Wall
 		np, err := a.Start(ctx, spec)
 		if err != nil {
-			return nil, fmt.Errorf("restart %s: new publisher: %w", transport, err)
+			return nil, fmt.Errorf("restart %s: new publisher: %w", path, err)
 		}
 		ack := time.Since(t0)
 		pub = np
 		var w *agentproto.Window
 		if err := poll(ctx, 5*time.Second, func() bool { w = firstRx(); return w != nil }); err != nil {
-			c.Failure = fmt.Sprintf("restart %d: the subscriber did not resume within 5s of the new publisher", i+1)
+			t.failure = fmt.Sprintf("restart %d: the subscriber did not resume within 5s of the new publisher", i+1)
 			break
 		}
-		bound := time.Duration(w.EndNs - t0Wall)
+		resumed := time.Duration(w.EndNs - t0Wall)
 		if w.Latency != nil && w.Latency.Count() > 0 {
-			bound = min(bound, ack+time.Duration(w.Latency.ValueAtQuantile(100)))
+			resumed = min(resumed, ack+time.Duration(w.Latency.ValueAtQuantile(100)))
 		}
-		h.Record(int64(bound))
+		t.hist.Record(int64(resumed))
 	}
 	_ = sub.Stop()
 	if sf, err := sub.Wait(ctx); err == nil {
-		c.Delivered, c.Lost = int64(sf.Received), int64(sf.Lost)
-		if sf.Epochs > 0 {
-			c.Notes = append(c.Notes, fmt.Sprintf("subscriber saw %d publisher epoch change(s)", sf.Epochs))
-		}
+		t.delivered, t.lost, t.epochs = int64(sf.Received), int64(sf.Lost), sf.Epochs
 	}
-	c.Method = report.Method{Kind: report.OneWay, UncertaintyNs: int64(win),
-		Clocks: "upper bound: controller CLOCK_MONOTONIC restart request → started ack + max latency of the subscriber's first 10 ms window after it, or that window's end (CLOCK_REALTIME, same host)"}
-	c.Notes = append(c.Notes, fmt.Sprintf("%d restarts of the publisher on %s, subscriber on %s kept running; loss across restarts is not judged", k, from, to))
-	return c, nil
+	return restartCase(env, name, path, payload, k, bound, t), nil
 }
 
 // poll calls cond every 5 ms until it holds, ctx ends or d passes.

@@ -9,23 +9,23 @@ import (
 
 	"github.com/hilrig/hilrig/fixtures"
 	"github.com/hilrig/hilrig/report"
-	"github.com/hilrig/hilrig/suites/internal/harness"
 	"github.com/hilrig/hilrig/suites/internal/steps"
 )
 
-func simContext(t *testing.T, env fixtures.SimEnv) *steps.RigContext {
+func simRack(t *testing.T, env fixtures.SimEnv) *fixtures.Rack {
 	t.Helper()
 	rack, err := fixtures.SimRackFor(env)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &steps.RigContext{TestContext: &harness.TestContext{Suite: "test", Rack: rack}}
+	return rack
 }
 
 func TestRoute(t *testing.T) {
-	rc := simContext(t, fixtures.SimEnv{Root: true})
+	rack := simRack(t, fixtures.SimEnv{Root: true})
 	tests := []struct {
-		transport, from, to, link string
+		transport      steps.Path
+		from, to, link string
 	}{
 		{steps.Intra, "board-a", "board-a", ""},
 		{steps.ShmCopy, "board-a", "board-b", "a-b-shm"},
@@ -33,29 +33,29 @@ func TestRoute(t *testing.T) {
 		{steps.UDP, "board-b", "board-c", "b-c-udp"},
 	}
 	for _, tt := range tests {
-		from, to, link, err := rc.Route(tt.transport)
+		from, to, link, err := steps.Route(rack, tt.transport)
 		if err != nil || from != tt.from || to != tt.to || link != tt.link {
 			t.Errorf("Route(%s) = %s, %s, %s, %v; want %s, %s, %s", tt.transport, from, to, link, err, tt.from, tt.to, tt.link)
 		}
 	}
-	if _, _, _, err := rc.Route("carrier-pigeon"); err == nil {
+	if _, _, _, err := steps.Route(rack, steps.Path{Transport: "carrier-pigeon"}); err == nil {
 		t.Error("Route of an unknown transport succeeded")
 	}
-	rc.Rack.Links = nil
-	if _, _, _, err := rc.Route(steps.UDP); !errors.Is(err, steps.ErrNoLink) {
+	rack.Links = nil
+	if _, _, _, err := steps.Route(rack, steps.UDP); !errors.Is(err, steps.ErrNoLink) {
 		t.Errorf("Route(udp) on a rack without links: %v, want ErrNoLink", err)
 	}
 }
 
 func TestMethod(t *testing.T) {
-	rc := simContext(t, fixtures.SimEnv{Root: true})
-	m := rc.Method("board-b", "board-c") // netns boards: one kernel
+	rack := simRack(t, fixtures.SimEnv{Root: true})
+	m := steps.Method(rack, "board-b", "board-c") // netns boards: one kernel
 	if m.Kind != report.OneWay || !strings.Contains(m.Clocks, "CLOCK_MONOTONIC of one kernel") || m.UncertaintyNs <= 0 {
 		t.Errorf("same-host method %+v: want one-way on one CLOCK_MONOTONIC with the clock-read uncertainty", m)
 	}
-	rc.Rack.Boards[1].Reach = "ssh://root@10.0.0.2"
-	rc.Rack.Boards[1].SSH = &fixtures.SSH{KeyFile: "k", KnownHosts: "kh"}
-	m = rc.Method("board-a", "board-b")
+	rack.Boards[1].Reach = fixtures.Reach{Kind: fixtures.ReachSSH, User: "root", Host: "10.0.0.2", Port: 22}
+	rack.Boards[1].SSH = &fixtures.SSH{KeyFile: "k", KnownHosts: "kh"}
+	m = steps.Method(rack, "board-a", "board-b")
 	if !strings.Contains(m.Clocks, "CLOCK_REALTIME of board-a and board-b") || !strings.Contains(m.Clocks, "NOT synchronised") {
 		t.Errorf("cross-host method without ptp: %q", m.Clocks)
 	}

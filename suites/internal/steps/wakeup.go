@@ -6,16 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/hilrig/hilrig/fixtures"
 	"github.com/hilrig/hilrig/report"
 )
-
-// OnController reports whether board runs on the controller's host
-// (local or netns reach), where host-level checks can be made directly.
-func OnController(b *fixtures.Board) bool {
-	re, err := fixtures.ParseReach(b.Reach)
-	return err == nil && re.Kind != fixtures.ReachSSH
-}
 
 // HostInfo reads the controller host's CPU governor(s) and online CPUs
 // (the values a local or netns board sees).

@@ -42,6 +42,9 @@ var (
 	// ErrNotListening: the path exists but no ptp4l is bound to it
 	// (ptp4l was killed and left its socket file behind).
 	ErrNotListening = errors.New("ptp4l socket not listening")
+	// ErrNotSocket: something other than a socket is at the path (a
+	// regular file, a directory, /dev/null): the uds_address is wrong.
+	ErrNotSocket = errors.New("not a ptp4l socket")
 	// ErrTimeout: no matching reply within the per-request deadline.
 	ErrTimeout = errors.New("no reply from ptp4l")
 	// ErrManagementError: ptp4l answered with MANAGEMENT_ERROR_STATUS.
@@ -182,10 +185,40 @@ func (c *Client) classify(err error) error {
 		return fmt.Errorf("%w: %s: %w", ErrPermission, c.remote, err)
 	case errors.Is(err, syscall.ENOENT):
 		return fmt.Errorf("%w: %s: %w", ErrNoSocket, c.remote, err)
-	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ENOTCONN):
+	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ENOTCONN), errors.Is(err, syscall.ENOTSOCK):
+		// connect(2) answers ECONNREFUSED for a path that is no socket
+		// at all, too: look, so a typo in uds_address is not blamed on a
+		// dead ptp4l.
+		if what, ok := nonSocket(c.remote); ok {
+			return fmt.Errorf("%w: %s is %s, not a socket", ErrNotSocket, c.remote, what)
+		}
 		return fmt.Errorf("%w: %s: %w", ErrNotListening, c.remote, err)
 	}
 	return fmt.Errorf("ptp4l socket %s: %w", c.remote, err)
+}
+
+// nonSocket reports what is at path when it exists and is not a socket.
+func nonSocket(path string) (string, bool) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "", false
+	}
+	m := fi.Mode()
+	switch {
+	case m&fs.ModeSocket != 0:
+		return "", false
+	case m.IsRegular():
+		return "a regular file", true
+	case m.IsDir():
+		return "a directory", true
+	case m&fs.ModeCharDevice != 0:
+		return "a character device", true
+	case m&fs.ModeDevice != 0:
+		return "a block device", true
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe", true
+	}
+	return "a " + m.Type().String() + " file", true
 }
 
 // Do sends req and waits for the matching RESPONSE (or ACKNOWLEDGE) TLV
@@ -219,27 +252,50 @@ func (c *Client) Do(ctx context.Context, req *protocol.Management) (*protocol.Ma
 
 func (c *Client) doLocked(ctx context.Context, req *protocol.Management) (*protocol.Management, error) {
 	c.drainLocked()
-	id := req.TLV.(protocol.ManagementTLV).MgmtID()
+	id := req.TLV.MgmtID()
+	deadline := time.Now().Add(c.timeout)
+	ctxDeadline := false
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline, ctxDeadline = d, true
+	}
+	// ended names why a call ended early: ctx (cancelled, or its deadline
+	// was the sooner one) or our own per-request deadline (nil).
+	ended := func(err error) error {
+		if cerr := ctx.Err(); cerr != nil {
+			return fmt.Errorf("ptp4l socket %s: %s: %w", c.remote, idName(id), cerr)
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) && ctxDeadline {
+			return fmt.Errorf("ptp4l socket %s: %s: %w", c.remote, idName(id), context.DeadlineExceeded)
+		}
+		return nil
+	}
+	// One deadline covers the write and the read. The write needs it too:
+	// a connected Unix datagram sender blocks once the peer's receive
+	// queue is full (net.unix.max_dgram_qlen, 10), which is what a
+	// stopped (SIGSTOP) or wedged ptp4l looks like; without a deadline
+	// that write never returned. ctx cancellation moves the deadline to
+	// now, which wakes either call.
+	if err := c.conn.SetDeadline(deadline); err != nil {
+		return nil, c.classify(err)
+	}
+	stop := context.AfterFunc(ctx, func() { _ = c.conn.SetDeadline(time.Now()) })
+	defer stop()
 	if err := c.mc.SendPacket(req); err != nil {
+		if e := ended(err); e != nil {
+			return nil, e
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil, fmt.Errorf("%w on %s: %s not even accepted within %v: its receive queue is full (ptp4l stopped, hung or not reading its socket?)", ErrTimeout, c.remote, idName(id), c.timeout)
+		}
 		return nil, c.classify(err)
 	}
 	seq := c.mc.Sequence
-	deadline := time.Now().Add(c.timeout)
-	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline = d
-	}
-	// Wake the read if ctx is cancelled early.
-	stop := context.AfterFunc(ctx, func() { _ = c.conn.SetReadDeadline(time.Now()) })
-	defer stop()
-	if err := c.conn.SetReadDeadline(deadline); err != nil {
-		return nil, c.classify(err)
-	}
 	buf := make([]byte, 1500)
 	for {
 		n, err := c.conn.Read(buf)
 		if err != nil {
-			if cerr := ctx.Err(); cerr != nil {
-				return nil, fmt.Errorf("ptp4l socket %s: %w", c.remote, cerr)
+			if e := ended(err); e != nil {
+				return nil, e
 			}
 			if errors.Is(err, os.ErrDeadlineExceeded) {
 				return nil, fmt.Errorf("%w on %s to %s within %v", ErrTimeout, c.remote, idName(id), c.timeout)
@@ -251,9 +307,16 @@ func (c *Client) doLocked(ctx context.Context, req *protocol.Management) (*proto
 			c.drained++
 			continue
 		}
-		return resp, err
+		if err != nil {
+			return nil, fmt.Errorf("ptp4l socket %s: %w", c.remote, err)
+		}
+		return resp, nil
 	}
 }
+
+// maxDrain bounds one drain: a peer that floods us must not keep a
+// request from being sent (whatever is left is skipped by matching).
+const maxDrain = 64
 
 // drainLocked discards replies that arrived after an earlier request timed
 // out, without blocking (MSG_DONTWAIT on the raw socket).
@@ -263,7 +326,7 @@ func (c *Client) drainLocked() {
 		return
 	}
 	var b [1500]byte
-	for {
+	for range maxDrain {
 		got := false
 		_ = rc.Read(func(fd uintptr) bool {
 			n, err := recvNonblock(fd, b[:])
@@ -400,7 +463,7 @@ func get[T protocol.ManagementTLV](ctx context.Context, c *Client, req *protocol
 	}
 	tlv, ok := resp.TLV.(T)
 	if !ok {
-		return zero, fmt.Errorf("ptp4l socket %s: %s: unexpected TLV %T", c.remote, idName(req.TLV.(protocol.ManagementTLV).MgmtID()), resp.TLV)
+		return zero, fmt.Errorf("ptp4l socket %s: %s: unexpected TLV %T", c.remote, idName(req.TLV.MgmtID()), resp.TLV)
 	}
 	return tlv, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/facebook/time/ptp/protocol"
@@ -82,12 +83,23 @@ func TestDialErrors(t *testing.T) {
 	if !errors.Is(err, pmc.ErrNoSocket) {
 		t.Errorf("missing socket: %v", err)
 	}
-	// A plain file is not a socket: connection refused.
+	// Something that is not a socket says what it is, instead of
+	// blaming a dead ptp4l.
 	f := filepath.Join(dir, "file")
 	if err := os.WriteFile(f, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pmc.Dial(t.Context(), f, 0); err == nil {
-		t.Error("dialling a regular file succeeded")
+	for _, tc := range []struct{ path, what string }{
+		{f, "is a regular file, not a socket"},
+		{dir, "is a directory, not a socket"},
+		{"/dev/null", "is a character device, not a socket"},
+	} {
+		_, err := pmc.Dial(t.Context(), tc.path, 0)
+		if !errors.Is(err, pmc.ErrNotSocket) || !strings.Contains(err.Error(), tc.path+" "+tc.what) {
+			t.Errorf("dial %s: %v, want ErrNotSocket saying it %s", tc.path, err, tc.what)
+		}
+		if errors.Is(err, pmc.ErrNotListening) {
+			t.Errorf("dial %s: %v reported as not listening (did ptp4l die?)", tc.path, err)
+		}
 	}
 }

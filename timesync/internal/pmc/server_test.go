@@ -3,9 +3,11 @@ package pmc_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -111,5 +113,107 @@ func TestReconnectAfterRestart(t *testing.T) {
 	defer f.stop()
 	if _, err := c.CurrentDataSet(context.Background()); err != nil {
 		t.Fatalf("after restart: %v", err)
+	}
+}
+
+// muteSocket binds a Unix datagram socket that is never read, like a
+// SIGSTOPped ptp4l: its receive queue (net.unix.max_dgram_qlen, 10 by
+// default) fills and then a connected sender's write blocks.
+func muteSocket(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "mute.sock")
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return path
+}
+
+// within runs f in a goroutine and fails the test if it has not returned
+// after d: the code under test may hang forever, and the test must not.
+func within(t *testing.T, d time.Duration, what string, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { defer close(done); f() }()
+	select {
+	case <-done:
+	case <-time.After(d):
+		t.Fatalf("%s still blocked after %v (hung)", what, d)
+	}
+}
+
+// TestPTP4LWriteToAFullQueueIsBounded: against a socket that is bound but never
+// read, every request ends with ErrTimeout within its deadline — also
+// once the peer's queue is full and the write itself would block (the
+// 12th request used to hang forever, deaf to ctx and signals).
+func TestPTP4LWriteToAFullQueueIsBounded(t *testing.T) {
+	path := muteSocket(t)
+	// No deferred Close: on the old code a hung request holds the
+	// client's lock, and Close would hang the test too.
+	c, err := pmc.Dial(context.Background(), path, 30*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 25; i++ {
+		within(t, 5*time.Second, fmt.Sprintf("request %d to a never-read socket", i), func() {
+			start := time.Now()
+			_, err := c.CurrentDataSet(context.Background())
+			if !errors.Is(err, pmc.ErrTimeout) {
+				t.Errorf("request %d: err = %v, want ErrTimeout", i, err)
+			}
+			if !strings.Contains(err.Error(), path) {
+				t.Errorf("request %d: error %q does not name the socket", i, err)
+			}
+			if el := time.Since(start); el > 2*time.Second {
+				t.Errorf("request %d took %v with a 30ms deadline", i, el)
+			}
+		})
+	}
+	// A long per-request deadline: ctx alone must end a blocked write.
+	c2, err := pmc.Dial(context.Background(), path, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	within(t, 5*time.Second, "a request blocked in write with ctx cancelled", func() {
+		if _, err := c2.CurrentDataSet(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("err = %v, want context.DeadlineExceeded", err)
+		}
+	})
+	_ = c.Close()
+	_ = c2.Close()
+}
+
+// TestPTP4LDecodeErrorNamesTheSocket: a reply that claims our sequence id but
+// does not decode is reported with the socket it came from.
+func TestPTP4LDecodeErrorNamesTheSocket(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "garbled.sock")
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	go func() {
+		buf := make([]byte, 1500)
+		for {
+			n, from, err := conn.ReadFromUnix(buf)
+			if err != nil {
+				return
+			}
+			// The header (with our sequence id at 30:32) and then the
+			// message cut short: the TLV cannot decode.
+			_, _ = conn.WriteToUnix(buf[:min(n, 40)], from)
+		}
+	}()
+	c, err := pmc.Dial(context.Background(), path, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, err = c.CurrentDataSet(context.Background())
+	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "decode GET CURRENT_DATA_SET reply") {
+		t.Fatalf("err = %v, want a decode error naming %s and the request", err, path)
 	}
 }

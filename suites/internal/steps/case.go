@@ -1,0 +1,396 @@
+package steps
+
+// Every report.Case the steps return is built and finished here, and only
+// here: the other files measure and hand their figures to these
+// constructors.
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/hilrig/hilrig/agentproto"
+	"github.com/hilrig/hilrig/report"
+	"github.com/hilrig/hilrig/rig"
+	"github.com/hilrig/hilrig/scopes"
+)
+
+// finish stamps the suite's labels on c and finalizes it (summary, checks
+// and verdict against c.Bounds).
+func finish(env *Env, c *report.Case) *report.Case {
+	if len(env.Labels) > 0 {
+		c.Labels = append([]string(nil), env.Labels...)
+	}
+	c.Finalize()
+	return c
+}
+
+// bounds returns the rack profile's bounds for path at payload, or a note
+// saying there are none.
+func bounds(env *Env, path Path, payload int) (report.Bounds, string, bool) {
+	b, ok := env.Bounds(path.Transport, payload)
+	if !ok {
+		return b, fmt.Sprintf("bounds profile %s has no entry for %s at %d B: reported, not judged", env.Profile.Name, path, payload), false
+	}
+	return b, "", true
+}
+
+// gateOutcome is what the PTP gate made of a flow's windows.
+type gateOutcome struct {
+	boards []string
+	res    GateResult
+	hist   *report.Histogram
+	err    error
+}
+
+// flowCase is the case of one measured flow: the rig's figures, the
+// method, the PTP gate's verdict on the samples (g, nil when ungated), the
+// rack's bounds and the notes saying what ran.
+func flowCase(env *Env, name string, p Params, run *Ran, g *gateOutcome, werr error) *report.Case {
+	c := run.Result.Case(env.Suite, name, run.Flow.Spec)
+	c.Transport = p.Path.String()
+	c.Method = Method(env.Rack, run.From, run.To)
+	if g != nil {
+		c.Method.Clocks += "; samples gated per agent window (windows not locked throughout excluded)"
+		if g.err != nil {
+			// The merged, ungated distribution stays for diagnosis; the
+			// case fails because its samples could not be vetted.
+			c.Failure = g.err.Error()
+		} else {
+			applyGate(c, g.res, g.hist, g.boards)
+		}
+	}
+	if b, note, ok := bounds(env, p.Path, p.Payload); ok {
+		if p.BestEffort {
+			b.MaxLost = nil
+			c.Notes = append(c.Notes, "best effort: loss is reported, not bounded")
+		}
+		c.Bounds = &b
+	} else {
+		c.Notes = append(c.Notes, note)
+	}
+	c.Notes = append(c.Notes, fmt.Sprintf("publisher on %s, subscriber(s) on %s", run.From, run.To))
+	if p.WarmUp > 0 {
+		c.Notes = append(c.Notes, fmt.Sprintf("%d warm-up messages sent first, not in the distribution", p.WarmUp))
+	}
+	if werr != nil {
+		c.Failure = werr.Error()
+	}
+	switch p.Judge {
+	case JudgeThroughput:
+		c.Bounds = nil
+		if b, _, ok := bounds(env, p.Path, p.Payload); ok {
+			out := report.Bounds{MinThroughputMBps: b.MinThroughputMBps, MinMsgsPerSec: b.MinMsgsPerSec, MaxCPUPercent: b.MaxCPUPercent}
+			if !p.BestEffort {
+				out.MaxLost = b.MaxLost
+			}
+			c.Bounds = &out
+		}
+		c.Notes = append(c.Notes, "as fast as the publisher can send; latency here is queueing under saturation and is reported, not judged")
+		if p.Path == ShmLoan {
+			c.Notes = append(c.Notes, "loan path: the publisher writes 8 B (the sequence number) into each loaned slot; MB/s counts payload bytes handed over without a copy, not bytes produced")
+		}
+	case JudgeScope:
+		if b := c.Bounds; b != nil {
+			c.Bounds = &report.Bounds{ScopeTolerance: b.ScopeTolerance, MaxLost: b.MaxLost}
+		}
+	}
+	return finish(env, c)
+}
+
+// GateWindows rebuilds c.Histogram from the subscribers' window summaries
+// (windows[i] are subscriber i's, as rig.FlowResult.Windows holds them),
+// keeping only the windows j judges locked throughout on every one of
+// boards. Windows are bounded by the subscriber's CLOCK_REALTIME (Unix
+// ns), which on a PTP rack is the controller's CLOCK_REALTIME too, the
+// clock the Monitor stamps its polls with. The samples of excluded
+// windows are added to c.Excluded (they are neither delivered-late nor
+// lost: their latency is just not trustworthy), c.Method.UncertaintyNs
+// becomes the largest WindowQuality.Bound over the included windows, and
+// a note records the exclusion.
+//
+// finals, when not nil, are the subscribers' final summaries: the windows
+// of subscriber i must hold every latency sample of finals[i] (the rig
+// drops windows nobody takes past its buffer), else GateWindows fails
+// with ErrGateIncomplete and leaves c untouched, because samples in a
+// missing window could be neither judged nor counted. Does not block.
+func GateWindows(c *report.Case, windows [][]agentproto.Window, finals []*agentproto.Final, j WindowJudge, boards ...string) (GateResult, error) {
+	res, h, err := gateWindows(windows, finals, j, boards...)
+	if err != nil {
+		return res, err
+	}
+	applyGate(c, res, h, boards)
+	return res, nil
+}
+
+func applyGate(c *report.Case, res GateResult, h *report.Histogram, boards []string) {
+	c.Histogram = h
+	c.Excluded += res.ExcludedSamples
+	c.Method.UncertaintyNs = res.UncertaintyNs
+	c.Notes = append(c.Notes, res.note(boards))
+}
+
+// judgedCase adds to c what MeasureJudged's host probe saw (its p99 and
+// max in Extra) and the attempts before this one.
+func judgedCase(env *Env, c *report.Case, host *report.Histogram, history []string, attempt int, disturbed bool, why string) *report.Case {
+	if host != nil && host.Count() > 0 {
+		if c.Extra == nil {
+			c.Extra = map[string]float64{}
+		}
+		c.Extra[ExtraHostWakeP99] = float64(host.ValueAtQuantile(99))
+		c.Extra[ExtraHostWakeMax] = float64(host.ValueAtQuantile(100))
+	}
+	if len(history) > 0 {
+		c.Notes = append(c.Notes, fmt.Sprintf("measured %d times: earlier attempts failed only where the host itself was late — %s", attempt, strings.Join(history, "; ")))
+	}
+	if disturbed {
+		c.Notes = append(c.Notes, fmt.Sprintf("still disturbed after %d attempts (%s): the verdict stands; rerun on a quieter host", attempt, why))
+	}
+	return finish(env, c)
+}
+
+// annotateLoaded drops the loaded case's bounds and fills its Extra and
+// notes with the comparison and the load's report.
+// A reliable flow must still lose nothing: that is the middleware's
+// contract, not a latency bound, so a loss sets Failure.
+func annotateLoaded(u *UnderLoad, profile string, reliable bool) {
+	ic, lc := u.Idle.Case, u.Loaded.Case
+	ic.Finalize()
+	lc.Bounds, lc.Checks = nil, nil // no idle bound checks carried over
+	lc.Finalize()
+	rep := u.Load.Load
+	if lc.Extra == nil {
+		lc.Extra = map[string]float64{}
+	}
+	is, ls := ic.Summary, lc.Summary
+	lc.Extra[ExtraIdleP50], lc.Extra[ExtraIdleP99] = float64(is.P50), float64(is.P99)
+	if is.P50 > 0 && is.P99 > 0 {
+		u.P50Ratio, u.P99Ratio = float64(ls.P50)/float64(is.P50), float64(ls.P99)/float64(is.P99)
+		lc.Extra[ExtraP50Ratio], lc.Extra[ExtraP99Ratio] = u.P50Ratio, u.P99Ratio
+	}
+	lc.Extra[ExtraLoadThreads] = float64(rep.Threads)
+	lc.Extra[ExtraLoadCPUSec] = float64(rep.CPUNs) / 1e9
+	lc.Extra[ExtraLoadWallSec] = float64(rep.WallNs) / 1e9
+	lc.Extra[ExtraLoadCPUShare] = u.Share
+	lc.Notes = append(lc.Notes,
+		fmt.Sprintf("%s (bounds profile %s)", NoteLoadedUnbounded, profile),
+		fmt.Sprintf("load: %d %s threads (one per CPU of %s), unpinned, SCHED_OTHER, running from before the flow's first message to after its last; consumed %.2f CPU-s over %.2f s wall = %.0f%% of %d cores",
+			rep.Threads, rep.Kind, u.Board, float64(rep.CPUNs)/1e9, float64(rep.WallNs)/1e9, 100*u.Share, rep.Threads),
+		fmt.Sprintf("vs idle (%s): p50 %s → %s (×%.2f), p99 %s → %s (×%.2f)", ic.Name,
+			report.FormatNs(is.P50), report.FormatNs(ls.P50), u.P50Ratio, report.FormatNs(is.P99), report.FormatNs(ls.P99), u.P99Ratio))
+	switch {
+	case lc.Failure != "":
+		// the flow's own failure stands
+	case reliable && (lc.Lost > 0 || lc.Delivered < lc.Sent*int64(max(lc.Subscribers, 1))):
+		lc.Failure = fmt.Sprintf("reliable flow under load: %d sent, %d delivered, %d lost", lc.Sent, lc.Delivered, lc.Lost)
+	case u.Load.Reason != agentproto.EndStopped:
+		lc.Failure = fmt.Sprintf("the load ended (%s) before the flow did: the loaded figures are not all under load", u.Load.Reason)
+	case u.Share < MinLoadShare:
+		lc.Failure = fmt.Sprintf("the load got %.0f%% of its %d cores (want ≥ %.0f%%): the scheduler starved it, so the loaded figures do not show the board under load", 100*u.Share, rep.Threads, 100*MinLoadShare)
+	}
+	lc.Finalize()
+}
+
+// rttCase is the RTT/2 case of a round trip between the rack's boards.
+func rttCase(env *Env, name string, path Path, reliable bool, payload, warm int, f *rig.Echo, res *rig.EchoResult, werr error) *report.Case {
+	spec := f.Spec
+	from, to := spec.From, spec.To
+	c := res.Case(env.Suite, name, spec)
+	rtt := c.Histogram.Summary() // the full round trip
+	c.Transport = path.String()
+	c.Histogram = HalveHistogram(c.Histogram) // Finalize summarises RTT/2
+	c.Extra = map[string]float64{"rtt_p50_ns": float64(rtt.P50), "rtt_p99_ns": float64(rtt.P99),
+		"rtt_p999_ns": float64(rtt.P999), "rtt_max_ns": float64(rtt.Max)}
+	c.Method = report.Method{Kind: report.RTTHalf,
+		Clocks: fmt.Sprintf("CLOCK_MONOTONIC of the pinging board (%s); no clock sync", from)}
+	if b, err := env.Rack.Board(from); err == nil && b.OnController() {
+		c.Method.UncertaintyNs = rig.ClockReadNs()
+	} else {
+		c.Notes = append(c.Notes, "clock-read uncertainty not quantified: it was measured on the controller host, not on "+from)
+	}
+	where := fmt.Sprintf("pinger on %s, echo on %s", from, to)
+	if from == to {
+		where = fmt.Sprintf("pinger and echo in the one agent on %s (intra-process path)", from)
+	}
+	c.Notes = append(c.Notes,
+		"round trip between the rack's boards: "+where+"; the echo republishes each ping at once on a reply topic (copy path) carrying the ping's sequence number and send stamp",
+		fmt.Sprintf("RTT/2: every sample is half of reply receipt − ping send stamp on the pinger's CLOCK_MONOTONIC, which assumes the two directions are symmetric; full RTT p50 %s, p99 %s (Extra)", report.FormatNs(rtt.P50), report.FormatNs(rtt.P99)),
+		fmt.Sprintf("back-to-back pings with one in flight (no rate limit), %s wait, %d warm-up pings sent first, not in the distribution", waitName(spec.Wait), warm),
+		"loss is pings never answered, counted by sequence number at the pinger")
+	if spec.Payload != payload {
+		c.Notes = append(c.Notes, fmt.Sprintf("payload padded from %d to %d B: the reply carries the ping's sequence number and send stamp", payload, spec.Payload))
+	}
+	if path == ShmLoan {
+		c.Notes = append(c.Notes, "pings are sent on the loan (zero-copy) path; the echo replies on the copy path")
+	}
+	if b, note, ok := bounds(env, path, payload); ok {
+		b.Jitter = 0 // jitter of RTT/2 mixes both directions' wake-ups: reported, not bounded
+		if !reliable {
+			b.MaxLost = nil
+			c.Notes = append(c.Notes, "best effort: loss is reported, not bounded")
+		}
+		c.Bounds = &b
+	} else {
+		c.Notes = append(c.Notes, note)
+	}
+	if werr != nil && c.Failure == "" {
+		c.Failure = werr.Error()
+	}
+	return finish(env, c)
+}
+
+// hostRTTCase is the RTT/2 case of the controller-host ping-pong fallback.
+func hostRTTCase(env *Env, name string, path Path, reliable bool, payload int, spec rig.HostPingPongSpec, s report.Summary) *report.Case {
+	c := &report.Case{Suite: env.Suite, Name: name, Transport: path.String(), PayloadBytes: int64(payload),
+		Reliability: reliability(reliable), Subscribers: 1, Sent: s.Count, Delivered: s.Count,
+		Method: report.Method{Kind: report.RTTHalf, UncertaintyNs: rig.ClockReadNs(),
+			Clocks: "CLOCK_MONOTONIC of the pinging end (controller host)"},
+		Summary: s}
+	where := "two processes on the controller host"
+	if spec.NetNS {
+		where += ", in two network namespaces joined by a veth pair"
+	}
+	c.Notes = append(c.Notes, fmt.Sprintf("FALLBACK: rack %s has fewer than two boards, so the round trip ran by `hilrig bench` ping-pong (%s), NOT on the rack's boards", env.Rack.Name, where),
+		fmt.Sprintf("back-to-back round trips (no rate limit), futex wait, %d warm-up round trips", spec.Warmup),
+		"percentiles only: mean and stddev are not reported by the ping-pong, so no histogram plot")
+	if b, _, ok := bounds(env, path, payload); ok {
+		b.MaxLost, b.Jitter = nil, 0 // the ping-pong counts no loss; jitter not bounded for RTT/2
+		c.Bounds = &b
+	}
+	return finish(env, c)
+}
+
+// startTally is what StartToFirst counted over its starts.
+type startTally struct {
+	hist                  *report.Histogram
+	sent, delivered, lost int64
+	from, to              string
+}
+
+// startCase is the node start → first message case.
+func startCase(env *Env, name string, path Path, payload, n int, bound time.Duration, t startTally) *report.Case {
+	c := &report.Case{Suite: env.Suite, Name: name, Transport: path.String(), PayloadBytes: int64(payload),
+		Reliability: "reliable", Subscribers: 1, Histogram: t.hist, Sent: t.sent, Delivered: t.delivered, Lost: t.lost,
+		Bounds: &report.Bounds{Max: bound, MaxLost: report.Loss(0)}}
+	c.Method = report.Method{Kind: report.OneWay,
+		Clocks: "controller CLOCK_MONOTONIC from the start requests to the publisher's started ack, plus message 1's one-way latency on " + Method(env.Rack, t.from, t.to).Clocks}
+	c.Notes = append(c.Notes, fmt.Sprintf("%d starts of a fresh subscriber node on %s and publisher node on %s, one 64 B message each", n, t.to, t.from),
+		"includes the controller↔agent pipe round trips of the start requests (an upper bound by that much)")
+	return finish(env, c)
+}
+
+// restartTally is what Restart counted over its restarts.
+type restartTally struct {
+	hist                  *report.Histogram
+	sent, delivered, lost int64
+	epochs                uint64
+	failure               string
+	from, to              string
+	window                time.Duration
+}
+
+// restartCase is the publisher restart → subscriber resumption case.
+func restartCase(env *Env, name string, path Path, payload, k int, bound time.Duration, t restartTally) *report.Case {
+	c := &report.Case{Suite: env.Suite, Name: name, Transport: path.String(), PayloadBytes: int64(payload),
+		RateHz: 1000, Reliability: "reliable", Subscribers: 1, Histogram: t.hist, Sent: t.sent, Delivered: t.delivered,
+		Lost: t.lost, Failure: t.failure, Bounds: &report.Bounds{Max: bound}}
+	if t.epochs > 0 {
+		c.Notes = append(c.Notes, fmt.Sprintf("subscriber saw %d publisher epoch change(s)", t.epochs))
+	}
+	c.Method = report.Method{Kind: report.OneWay, UncertaintyNs: int64(t.window),
+		Clocks: "upper bound: controller CLOCK_MONOTONIC restart request → started ack + max latency of the subscriber's first 10 ms window after it, or that window's end (CLOCK_REALTIME, same host)"}
+	c.Notes = append(c.Notes, fmt.Sprintf("%d restarts of the publisher on %s, subscriber on %s kept running; loss across restarts is not judged", k, t.from, t.to))
+	return finish(env, c)
+}
+
+// Distribution compares the scope's per-message delays (when it can fetch
+// them: scopes.DelayFetcher — gpio-capture, Keysight, sigrok) with the
+// software latency samples of c (its histogram, expanded to one value per
+// sample at the bucket's midpoint: HDR keeps 3 significant digits, ≤ 0.1 %).
+// It records p50/p99 figures and the KS distance in c.Extra and the
+// explanation in c.Notes; when the bounds set scope_tolerance it adds
+// checks "scope_p50" and "scope_p99" (|scope − software| within the
+// tolerance) to c.Checks, which Record keeps in the verdict. Returns nil
+// when the delays are not available from both sides (with a note saying
+// why). Blocks on instrument I/O. Call before harness.Record.
+func (s *Scope) Distribution(ctx context.Context, c *report.Case) (*scopes.DistributionCheck, error) {
+	var tol time.Duration
+	if c.Bounds != nil {
+		tol = c.Bounds.ScopeTolerance
+	}
+	d, skip, err := s.distribution(ctx, c.Histogram, tol)
+	if err != nil || d == nil {
+		if skip != "" {
+			c.Notes = append(c.Notes, skip)
+		}
+		return nil, err
+	}
+	var pairing string
+	var pc *pairingCounts
+	if s.Capture != nil {
+		p := s.Capture.Pairing()
+		pairing = p.String()
+		pc = &pairingCounts{unmatched: uint64(len(p.Unmatched)), dropped: p.SenderDropped + p.ReceiverDropped, merged: p.SenderMerged + p.ReceiverMerged}
+	}
+	applyDistribution(c, *d, tol, pairing, pc)
+	return d, nil
+}
+
+// applyDistribution records a scope-vs-software distribution comparison
+// in c: figures in Extra, the explanation in Notes and, when tol is set,
+// the scope_p50/scope_p99 checks.
+func applyDistribution(c *report.Case, d scopes.DistributionCheck, tol time.Duration, pairing string, p *pairingCounts) {
+	if c.Extra == nil {
+		c.Extra = map[string]float64{}
+	}
+	c.Extra["scope delays"] = float64(d.NScope)
+	if len(d.Rows) == 2 {
+		c.Extra["scope p50 ns"] = d.Rows[0].Scope * 1e9
+		c.Extra["scope p99 ns"] = d.Rows[1].Scope * 1e9
+		c.Extra["scope − software p50 ns"] = d.Rows[0].Diff * 1e9
+		c.Extra["scope − software p99 ns"] = d.Rows[1].Diff * 1e9
+		c.Extra["scope KS distance"] = d.KS
+		c.Extra["scope KS critical (α=0.05)"] = d.KSCritical
+	}
+	c.Notes = append(c.Notes, "scope vs software distribution: "+d.Explanation)
+	if p != nil {
+		c.Extra["capture unmatched edges"] = float64(p.unmatched)
+		c.Extra["capture dropped edges"] = float64(p.dropped)
+		c.Extra["capture merged edges"] = float64(p.merged)
+		c.Notes = append(c.Notes, "gpio-capture pairing: "+pairing)
+	}
+	switch {
+	case len(d.Rows) != 2:
+	case tol == 0:
+		c.Notes = append(c.Notes, "bounds profile sets no scope_tolerance: the quantile differences are reported, not judged")
+	default:
+		for _, r := range d.Rows {
+			v := report.Pass
+			if !r.Agree {
+				v = report.Fail
+			}
+			c.Checks = append(c.Checks, report.Check{Bound: "scope_" + r.Name, Unit: "ns", Limit: float64(tol.Nanoseconds()),
+				Measured: math.Abs(r.Diff) * 1e9, Verdict: v,
+				Note: fmt.Sprintf("|scope %s − software %s| (scope %s, software %s)", r.Name, r.Name, scopes.FormatSeconds(r.Scope), scopes.FormatSeconds(r.Software))})
+		}
+	}
+}
+
+// pairingCounts are a gpio-capture's unpaired edges.
+type pairingCounts struct{ unmatched, dropped, merged uint64 }
+
+func reliability(rel bool) string {
+	if rel {
+		return "reliable"
+	}
+	return "best-effort"
+}
+
+func waitName(w string) string {
+	if w == "" {
+		return "futex"
+	}
+	return w
+}

@@ -23,6 +23,9 @@ import (
 	"github.com/hilrig/hilrig/gpio"
 )
 
+// PeerOpener opens a peer's participant (runtime) for board on net.
+type PeerOpener func(board string, net agentproto.PeerNet) (Peer, error)
+
 // Marker marks one message on a GPIO line. Mark is called on the hot path
 // (no allocation); Close releases the line. *gpio.Output implements it.
 type Marker interface {
@@ -46,9 +49,10 @@ type Options struct {
 	// Logger receives diagnostics (stderr in `hilrig agent`). Default: discard.
 	Logger *slog.Logger
 	// Peers opens the peer middlewares this agent can run endpoints on,
-	// by name (Start.Middleware); the argument is the board name. Empty in
-	// the hilrig binary; cmd/hilrig-peer registers the cgo adapters.
-	Peers map[string]func(board string) (Peer, error)
+	// by name (Start.Middleware), for the board name and the network
+	// (Start.PeerNet; zero: loopback). Empty in the hilrig binary;
+	// cmd/hilrig-peer registers the cgo adapters.
+	Peers map[string]PeerOpener
 }
 
 func (o *Options) withDefaults() Options {

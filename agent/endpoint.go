@@ -128,7 +128,7 @@ func (e *endpoint) run(parent context.Context) {
 	)
 	if agentproto.IsPeer(mw) {
 		var err error
-		if peer, err = e.a.peer(mw); err != nil {
+		if peer, err = e.a.peer(mw, s.PeerNet); err != nil {
 			e.fail(agentproto.CodeStart, err)
 			return
 		}

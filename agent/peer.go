@@ -254,13 +254,14 @@ func stampClockID(stamp string) int32 {
 // ErrNoPeer: the agent was not built with the peer an endpoint asked for.
 var ErrNoPeer = errors.New("agent: peer middleware not available")
 
-// peer returns the agent's instance of the named peer, opening it on
-// first use (one participant or runtime per agent process). Safe for
+// peer returns the agent's instance of the named peer on net, opening it
+// on first use (one participant or runtime per agent process and network). Safe for
 // concurrent use. Errors name the board and the peer.
-func (a *agent) peer(name string) (Peer, error) {
+func (a *agent) peer(name string, net *agentproto.PeerNet) (Peer, error) {
 	a.peersMu.Lock()
 	defer a.peersMu.Unlock()
-	if p, ok := a.peers[name]; ok {
+	key := name + "@" + net.Key()
+	if p, ok := a.peers[key]; ok {
 		return p, nil
 	}
 	open, ok := a.opts.Peers[name]
@@ -272,14 +273,18 @@ func (a *agent) peer(name string) (Peer, error) {
 		slices.Sort(have)
 		return nil, fmt.Errorf("board %q: %w: %q (this agent, %s, has %v)", a.opts.Board, ErrNoPeer, name, a.opts.Build, have)
 	}
-	p, err := open(a.opts.Board)
+	var n agentproto.PeerNet
+	if net != nil {
+		n = *net
+	}
+	p, err := open(a.opts.Board, n)
 	if err != nil {
 		return nil, fmt.Errorf("board %q: peer %s: %w", a.opts.Board, name, err)
 	}
 	if a.peers == nil {
 		a.peers = map[string]Peer{}
 	}
-	a.peers[name] = p
+	a.peers[key] = p
 	return p, nil
 }
 

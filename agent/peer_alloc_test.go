@@ -20,7 +20,7 @@ func TestPeerHotPathAllocs(t *testing.T) {
 	}
 	for name, open := range testPeers {
 		t.Run(name, func(t *testing.T) {
-			p, err := open("alloc")
+			p, err := open("alloc", agentproto.PeerNet{})
 			if err != nil {
 				t.Fatal(err)
 			}

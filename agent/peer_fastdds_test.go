@@ -3,6 +3,7 @@
 package agent
 
 import (
+	"github.com/hilrig/hilrig/agentproto"
 	"os"
 
 	"github.com/hilrig/hilrig/peers/fastdds"
@@ -10,7 +11,7 @@ import (
 
 func init() {
 	for _, tr := range []fastdds.Transport{fastdds.SHM, fastdds.UDP} {
-		testPeers[tr.Name()] = func(string) (Peer, error) {
+		testPeers[tr.Name()] = func(string, agentproto.PeerNet) (Peer, error) {
 			p, err := fastdds.Open(fastdds.Config{Domain: uint32(100 + os.Getpid()%100), Transport: tr})
 			if err != nil {
 				return nil, err

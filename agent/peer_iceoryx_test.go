@@ -4,6 +4,7 @@ package agent
 
 import (
 	"context"
+	"github.com/hilrig/hilrig/agentproto"
 
 	"github.com/hilrig/hilrig/peers/iceoryx"
 	"github.com/hilrig/hilrig/peers/iceoryx/roudi"
@@ -23,7 +24,7 @@ func init() {
 		}
 		return func() { iceoryx.Shutdown(); r.Stop() }, nil
 	})
-	testPeers[iceoryx.Name] = func(board string) (Peer, error) {
+	testPeers[iceoryx.Name] = func(board string, _ agentproto.PeerNet) (Peer, error) {
 		p, err := iceoryx.Open(context.Background(), iceoryx.Config{App: "hilrig-test-" + board})
 		if err != nil {
 			return nil, err

@@ -22,7 +22,10 @@ const MiddlewareHilrig = "hilrig"
 // PeerHeaderBytes is the in-band header of a peer message.
 const PeerHeaderBytes = 24
 
-var middlewareRE = regexp.MustCompile(`^[a-z0-9-]{1,32}$`)
+var (
+	middlewareRE = regexp.MustCompile(`^[a-z0-9-]{1,32}$`)
+	peerAddrRE   = regexp.MustCompile(`^[0-9]{1,3}(\.[0-9]{1,3}){3}$`)
+)
 
 // IsPeer reports whether name selects a peer middleware (not hilrig).
 func IsPeer(name string) bool { return name != "" && name != MiddlewareHilrig }
@@ -38,6 +41,13 @@ func (s *Start) validatePeer() error {
 		e := errf(CodeInvalid, format, args...)
 		e.Endpoint = s.Endpoint
 		return e
+	}
+	if n := s.PeerNet; n != nil {
+		for _, a := range append([]string{n.Address}, n.Peers...) {
+			if a != "" && !peerAddrRE.MatchString(a) {
+				return bad("start.peer_net: address %q: want an IPv4 address", a)
+			}
+		}
 	}
 	if !middlewareRE.MatchString(s.Middleware) {
 		return bad("start.middleware %q: want 1..32 of [a-z0-9-]", s.Middleware)
@@ -56,4 +66,22 @@ func (s *Start) validatePeer() error {
 		return bad("start.payload %d: middleware %s needs at least %d bytes (%d-byte in-band header)", s.Payload, s.Middleware, need, PeerHeaderBytes)
 	}
 	return nil
+}
+
+// PeerNet is where a peer middleware's participant may talk: the local
+// address it binds (its only interface) and the addresses it discovers
+// by unicast. Empty: loopback only (127.0.0.1). The rig sets it from a
+// link's addresses for a UDP flow between boards (a namespace veth);
+// multicast stays off either way.
+type PeerNet struct {
+	Address string   `json:"address,omitempty"`
+	Peers   []string `json:"peers,omitempty"`
+}
+
+// Key identifies the participant a PeerNet needs ("" for loopback).
+func (n *PeerNet) Key() string {
+	if n == nil || n.Address == "" {
+		return ""
+	}
+	return n.Address
 }

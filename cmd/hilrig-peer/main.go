@@ -32,7 +32,7 @@ import (
 )
 
 // peers are the adapters this build has (peers_*.go, by build tag).
-var peers = map[string]func(board string) (agent.Peer, error){}
+var peers = map[string]agent.PeerOpener{}
 
 func envUint(name string, def uint64) (uint64, error) {
 	s := os.Getenv(name)

@@ -4,13 +4,14 @@ package main
 
 import (
 	"context"
+	"github.com/hilrig/hilrig/agentproto"
 
 	"github.com/hilrig/hilrig/agent"
 	"github.com/hilrig/hilrig/peers/iceoryx"
 )
 
 func init() {
-	peers[iceoryx.Name] = func(board string) (agent.Peer, error) {
+	peers[iceoryx.Name] = func(board string, _ agentproto.PeerNet) (agent.Peer, error) {
 		m, err := envUint("HILRIG_IOX_MAX_PAYLOAD", 1<<20)
 		if err != nil {
 			return nil, err

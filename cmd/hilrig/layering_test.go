@@ -129,6 +129,7 @@ func TestLayering(t *testing.T) {
 		}
 	}
 }
+
 // TestHilrigLinksNoPeers: the peer adapters (peers/…, cgo) are linked
 // only into cmd/hilrig-peer. Even with every peer build tag set, the
 // hilrig binary depends on no peers/ package, and it builds with
@@ -155,4 +156,3 @@ func TestHilrigLinksNoPeers(t *testing.T) {
 		t.Fatalf("CGO_ENABLED=0 go build ./cmd/hilrig: %v\n%s", err, out)
 	}
 }
-

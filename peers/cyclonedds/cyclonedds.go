@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -29,10 +30,27 @@ const Version = "0.10.2"
 type Config struct {
 	// Domain is the DDS domain id (0..232).
 	Domain uint32
-	// Interface is the only network interface Cyclone may use (default
-	// "lo"); discovery is unicast to Peer (default 127.0.0.1), multicast
-	// is off — the rig's rule for every DDS (docs/peers.md).
-	Interface, Peer string
+	// Address is the address of the only network interface Cyclone may
+	// use (default: the interface "lo"); discovery is unicast to Peers
+	// (default 127.0.0.1; Address is added), multicast is off — the rig's
+	// rule for every DDS (docs/peers.md).
+	Address string
+	Peers   []string
+}
+
+func (c Config) iface() string {
+	if c.Address == "" {
+		return `name="lo"`
+	}
+	return fmt.Sprintf("address=%q", c.Address)
+}
+
+func (c Config) peersXML() string {
+	var b strings.Builder
+	for _, p := range c.Peers {
+		fmt.Fprintf(&b, "<Peer address=%q/>", p)
+	}
+	return b.String()
 }
 
 // xml is Cyclone's configuration: confined to one interface without
@@ -43,18 +61,22 @@ type Config struct {
 // iceoryx-linked build does not deliver through it, peers/README).
 func (c Config) xml() string {
 	return fmt.Sprintf(`<CycloneDDS><Domain id="any">
-<General><Interfaces><NetworkInterface name=%q multicast="false"/></Interfaces>
+<General><Interfaces><NetworkInterface %s multicast="false"/></Interfaces>
 <AllowMulticast>false</AllowMulticast><MaxMessageSize>65500B</MaxMessageSize><FragmentSize>63000B</FragmentSize></General>
 <Discovery><ParticipantIndex>auto</ParticipantIndex><MaxAutoParticipantIndex>30</MaxAutoParticipantIndex>
-<Peers><Peer address=%q/></Peers></Discovery>
+<Peers>%s</Peers></Discovery>
 <Internal><SynchronousDeliveryPriorityThreshold>0</SynchronousDeliveryPriorityThreshold>
 <SocketReceiveBufferSize min="4MB"/><SocketSendBufferSize min="2MB"/></Internal>
-</Domain></CycloneDDS>`, c.Interface, c.Peer)
+</Domain></CycloneDDS>`, c.iface(), c.peersXML())
 }
 
 // Describe is the report line for cfg.
 func (c Config) Describe() string {
-	return fmt.Sprintf("cyclonedds %s (C API): UDP on %s, unicast discovery to %s, no multicast, no SHM; 64 KiB datagrams, synchronous delivery, loaned take; domain %d", Version, c.Interface, c.Peer, c.Domain)
+	on := "lo"
+	if c.Address != "" {
+		on = c.Address
+	}
+	return fmt.Sprintf("cyclonedds %s (C API): UDP on %s only, unicast discovery to %s, no multicast, no SHM; 64 KiB datagrams, synchronous delivery, loaned take; domain %d", Version, on, strings.Join(c.Peers, ","), c.Domain)
 }
 
 // Peer is one participant. Safe for concurrent use (each writer/reader
@@ -67,11 +89,11 @@ type Peer struct {
 
 // Open creates the domain and participant.
 func Open(cfg Config) (*Peer, error) {
-	if cfg.Interface == "" {
-		cfg.Interface = "lo"
+	if cfg.Address == "" && len(cfg.Peers) == 0 {
+		cfg.Peers = []string{"127.0.0.1"}
 	}
-	if cfg.Peer == "" {
-		cfg.Peer = "127.0.0.1"
+	if cfg.Address != "" && !slices.Contains(cfg.Peers, cfg.Address) {
+		cfg.Peers = append(cfg.Peers, cfg.Address)
 	}
 	if cfg.Domain > 232 {
 		return nil, fmt.Errorf("cyclonedds: domain %d: want 0..232", cfg.Domain)

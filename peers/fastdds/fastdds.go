@@ -47,13 +47,24 @@ type Config struct {
 	// ShmSegment is the shared-memory segment size in bytes (SHM);
 	// default 32 MiB, room for a history of 1 MiB samples.
 	ShmSegment uint32
+	// Address is the only local address UDP may use (default 127.0.0.1);
+	// discovery is unicast to Peers (default 127.0.0.1; Address is added).
+	Address string
+	Peers   []string
 }
 
 // Describe is the report line for cfg.
 func (c Config) Describe() string {
-	tr := "UDPv4 on 127.0.0.1 only (interface whitelist), unicast discovery to 127.0.0.1, no multicast, 4 MiB socket buffers"
+	addr, peers := c.Address, strings.Join(c.Peers, ",")
+	if addr == "" {
+		addr = "127.0.0.1"
+	}
+	if peers == "" {
+		peers = "127.0.0.1"
+	}
+	tr := fmt.Sprintf("UDPv4 on %s only (interface whitelist), unicast discovery to %s, no multicast, 4 MiB socket buffers", addr, peers)
 	if c.Transport == SHM {
-		tr = fmt.Sprintf("shared-memory transport for data (segment %d B) beside UDPv4 on 127.0.0.1 (Fast DDS's default pair; SHM alone stalls reliable writers in 2.9), unicast discovery to 127.0.0.1, no multicast", c.ShmSegment)
+		tr = fmt.Sprintf("shared-memory transport for data (segment %d B) beside UDPv4 on %s (Fast DDS's default pair; SHM alone stalls reliable writers in 2.9), unicast discovery to %s, no multicast", c.ShmSegment, addr, peers)
 	}
 	return fmt.Sprintf("fastdds %s (C++ API, raw-bytes TopicDataType): %s; builtin transports off; data sharing off; synchronous publish (asynchronous above 64 KB max payload: fragmentation); preallocated-with-realloc history; domain %d", Version, tr, c.Domain)
 }
@@ -87,7 +98,19 @@ func Open(cfg Config) (*Peer, error) {
 	os.Unsetenv("FASTDDS_DEFAULT_PROFILES_FILE")
 	os.Setenv("SKIP_DEFAULT_XML", "1")
 	errb := make([]byte, 256)
-	p := C.hlr_fd_open(C.uint32_t(cfg.Domain), C.int(cfg.Transport), C.uint32_t(cfg.ShmSegment), (*C.char)(unsafe.Pointer(&errb[0])), C.int(len(errb)))
+	var addr *C.char
+	if cfg.Address != "" {
+		addr = C.CString(cfg.Address)
+		defer C.free(unsafe.Pointer(addr))
+	}
+	cpeers := C.malloc(C.size_t(max(len(cfg.Peers), 1)) * C.size_t(unsafe.Sizeof((*C.char)(nil))))
+	defer C.free(cpeers)
+	pv := unsafe.Slice((**C.char)(cpeers), max(len(cfg.Peers), 1))
+	for i, a := range cfg.Peers {
+		pv[i] = C.CString(a)
+		defer C.free(unsafe.Pointer(pv[i]))
+	}
+	p := C.hlr_fd_open(C.uint32_t(cfg.Domain), C.int(cfg.Transport), C.uint32_t(cfg.ShmSegment), addr, (**C.char)(cpeers), C.int(len(cfg.Peers)), (*C.char)(unsafe.Pointer(&errb[0])), C.int(len(errb)))
 	if p == nil {
 		return nil, fmt.Errorf("fastdds: participant on domain %d (%s): %s", cfg.Domain, cfg.Transport.Name(), cerr(errb))
 	}

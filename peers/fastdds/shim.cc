@@ -124,7 +124,8 @@ struct reader_impl {
 	TypeSupport type;
 };
 
-hlr_fd_peer *hlr_fd_open(uint32_t domain, int transport, uint32_t shm_segment, char *err, int errlen) {
+hlr_fd_peer *hlr_fd_open(uint32_t domain, int transport, uint32_t shm_segment, const char *addr, const char **peers, int npeers, char *err, int errlen) {
+	std::string local = addr ? addr : "127.0.0.1";
 	DomainParticipantQos q = PARTICIPANT_QOS_DEFAULT;
 	q.name("hilrig");
 	// Confined: no builtin transports (they would add UDP on every
@@ -141,18 +142,32 @@ hlr_fd_peer *hlr_fd_open(uint32_t domain, int transport, uint32_t shm_segment, c
 		q.transport().user_transports.push_back(shm);
 	}
 	auto udp = std::make_shared<eprosima::fastdds::rtps::UDPv4TransportDescriptor>();
-	udp->interfaceWhiteList.push_back("127.0.0.1");
+	udp->interfaceWhiteList.push_back(local);
 	udp->sendBufferSize = 4 << 20;
 	udp->receiveBufferSize = 4 << 20;
 	udp->maxInitialPeersRange = 20;
 	q.transport().user_transports.push_back(udp);
 	Locator_t meta;
-	IPLocator::setIPv4(meta, 127, 0, 0, 1);
+	IPLocator::setIPv4(meta, local);
 	meta.port = 0; // well-known port of this participant id
 	q.wire_protocol().builtin.metatrafficUnicastLocatorList.push_back(meta);
-	Locator_t peer;
-	IPLocator::setIPv4(peer, 127, 0, 0, 1);
-	q.wire_protocol().builtin.initialPeersList.push_back(peer);
+	std::vector<std::string> ps;
+	for (int i = 0; i < npeers; i++)
+		ps.push_back(peers[i]);
+	if (ps.empty())
+		ps.push_back("127.0.0.1");
+	if (addr)
+		ps.push_back(local);
+	for (auto &a : ps) {
+		Locator_t peer;
+		IPLocator::setIPv4(peer, a);
+		q.wire_protocol().builtin.initialPeersList.push_back(peer);
+	}
+	// User data on the same address only (no default unicast locators on
+	// other interfaces).
+	Locator_t user;
+	IPLocator::setIPv4(user, local);
+	q.wire_protocol().default_unicast_locator_list.push_back(user);
 	q.transport().send_socket_buffer_size = 4 << 20;
 	q.transport().listen_socket_buffer_size = 4 << 20;
 	auto *p = new hlr_fd_peer;

@@ -20,7 +20,9 @@ typedef struct {
 
 // transport: 0 = UDPv4 on loopback only, 1 = shared memory for data
 // (with UDPv4 on loopback beside it).
-hlr_fd_peer *hlr_fd_open(uint32_t domain, int transport, uint32_t shm_segment, char *err, int errlen);
+// addr: the only local address (NULL: 127.0.0.1); peers: n unicast
+// discovery addresses (NULL: 127.0.0.1).
+hlr_fd_peer *hlr_fd_open(uint32_t domain, int transport, uint32_t shm_segment, const char *addr, const char **peers, int npeers, char *err, int errlen);
 void hlr_fd_close(hlr_fd_peer *p);
 hlr_fd_writer *hlr_fd_writer_new(hlr_fd_peer *p, const char *topic, int reliable, int depth, uint32_t max_payload, char *err, int errlen);
 void hlr_fd_writer_free(hlr_fd_peer *p, hlr_fd_writer *w);

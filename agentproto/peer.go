@@ -76,12 +76,19 @@ func (s *Start) validatePeer() error {
 type PeerNet struct {
 	Address string   `json:"address,omitempty"`
 	Peers   []string `json:"peers,omitempty"`
+	// SharedMemoryOnly: the endpoints share /dev/shm but no network
+	// (boards in different namespaces on one host); a peer that can
+	// discover over shared memory (Fast DDS's SHM transport) does so.
+	SharedMemoryOnly bool `json:"shared_memory_only,omitempty"`
 }
 
 // Key identifies the participant a PeerNet needs ("" for loopback).
 func (n *PeerNet) Key() string {
-	if n == nil || n.Address == "" {
+	switch {
+	case n == nil:
 		return ""
+	case n.SharedMemoryOnly:
+		return "shm"
 	}
 	return n.Address
 }

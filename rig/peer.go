@@ -84,6 +84,10 @@ func (r *Rig) peerNets(t Traffic, from string, to []string) (map[string]*agentpr
 		switch {
 		case b == from || r.sameNetwork(from, b):
 		case iceoryx && t.Transport == fixtures.Shm:
+		case t.Middleware == "fastdds-shm" && t.Transport == fixtures.Shm:
+			// /dev/shm shared, no network: Fast DDS discovers over SHM.
+			nets[from] = &agentproto.PeerNet{SharedMemoryOnly: true}
+			nets[b] = &agentproto.PeerNet{SharedMemoryOnly: true}
 		case iceoryx:
 			return nil, fmt.Errorf("%w: iceoryx is shared memory only; %s → %s is a %s route", ErrPeerRoute, from, b, t.Transport)
 		case t.Transport == fixtures.UDP && t.Link != "":

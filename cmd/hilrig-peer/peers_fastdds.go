@@ -15,7 +15,11 @@ func init() {
 			if err != nil {
 				return nil, err
 			}
-			p, err := fastdds.Open(fastdds.Config{Domain: uint32(d), Transport: tr, Address: n.Address, Peers: n.Peers})
+			t := tr
+			if t == fastdds.SHM && n.SharedMemoryOnly {
+				t = fastdds.SHMOnly
+			}
+			p, err := fastdds.Open(fastdds.Config{Domain: uint32(d), Transport: t, Address: n.Address, Peers: n.Peers})
 			if err != nil {
 				return nil, err
 			}

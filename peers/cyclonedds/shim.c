@@ -101,8 +101,11 @@ dds_return_t hlr_cd_write(dds_entity_t wr, uint8_t *buf, uint32_t len, uint64_t 
 	return dds_write(wr, &s);
 }
 
-// take_one takes one valid sample on loan; 1, 0 (none) or < 0.
-static int take_one(hlr_cd_reader *r, int64_t stamp) {
+// take_one takes one valid sample on loan and stamps its receipt right
+// after the take returned it — the first line of a callback. (A stamp
+// taken before the take could precede the sample's arrival: the sample
+// may land between the stamp and the take.)
+static int take_one(hlr_cd_reader *r) {
 	for (;;) {
 		void *samples[1] = {NULL};
 		dds_sample_info_t info;
@@ -118,7 +121,7 @@ static int take_one(hlr_cd_reader *r, int64_t stamp) {
 		r->loaned = 1;
 		r->data = s->data._buffer;
 		r->len = s->data._length;
-		r->recv = stamp;
+		r->recv = now_ns(CLOCK_MONOTONIC);
 		return 1;
 	}
 }
@@ -128,19 +131,18 @@ int hlr_cd_take(hlr_cd_reader *r, int64_t timeout_ns) {
 	int64_t deadline = now_ns(CLOCK_MONOTONIC) + timeout_ns;
 	if (r->spin) {
 		for (;;) {
-			int64_t t = now_ns(CLOCK_MONOTONIC);
-			int n = take_one(r, t);
-			if (n != 0 || t > deadline)
+			int n = take_one(r);
+			if (n != 0 || now_ns(CLOCK_MONOTONIC) > deadline)
 				return n;
 		}
 	}
-	int n = take_one(r, now_ns(CLOCK_MONOTONIC));
+	int n = take_one(r);
 	if (n != 0)
 		return n;
 	dds_return_t rc = dds_waitset_wait(r->ws, NULL, 0, timeout_ns);
 	if (rc <= 0)
 		return rc;
-	return take_one(r, now_ns(CLOCK_MONOTONIC));
+	return take_one(r);
 }
 
 void hlr_cd_release(hlr_cd_reader *r) {

@@ -27,13 +27,14 @@ type Transport int
 
 // Transports.
 const (
-	UDP Transport = iota // UDPv4, loopback only
-	SHM                  // shared memory for data, UDPv4 on loopback beside it
+	UDP     Transport = iota // UDPv4, loopback only
+	SHM                      // shared memory for data, UDPv4 on loopback beside it
+	SHMOnly                  // shared memory only, discovery too (no network between the processes)
 )
 
 // Name is the middleware name of a transport (Start.Middleware).
 func (t Transport) Name() string {
-	if t == SHM {
+	if t == SHM || t == SHMOnly {
 		return "fastdds-shm"
 	}
 	return "fastdds-udp"
@@ -63,8 +64,10 @@ func (c Config) Describe() string {
 		peers = "127.0.0.1"
 	}
 	tr := fmt.Sprintf("UDPv4 on %s only (interface whitelist), unicast discovery to %s, no multicast, 4 MiB socket buffers", addr, peers)
-	if c.Transport == SHM {
-		tr = fmt.Sprintf("shared-memory transport for data (segment %d B) beside UDPv4 on %s (Fast DDS's default pair; SHM alone stalls reliable writers in 2.9), unicast discovery to %s, no multicast", c.ShmSegment, addr, peers)
+	if c.Transport == SHMOnly {
+		tr = fmt.Sprintf("shared-memory transport only (segment %d B), discovery over shared memory (the boards share /dev/shm but no network)", c.ShmSegment)
+	} else if c.Transport == SHM {
+		tr = fmt.Sprintf("shared-memory transport for data (segment %d B) beside UDPv4 on %s (Fast DDS's default pair), unicast discovery to %s, no multicast", c.ShmSegment, addr, peers)
 	}
 	return fmt.Sprintf("fastdds %s (C++ API, raw-bytes TopicDataType): %s; builtin transports off; data sharing off; synchronous publish (asynchronous above 64 KB max payload: fragmentation); preallocated-with-realloc history; domain %d", Version, tr, c.Domain)
 }

@@ -132,44 +132,42 @@ hlr_fd_peer *hlr_fd_open(uint32_t domain, int transport, uint32_t shm_segment, c
 	// interface and multicast discovery); only the one transport of the
 	// case, on loopback for UDP; unicast-only discovery to 127.0.0.1.
 	q.transport().use_builtin_transports = false;
-	if (transport == 1) {
+	if (transport == 1 || transport == 2) {
 		// Fast DDS's own default pair, as ROS 2 runs it: SHM for the data
 		// between participants on one host (preferred over UDP when both
-		// ends have it), UDPv4 beside it. SHM alone stalls reliable
-		// writers in 2.9 (conformance test), so it is not run alone.
+		// ends have it), UDPv4 beside it (the interface whitelist keeps
+		// its user locators on the one address too); transport 2 is SHM
+		// alone, discovery included, for boards without a shared network.
 		auto shm = std::make_shared<eprosima::fastdds::rtps::SharedMemTransportDescriptor>();
 		shm->segment_size(shm_segment);
 		q.transport().user_transports.push_back(shm);
 	}
-	auto udp = std::make_shared<eprosima::fastdds::rtps::UDPv4TransportDescriptor>();
-	udp->interfaceWhiteList.push_back(local);
-	udp->sendBufferSize = 4 << 20;
-	udp->receiveBufferSize = 4 << 20;
-	udp->maxInitialPeersRange = 20;
-	q.transport().user_transports.push_back(udp);
-	Locator_t meta;
-	IPLocator::setIPv4(meta, local);
-	meta.port = 0; // well-known port of this participant id
-	q.wire_protocol().builtin.metatrafficUnicastLocatorList.push_back(meta);
-	std::vector<std::string> ps;
-	for (int i = 0; i < npeers; i++)
-		ps.push_back(peers[i]);
-	if (ps.empty())
-		ps.push_back("127.0.0.1");
-	if (addr)
-		ps.push_back(local);
-	for (auto &a : ps) {
-		Locator_t peer;
-		IPLocator::setIPv4(peer, a);
-		q.wire_protocol().builtin.initialPeersList.push_back(peer);
+	if (transport != 2) {
+		auto udp = std::make_shared<eprosima::fastdds::rtps::UDPv4TransportDescriptor>();
+		udp->interfaceWhiteList.push_back(local);
+		udp->sendBufferSize = 4 << 20;
+		udp->receiveBufferSize = 4 << 20;
+		udp->maxInitialPeersRange = 20;
+		q.transport().user_transports.push_back(udp);
+		Locator_t meta;
+		IPLocator::setIPv4(meta, local);
+		meta.port = 0; // well-known port of this participant id
+		q.wire_protocol().builtin.metatrafficUnicastLocatorList.push_back(meta);
+		std::vector<std::string> ps;
+		for (int i = 0; i < npeers; i++)
+			ps.push_back(peers[i]);
+		if (ps.empty())
+			ps.push_back("127.0.0.1");
+		if (addr)
+			ps.push_back(local);
+		for (auto &a : ps) {
+			Locator_t peer;
+			IPLocator::setIPv4(peer, a);
+			q.wire_protocol().builtin.initialPeersList.push_back(peer);
+		}
+		q.transport().send_socket_buffer_size = 4 << 20;
+		q.transport().listen_socket_buffer_size = 4 << 20;
 	}
-	// User data on the same address only (no default unicast locators on
-	// other interfaces).
-	Locator_t user;
-	IPLocator::setIPv4(user, local);
-	q.wire_protocol().default_unicast_locator_list.push_back(user);
-	q.transport().send_socket_buffer_size = 4 << 20;
-	q.transport().listen_socket_buffer_size = 4 << 20;
 	auto *p = new hlr_fd_peer;
 	p->pp = DomainParticipantFactory::get_instance()->create_participant(domain, q);
 	if (!p->pp) {
@@ -327,9 +325,16 @@ void hlr_fd_reader_free(hlr_fd_peer *p, hlr_fd_reader *hr) {
 	delete hr;
 }
 
-static int take_one(hlr_fd_reader *hr, int64_t stamp) {
+// take_one takes one sample, stamping its receipt once the reader holds
+// it and before take_next_sample deserialises (copies) it — the first
+// line of an on_data_available callback. (A stamp taken before knowing a
+// sample is there could precede its arrival.)
+static int take_one(hlr_fd_reader *hr) {
 	auto *impl = static_cast<reader_impl *>(hr->impl);
 	for (;;) {
+		if (impl->r->get_unread_count() == 0)
+			return 0;
+		int64_t stamp = now_ns(CLOCK_MONOTONIC);
 		SampleInfo info;
 		ReturnCode_t rc = impl->r->take_next_sample(impl->msg, &info);
 		if (rc == ReturnCode_t::RETCODE_NO_DATA)
@@ -350,19 +355,18 @@ int hlr_fd_take(hlr_fd_reader *hr, int64_t timeout_ns) {
 	int64_t deadline = now_ns(CLOCK_MONOTONIC) + timeout_ns;
 	if (hr->spin) {
 		for (;;) {
-			int64_t t = now_ns(CLOCK_MONOTONIC);
-			int n = take_one(hr, t);
-			if (n != 0 || t > deadline)
+			int n = take_one(hr);
+			if (n != 0 || now_ns(CLOCK_MONOTONIC) > deadline)
 				return n;
 		}
 	}
-	int n = take_one(hr, now_ns(CLOCK_MONOTONIC));
+	int n = take_one(hr);
 	if (n != 0)
 		return n;
 	eprosima::fastrtps::Duration_t to((int32_t)(timeout_ns / 1000000000LL), (uint32_t)(timeout_ns % 1000000000LL));
 	if (!impl->r->wait_for_unread_message(to))
 		return 0;
-	return take_one(hr, now_ns(CLOCK_MONOTONIC));
+	return take_one(hr);
 }
 
 int hlr_fd_reader_matched(hlr_fd_reader *hr) {

@@ -19,7 +19,8 @@ typedef struct {
 } hlr_fd_reader;
 
 // transport: 0 = UDPv4 on loopback only, 1 = shared memory for data
-// (with UDPv4 on loopback beside it).
+// (with UDPv4 on loopback beside it), 2 = shared memory only (discovery
+// too: for processes that share /dev/shm but no network).
 // addr: the only local address (NULL: 127.0.0.1); peers: n unicast
 // discovery addresses (NULL: 127.0.0.1).
 hlr_fd_peer *hlr_fd_open(uint32_t domain, int transport, uint32_t shm_segment, const char *addr, const char **peers, int npeers, char *err, int errlen);

@@ -104,7 +104,9 @@ void hlr_iox_sub_free(hlr_iox_sub *s) {
 	free(s);
 }
 
-static int take_one(hlr_iox_sub *s, int64_t stamp) {
+// take_one takes one chunk and stamps its receipt right after the take
+// returned it (a stamp before the take could precede its arrival).
+static int take_one(hlr_iox_sub *s) {
 	const void *chunk = NULL;
 	enum iox_ChunkReceiveResult r = iox_sub_take_chunk(s->sub, &chunk);
 	if (r == ChunkReceiveResult_NO_CHUNK_AVAILABLE)
@@ -115,7 +117,7 @@ static int take_one(hlr_iox_sub *s, int64_t stamp) {
 	s->chunk = chunk;
 	s->data = (uint8_t *)chunk;
 	s->len = (uint32_t)*uh;
-	s->recv = stamp;
+	s->recv = now_ns(CLOCK_MONOTONIC);
 	return 1;
 }
 
@@ -124,13 +126,12 @@ int hlr_iox_take(hlr_iox_sub *s, int64_t timeout_ns) {
 	int64_t deadline = now_ns(CLOCK_MONOTONIC) + timeout_ns;
 	if (s->spin) {
 		for (;;) {
-			int64_t t = now_ns(CLOCK_MONOTONIC);
-			int n = take_one(s, t);
-			if (n != 0 || t > deadline)
+			int n = take_one(s);
+			if (n != 0 || now_ns(CLOCK_MONOTONIC) > deadline)
 				return n;
 		}
 	}
-	int n = take_one(s, now_ns(CLOCK_MONOTONIC));
+	int n = take_one(s);
 	if (n != 0)
 		return n;
 	struct timespec to = {.tv_sec = timeout_ns / 1000000000LL, .tv_nsec = timeout_ns % 1000000000LL};
@@ -138,7 +139,7 @@ int hlr_iox_take(hlr_iox_sub *s, int64_t timeout_ns) {
 	uint64_t missed = 0;
 	if (iox_ws_timed_wait(s->ws, to, info, 1, &missed) == 0)
 		return 0;
-	return take_one(s, now_ns(CLOCK_MONOTONIC));
+	return take_one(s);
 }
 
 void hlr_iox_release(hlr_iox_sub *s) {

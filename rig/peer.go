@@ -85,9 +85,11 @@ func (r *Rig) peerNets(t Traffic, from string, to []string) (map[string]*agentpr
 		case b == from || r.sameNetwork(from, b):
 		case iceoryx && t.Transport == fixtures.Shm:
 		case t.Middleware == "fastdds-shm" && t.Transport == fixtures.Shm:
-			// /dev/shm shared, no network: Fast DDS discovers over SHM.
-			nets[from] = &agentproto.PeerNet{SharedMemoryOnly: true}
-			nets[b] = &agentproto.PeerNet{SharedMemoryOnly: true}
+			// Measured on the sim rack: SHM-only participants in two
+			// namespaces never match — Fast DDS 2.9 derives the host id in
+			// its SHM locators from the network interfaces, so boards in
+			// different namespaces are different hosts to it.
+			return nil, fmt.Errorf("%w: fastdds-shm between %s and %s: Fast DDS takes boards in different network namespaces for different hosts (its SHM locators carry a host id derived from the interfaces), so its SHM transport never matches across them", ErrPeerRoute, from, b)
 		case iceoryx:
 			return nil, fmt.Errorf("%w: iceoryx is shared memory only; %s → %s is a %s route", ErrPeerRoute, from, b, t.Transport)
 		case t.Transport == fixtures.UDP && t.Link != "":

@@ -35,7 +35,11 @@ static dds_qos_t *qos(int reliable, int depth) {
 		dds_qset_reliability(q, DDS_RELIABILITY_BEST_EFFORT, 0);
 		dds_qset_history(q, DDS_HISTORY_KEEP_LAST, depth);
 	}
-	dds_qset_durability(q, DDS_DURABILITY_VOLATILE);
+	// Reliable is TRANSIENT_LOCAL: a reader that matches the writer a
+	// moment after the writer matched it (discovery is per side) still
+	// gets the samples already written — hilrig's started subscriber sees
+	// every later message. Best effort stays VOLATILE.
+	dds_qset_durability(q, reliable ? DDS_DURABILITY_TRANSIENT_LOCAL : DDS_DURABILITY_VOLATILE);
 	return q;
 }
 

@@ -234,7 +234,11 @@ static void qos(Q &q, int reliable, int depth) {
 		q.history().kind = KEEP_LAST_HISTORY_QOS;
 		q.history().depth = depth;
 	}
-	q.durability().kind = VOLATILE_DURABILITY_QOS;
+	// Reliable is TRANSIENT_LOCAL: a reader that matches the writer a
+	// moment after the writer matched it (discovery is per side) still
+	// gets the samples already written (the suite lost the first sample
+	// of a reliable flow with VOLATILE). Best effort stays VOLATILE.
+	q.durability().kind = reliable ? TRANSIENT_LOCAL_DURABILITY_QOS : VOLATILE_DURABILITY_QOS;
 	q.data_sharing().off();
 	q.endpoint().history_memory_policy = eprosima::fastrtps::rtps::PREALLOCATED_WITH_REALLOC_MEMORY_MODE;
 }

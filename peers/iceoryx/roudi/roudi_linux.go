@@ -98,7 +98,9 @@ func Start(ctx context.Context, maxPayload int) (*RouDi, error) {
 	// Monitoring on (the default): RouDi frees what a dead client held.
 	cmd := exec.Command(bin, "-c", cfg, "-l", "warning")
 	cmd.Stdout, cmd.Stderr = nil, nil
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	// No Pdeathsig: Go delivers it when the starting OS thread exits, not
+	// the process, which would stop RouDi under a running agent.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("iceoryx: start %s: %w", bin, err)
@@ -110,6 +112,9 @@ func Start(ctx context.Context, maxPayload int) (*RouDi, error) {
 		up, err := Running()
 		if err == nil && up {
 			if _, err := os.Stat(socketFile); err == nil {
+				// RouDi read its config at start: remove it now, so an
+				// agent killed before Stop leaves no directory behind.
+				os.RemoveAll(r.dir)
 				return r, nil
 			}
 		}

@@ -42,9 +42,8 @@ func TestRouDiStartStopLeavesNothing(t *testing.T) {
 		r.Stop()
 		t.Fatal("RouDi started but its lock is not held")
 	}
-	cfg, err := os.ReadFile(r.dir + "/roudi.toml")
-	if err != nil || !strings.Contains(string(cfg), "size = 16384") || strings.Contains(string(cfg), "size = 131072") {
-		t.Errorf("config for 4 KiB payloads:\n%s (%v), want pools up to 16 KiB only", cfg, err)
+	if cfg := mempools(4096); !strings.Contains(cfg, "size = 16384") || strings.Contains(cfg, "size = 131072") {
+		t.Errorf("config for 4 KiB payloads:\n%s, want pools up to 16 KiB only", cfg)
 	}
 	if err := r.Stop(); err != nil {
 		t.Fatal(err)

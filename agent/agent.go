@@ -23,6 +23,9 @@ import (
 	"github.com/hilrig/hilrig/gpio"
 )
 
+// PeerOpener opens a peer's participant (runtime) for board on net.
+type PeerOpener func(board string, net agentproto.PeerNet) (Peer, error)
+
 // Marker marks one message on a GPIO line. Mark is called on the hot path
 // (no allocation); Close releases the line. *gpio.Output implements it.
 type Marker interface {
@@ -45,6 +48,11 @@ type Options struct {
 	ShmDir string
 	// Logger receives diagnostics (stderr in `hilrig agent`). Default: discard.
 	Logger *slog.Logger
+	// Peers opens the peer middlewares this agent can run endpoints on,
+	// by name (Start.Middleware), for the board name and the network
+	// (Start.PeerNet; zero: loopback). Empty in the hilrig binary;
+	// cmd/hilrig-peer registers the cgo adapters.
+	Peers map[string]PeerOpener
 }
 
 func (o *Options) withDefaults() Options {
@@ -76,6 +84,12 @@ func openGPIOMarker(ctx context.Context, m agentproto.Marker) (Marker, error) {
 // on stdin/stdout until the controller stops it or goes away. Diagnostics
 // go to stderr.
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, build string) error {
+	return MainWith(ctx, args, stdin, stdout, stderr, Options{Build: build})
+}
+
+// MainWith is Main with base options (the peer agent's registered Peers);
+// the flags set Board and Logger.
+func MainWith(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, base Options) error {
 	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	board := fs.String("board", "", "board name reported to the controller")
@@ -91,7 +105,8 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		lvl = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
-	return Run(ctx, stdin, stdout, &Options{Board: *board, Build: build, Logger: log})
+	base.Board, base.Logger = *board, log
+	return Run(ctx, stdin, stdout, &base)
 }
 
 // Run speaks the protocol on in/out until a stop-all message, EOF on in, or
@@ -175,6 +190,9 @@ type agent struct {
 	wg    sync.WaitGroup
 	// probes are the running PTP probes (ptpprobe.go), by id.
 	probes map[string]*ptpProbe
+	// peers are the opened peer middlewares (peer.go), by name.
+	peersMu sync.Mutex
+	peers   map[string]Peer
 }
 
 // handle processes one control message; done means "stop everything".
@@ -240,6 +258,7 @@ drain:
 			break drain
 		}
 	}
+	a.closePeers()
 	if err := a.enc.Encode(&agentproto.Msg{Kind: agentproto.KindBye, Bye: &agentproto.Bye{Reason: reason}}); err != nil {
 		return fmt.Errorf("%w: %w", ErrOutput, err)
 	}

@@ -27,37 +27,42 @@ func (e *endpoint) recordsLatency() bool {
 	return e.s.Role == agentproto.Subscriber || e.s.Role == agentproto.Pinger
 }
 
-// openRoundTrip opens both topics of a pinger or echo on node and returns
-// the endpoint's loop and the closer of what it opened.
-func (e *endpoint) openRoundTrip(node *middleware.Node, mk Marker) (func() error, func(), error) {
+// openRoundTrip opens both topics of a pinger or echo and returns the
+// endpoint's loop and the closer of what it opened.
+func (e *endpoint) openRoundTrip(ends endpoints, mk Marker) (func() error, func(), error) {
 	s := e.s
-	so := &middleware.SubscriberOptions{Wait: waitStrategy(s.Wait), CPU: s.CPU, Priority: s.Priority}
-	po := &middleware.PublisherOptions{SendTimeout: time.Duration(s.SendTimeoutNs)}
 	if s.Role == agentproto.Echo {
-		sub, err := node.NewSubscriber(s.Contract, so)
+		sub, err := ends.in(s.Contract)
 		if err != nil {
 			return nil, nil, fmt.Errorf("echo: subscriber on %q: %w", s.Contract.Topic, err)
 		}
-		pub, err := node.NewPublisher(s.Echo.Reply, po)
+		// The echo copies each ping into its buffer: always the copy path.
+		pub, err := ends.out(s.Echo.Reply, agentproto.SendCopy)
 		if err != nil {
-			sub.Close()
+			sub.close()
 			return nil, nil, fmt.Errorf("echo: reply publisher on %q: %w", s.Echo.Reply.Topic, err)
 		}
-		ec := &echoer{e: e, sub: sub, pub: pub, mk: mk, buf: make([]byte, max(s.Echo.Reply.MaxPayload, agentproto.PingHeaderBytes))}
-		return ec.run, func() { pub.Close(); sub.Close() }, nil
+		h := pub.hdr()
+		ec := &echoer{e: e, sub: sub, pub: pub, mk: mk, hdr: h, buf: make([]byte, max(s.Echo.Reply.MaxPayload, h+agentproto.PingHeaderBytes))}
+		return ec.run, func() { pub.close(); sub.close() }, nil
 	}
 	// The reply subscriber is attached before the first ping can leave.
-	sub, err := node.NewSubscriber(s.Echo.Reply, so)
+	sub, err := ends.in(s.Echo.Reply)
 	if err != nil {
 		return nil, nil, fmt.Errorf("pinger: reply subscriber on %q: %w", s.Echo.Reply.Topic, err)
 	}
-	pub, err := node.NewPublisher(s.Contract, po)
+	pub, err := ends.out(s.Contract, s.Send)
 	if err != nil {
-		sub.Close()
+		sub.close()
 		return nil, nil, fmt.Errorf("pinger: publisher on %q: %w", s.Contract.Topic, err)
 	}
+	if err := e.awaitReader(pub, sub); err != nil {
+		pub.close()
+		sub.close()
+		return nil, nil, fmt.Errorf("pinger: %w", err)
+	}
 	p := &pinger{e: e, pub: pub, mk: mk, replyCh: make(chan struct{}, 1)}
-	return func() error { return p.run(sub) }, func() { pub.Close(); sub.Close() }, nil
+	return func() error { return p.run(sub) }, func() { pub.close(); sub.close() }, nil
 }
 
 // errBadReply: a reply this pinger cannot have caused (too short, an
@@ -68,9 +73,12 @@ var errBadReply = errors.New("pinger: bad reply")
 // echoer republishes every ping on the reply topic.
 type echoer struct {
 	e   *endpoint
-	sub *middleware.Subscriber
-	pub *middleware.Publisher
+	sub inlet
+	pub outlet
 	mk  Marker
+	// hdr is the outlet's in-band header: the reply's own bytes (the
+	// echoed Seq and SendMono, then the ping's payload) start there.
+	hdr int
 	buf []byte // the reply, reused: the hot path allocates nothing
 }
 
@@ -79,7 +87,7 @@ type echoer struct {
 // replies) unless stopped first.
 func (ec *echoer) run() error {
 	e := ec.e
-	err := ec.sub.Receive(e.ctx, ec.onPing)
+	err := ec.sub.receive(e.ctx, ec.onPing)
 	if errors.Is(err, errCount) {
 		t := time.NewTimer(defaultLinger)
 		defer t.Stop()
@@ -103,16 +111,17 @@ func (ec *echoer) run() error {
 // 0 allocs (TestOnPingAllocs).
 func (ec *echoer) onPing(m *middleware.Message) error {
 	e := ec.e
-	n := max(copy(ec.buf, m.Payload), agentproto.PingHeaderBytes)
-	binary.LittleEndian.PutUint64(ec.buf[0:8], m.Header.Seq)
-	binary.LittleEndian.PutUint64(ec.buf[8:16], uint64(m.Header.SendMono))
+	h := ec.hdr
+	n := h + max(copy(ec.buf[h:], m.Payload), agentproto.PingHeaderBytes)
+	binary.LittleEndian.PutUint64(ec.buf[h:h+8], m.Header.Seq)
+	binary.LittleEndian.PutUint64(ec.buf[h+8:h+16], uint64(m.Header.SendMono))
 	if ec.mk != nil {
 		if err := ec.mk.Mark(); err != nil {
 			return fmt.Errorf("marker: %w", err)
 		}
 		e.marks++
 	}
-	err := ec.pub.Send(ec.buf[:n])
+	err := ec.pub.send(ec.buf[:n], m.Header.Seq)
 	replied := uint64(1)
 	switch {
 	case err == nil:
@@ -148,7 +157,7 @@ func (ec *echoer) onPing(m *middleware.Message) error {
 // pinger sends pings and matches replies.
 type pinger struct {
 	e   *endpoint
-	pub *middleware.Publisher
+	pub outlet
 	mk  Marker
 	// sentSeq is the header Seq of the last ping sent (the k-th successful
 	// send carries Seq k); replied the highest Seq answered. Atomics: the
@@ -214,7 +223,7 @@ func (p *pinger) onReply(m *middleware.Message) error {
 // run receives replies on a goroutine of its own and sends pings until
 // Count, the duration, a stop or a receive error; then it waits up to the
 // reply timeout for the last replies and counts the missing ones lost.
-func (p *pinger) run(sub *middleware.Subscriber) error {
+func (p *pinger) run(sub inlet) error {
 	e := p.e
 	s := e.s
 	timeout := time.Duration(s.Echo.ReplyTimeoutNs)
@@ -249,7 +258,7 @@ func (p *pinger) run(sub *middleware.Subscriber) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		err := sub.Receive(rctx, p.onReply)
+		err := sub.receive(rctx, p.onReply)
 		if rctx.Err() == nil { // not asked to stop: a real failure
 			if err == nil {
 				err = errors.New("reply subscriber ended")
@@ -318,7 +327,7 @@ func (p *pinger) send(ctx context.Context, timeout time.Duration) error {
 		// The reply can arrive before Send returns, so the ping counts as
 		// sent from before the call (and is taken back if it failed).
 		seq := p.sentSeq.Add(1)
-		err := sendNumbered(p.pub, s.Send, payload, i+1)
+		err := p.pub.send(payload, i+1)
 		if err != nil {
 			p.sentSeq.Add(^uint64(0)) // not sent: the next ping gets this Seq
 		}

@@ -30,7 +30,7 @@ func TestOnPingAllocs(t *testing.T) {
 	defer sub.Close()
 	mk := &nopMarker{}
 	e := &endpoint{s: agentproto.Start{Role: agentproto.Echo}, win: report.NewHistogram()}
-	ec := &echoer{e: e, pub: pub, mk: mk, buf: make([]byte, 64)}
+	ec := &echoer{e: e, pub: hilrigOut{pub: pub, path: agentproto.SendCopy}, mk: mk, buf: make([]byte, 64)}
 	ping := make([]byte, 64)
 	m := &middleware.Message{Header: middleware.Header{SendMono: 1000}, RecvMono: 51000, Payload: ping}
 	allocs := testing.AllocsPerRun(1000, func() {

@@ -50,6 +50,8 @@ type endpoint struct {
 	sent, recv, lost, lastSeq, timeouts, marks uint64
 	firstNs, lastNs                            int64
 	lastRecvMono                               atomic.Int64
+	// discoveryNs is a peer writer's wait for its first reader.
+	discoveryNs int64
 }
 
 func newEndpoint(a *agent, s agentproto.Start) *endpoint {
@@ -116,20 +118,39 @@ func (e *endpoint) run(parent context.Context) {
 			}
 		}
 	}
-	nodeName := s.Node
-	if nodeName == "" {
-		nodeName = s.Endpoint
+	mw := s.Middleware
+	if mw == "" {
+		mw = agentproto.MiddlewareHilrig
 	}
-	node, err := middleware.OpenNode(nodeName, &middleware.NodeOptions{
-		Domain: s.Domain, ShmDir: e.a.opts.ShmDir, StampClock: stampClock(s.Stamp), Logger: e.a.opts.Logger,
-	})
-	if err != nil {
-		e.fail(agentproto.CodeStart, fmt.Errorf("open node: %w", err))
-		return
+	var (
+		peer Peer
+		node *middleware.Node
+	)
+	if agentproto.IsPeer(mw) {
+		var err error
+		if peer, err = e.a.peer(mw, s.PeerNet); err != nil {
+			e.fail(agentproto.CodeStart, err)
+			return
+		}
+	} else {
+		nodeName := s.Node
+		if nodeName == "" {
+			nodeName = s.Endpoint
+		}
+		var err error
+		node, err = middleware.OpenNode(nodeName, &middleware.NodeOptions{
+			Domain: s.Domain, ShmDir: e.a.opts.ShmDir, StampClock: stampClock(s.Stamp), Logger: e.a.opts.Logger,
+		})
+		if err != nil {
+			e.fail(agentproto.CodeStart, fmt.Errorf("open node: %w", err))
+			return
+		}
+		defer node.Close()
 	}
-	defer node.Close()
+	ends := endpoints{node: node, peer: peer, s: &e.s}
 	var mk Marker
 	if s.Marker != nil {
+		var err error
 		mk, err = e.a.opts.OpenMarker(parent, *s.Marker)
 		if err != nil {
 			e.fail(agentproto.CodeStart, fmt.Errorf("marker %s/%s: %w", s.Marker.Chip, s.Marker.Line, err))
@@ -141,24 +162,27 @@ func (e *endpoint) run(parent context.Context) {
 	var loop func() error
 	switch s.Role {
 	case agentproto.Publisher:
-		pub, err := node.NewPublisher(s.Contract, &middleware.PublisherOptions{SendTimeout: time.Duration(s.SendTimeoutNs)})
+		pub, err := ends.out(s.Contract, s.Send)
 		if err != nil {
 			e.fail(agentproto.CodeStart, fmt.Errorf("publisher on %q: %w", s.Contract.Topic, err))
 			return
 		}
-		defer pub.Close()
+		defer pub.close()
+		if err := e.awaitReader(pub, nil); err != nil {
+			e.fail(agentproto.CodeStart, err)
+			return
+		}
 		loop = func() error { return e.publish(pub, mk) }
 	case agentproto.Subscriber:
-		so := &middleware.SubscriberOptions{Wait: waitStrategy(s.Wait), CPU: s.CPU, Priority: s.Priority}
-		sub, err := node.NewSubscriber(s.Contract, so)
+		sub, err := ends.in(s.Contract)
 		if err != nil {
 			e.fail(agentproto.CodeStart, fmt.Errorf("subscriber on %q: %w", s.Contract.Topic, err))
 			return
 		}
-		defer sub.Close()
+		defer sub.close()
 		loop = func() error { return e.subscribe(sub, mk) }
 	case agentproto.Pinger, agentproto.Echo: // echo.go
-		l, closeRT, err := e.openRoundTrip(node, mk)
+		l, closeRT, err := e.openRoundTrip(ends, mk)
 		if err != nil {
 			e.fail(agentproto.CodeStart, err)
 			return
@@ -179,7 +203,11 @@ func (e *endpoint) run(parent context.Context) {
 	e.winStart = e.start
 	e.usage = sys.ProcessUsage()
 	e.usage0 = e.usage
-	e.send(&agentproto.Msg{Kind: agentproto.KindStarted, Started: &agentproto.Started{Endpoint: e.id}})
+	started := &agentproto.Started{Endpoint: e.id, Middleware: mw}
+	if peer != nil {
+		started.Peer, started.DiscoveryNs = peer.Describe(), e.discoveryNs
+	}
+	e.send(&agentproto.Msg{Kind: agentproto.KindStarted, Started: started})
 
 	windowsDone := make(chan struct{})
 	stopWindows := make(chan struct{})
@@ -305,7 +333,7 @@ func (e *endpoint) flushWindow(now time.Time) {
 }
 
 // publish sends Count messages (or until the context ends) at RateHz.
-func (e *endpoint) publish(pub *middleware.Publisher, mk Marker) error {
+func (e *endpoint) publish(pub outlet, mk Marker) error {
 	s := e.s
 	payload := make([]byte, s.Payload)
 	for i := range payload {
@@ -331,7 +359,7 @@ func (e *endpoint) publish(pub *middleware.Publisher, mk Marker) error {
 			}
 			e.marks++
 		}
-		err := sendNumbered(pub, s.Send, payload, i+1)
+		err := pub.send(payload, i+1)
 		switch {
 		case err == nil:
 		case errors.Is(err, middleware.ErrTimeout):
@@ -397,6 +425,32 @@ func sendNumbered(pub *middleware.Publisher, path agentproto.SendPath, payload [
 	return pub.Send(payload)
 }
 
+// awaitReader waits for a peer writer's first matched reader and, for a
+// pinger, its reply reader's first matched writer (discovery), and notes
+// how long it took; hilrig's endpoints need no wait.
+func (e *endpoint) awaitReader(o outlet, reply inlet) error {
+	po, ok := o.(*peerOut)
+	if !ok {
+		return nil
+	}
+	begin := time.Now()
+	ends := []any{po.w}
+	if pi, ok := reply.(*peerIn); ok {
+		ends = append(ends, pi.r)
+	}
+	for _, x := range ends {
+		d, err := awaitMatch(e.ctx, x)
+		if err != nil {
+			return fmt.Errorf("%s: waiting for discovery: %w", e.s.Middleware, err)
+		}
+		if d < 0 {
+			e.a.opts.Logger.Warn("peer endpoint matched nothing; starting anyway", "endpoint", e.id, "middleware", e.s.Middleware, "waited", peerMatchWait)
+		}
+	}
+	e.discoveryNs = time.Since(begin).Nanoseconds()
+	return nil
+}
+
 // countSent counts one message sent, in the run and in the open window.
 func (e *endpoint) countSent() {
 	e.sent++
@@ -445,7 +499,7 @@ func (e *endpoint) onMessage(m *middleware.Message, mk Marker, clockLatency bool
 }
 
 // subscribe receives until count, duration, idle timeout or stop.
-func (e *endpoint) subscribe(sub *middleware.Subscriber, mk Marker) error {
+func (e *endpoint) subscribe(sub inlet, mk Marker) error {
 	s := e.s
 	clockLatency := s.Latency == agentproto.LatencyStamp
 	clockID := int32(sys.ClockRealtime)
@@ -456,7 +510,7 @@ func (e *endpoint) subscribe(sub *middleware.Subscriber, mk Marker) error {
 		clockID = sys.ClockMonotonic
 	}
 	var markErr error
-	err := sub.Receive(e.ctx, func(m *middleware.Message) error {
+	err := sub.receive(e.ctx, func(m *middleware.Message) error {
 		err := e.onMessage(m, mk, clockLatency, clockID)
 		if err != nil && !errors.Is(err, errCount) {
 			markErr = err

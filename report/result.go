@@ -114,15 +114,18 @@ func (m Method) String() string {
 // Case is one measured case: what was run, how it was measured, what came
 // out, what it was judged against and the verdicts.
 type Case struct {
-	Name         string   `json:"name"`
-	Suite        string   `json:"suite"`
-	Labels       []string `json:"labels,omitempty"`
-	Transport    string   `json:"transport,omitempty"` // "intra", "shm-copy", "shm-loan", "udp", ...
-	PayloadBytes int64    `json:"payload_bytes,omitempty"`
-	RateHz       float64  `json:"rate_hz,omitempty"`
-	Reliability  string   `json:"reliability,omitempty"` // "reliable" or "best-effort"
-	Subscribers  int      `json:"subscribers,omitempty"`
-	Method       Method   `json:"method"`
+	Name      string   `json:"name"`
+	Suite     string   `json:"suite"`
+	Labels    []string `json:"labels,omitempty"`
+	Transport string   `json:"transport,omitempty"` // "intra", "shm-copy", "shm-loan", "udp", ...
+	// Middleware is the bus measured: "" or "hilrig" (its own), or a peer
+	// ("cyclonedds", "fastdds-shm", "fastdds-udp", "iceoryx").
+	Middleware   string  `json:"middleware,omitempty"`
+	PayloadBytes int64   `json:"payload_bytes,omitempty"`
+	RateHz       float64 `json:"rate_hz,omitempty"`
+	Reliability  string  `json:"reliability,omitempty"` // "reliable" or "best-effort"
+	Subscribers  int     `json:"subscribers,omitempty"`
+	Method       Method  `json:"method"`
 	// Excluded counts samples dropped from the distribution because the
 	// clocks were not trustworthy (PTP not locked); they are not lost.
 	Excluded  int64 `json:"excluded,omitempty"`

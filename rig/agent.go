@@ -112,6 +112,7 @@ func (a *Agent) read(dec *agentproto.Decoder) {
 		switch m.Kind {
 		case agentproto.KindStarted:
 			if ep := a.eps[m.Started.Endpoint]; ep != nil {
+				ep.ack = *m.Started
 				ep.started(nil)
 			}
 		case agentproto.KindWindow:
@@ -273,6 +274,9 @@ type Endpoint struct {
 	startOnce sync.Once
 	startedCh chan struct{}
 	startErr  error
+	// ack is the agent's started message (middleware, a peer's
+	// description and discovery time); written before startedCh closes.
+	ack agentproto.Started
 
 	mu sync.Mutex
 	// windows are the buffered windows not yet taken, oldest first, at
@@ -295,6 +299,18 @@ func newEndpoint(a *Agent, s agentproto.Start) *Endpoint {
 }
 
 // called with agent.mu held
+// Started is the agent's acknowledgement: the middleware the endpoint
+// runs on and, for a peer, its version/configuration/transport line and
+// discovery time. Zero until the endpoint started.
+func (e *Endpoint) Started() agentproto.Started {
+	select {
+	case <-e.startedCh:
+		return e.ack
+	default:
+		return agentproto.Started{}
+	}
+}
+
 func (e *Endpoint) started(err error) {
 	e.startOnce.Do(func() { e.startErr = err; close(e.startedCh) })
 }

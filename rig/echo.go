@@ -97,7 +97,11 @@ func (r *Rig) Echo(ctx context.Context, spec EchoSpec) (*Echo, error) {
 		echoReply.UDP.Peers = []string{pingerListen}
 		pingerReply.UDP.Listen = pingerListen
 	}
-	base := agentproto.Start{Domain: r.Domain, Wait: spec.Wait, WindowNs: int64(spec.Window)}
+	nets, err := r.peerNets(spec.Traffic, spec.From, []string{spec.To})
+	if err != nil {
+		return nil, fmt.Errorf("rig: round trip %s: %w", spec.Name, err)
+	}
+	base := agentproto.Start{Domain: r.Domain, Wait: spec.Wait, WindowNs: int64(spec.Window), Middleware: spec.Middleware}
 	f := &Echo{Spec: spec, Transport: spec.Transport}
 
 	ea, err := r.Agent(ctx, spec.To)
@@ -107,6 +111,7 @@ func (r *Rig) Echo(ctx context.Context, spec EchoSpec) (*Echo, error) {
 	es := base
 	es.Role, es.Endpoint, es.Contract = agentproto.Echo, spec.Name+"-echo", echoPing
 	es.Echo = &agentproto.EchoSpec{Reply: echoReply}
+	es.PeerNet = nets[spec.To]
 	es.Marker = r.marker(ea.Board, "rx", spec.Markers)
 	es.CPU, es.Priority = boardCPU(ea.Board, 1), ea.Board.Priority
 	// Count 0: the echo runs until Wait stops it, after the pinger's last
@@ -118,6 +123,7 @@ func (r *Rig) Echo(ctx context.Context, spec EchoSpec) (*Echo, error) {
 	if err == nil {
 		ps := base
 		ps.Role, ps.Endpoint, ps.Contract = agentproto.Pinger, spec.Name+"-ping", pingerPing
+		ps.PeerNet = nets[spec.From]
 		ps.Echo = &agentproto.EchoSpec{Reply: pingerReply, ReplyTimeoutNs: int64(spec.ReplyTimeout)}
 		ps.Payload, ps.RateHz, ps.Count, ps.DurationNs, ps.WarmUp, ps.Send =
 			spec.Payload, spec.RateHz, spec.Count, int64(spec.Duration), spec.WarmUp, spec.Send

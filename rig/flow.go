@@ -61,6 +61,9 @@ type Traffic struct {
 	Markers bool
 	// Window is the summary window; default 1 s.
 	Window time.Duration
+	// Middleware is the bus: "" or "hilrig", or a peer the boards' agent
+	// (hilrig-peer) was built with (docs/peers.md).
+	Middleware string
 }
 
 // CaseTransport names t's transport in report cases: shm sent on loan is
@@ -196,10 +199,14 @@ func (r *Rig) Flow(ctx context.Context, spec FlowSpec) (*Flow, error) {
 			c.UDP.Peers = append(c.UDP.Peers, subs[i].listen.String())
 		}
 	}
+	nets, err := r.peerNets(spec.Traffic, spec.From, spec.To)
+	if err != nil {
+		return nil, fmt.Errorf("rig: flow %s: %w", spec.Name, err)
+	}
 	base := agentproto.Start{
 		Domain: r.Domain, Contract: c, Payload: spec.Payload, RateHz: spec.RateHz, Count: spec.Count,
 		DurationNs: int64(spec.Duration), WarmUp: spec.WarmUp, Send: spec.Send, Wait: spec.Wait,
-		Latency: spec.Latency, WindowNs: int64(spec.Window),
+		Latency: spec.Latency, WindowNs: int64(spec.Window), Middleware: spec.Middleware,
 	}
 	f := &Flow{Spec: spec, Transport: spec.Transport}
 	ok := false
@@ -217,6 +224,7 @@ func (r *Rig) Flow(ctx context.Context, spec FlowSpec) (*Flow, error) {
 		}
 		s := base
 		s.Role, s.Endpoint = agentproto.Subscriber, fmt.Sprintf("%s-sub%d", spec.Name, i)
+		s.PeerNet = nets[to]
 		s.Payload = 0
 		if spec.Transport == fixtures.UDP {
 			s.Contract.UDP = middleware.UDPConfig{}
@@ -239,6 +247,7 @@ func (r *Rig) Flow(ctx context.Context, spec FlowSpec) (*Flow, error) {
 	}
 	s := base
 	s.Role, s.Endpoint = agentproto.Publisher, spec.Name+"-pub"
+	s.PeerNet = nets[spec.From]
 	s.Marker = r.marker(a.Board, "tx", spec.Markers)
 	s.CPU, s.Priority = boardCPU(a.Board, 0), a.Board.Priority
 	if f.Publisher, err = a.Start(ctx, s); err != nil {

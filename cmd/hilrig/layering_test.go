@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -69,7 +70,8 @@ func TestLayering(t *testing.T) {
 	upstream := map[string][]string{
 		"fixtures":   {"rig", "deploy", "agent", "agentproto", "vmboard", "middleware", "gpio", "timesync", "scopes", "suites"},
 		"deploy":     {"rig", "suites"},
-		"agent":      {"rig", "deploy", "vmboard", "fixtures", "suites", "scopes"},
+		"agent":      {"rig", "deploy", "vmboard", "fixtures", "suites", "scopes", "peers"},
+		"peers":      {"rig", "deploy", "vmboard", "fixtures", "suites", "scopes", "gpio", "timesync"},
 		"agentproto": {"rig", "deploy", "agent", "vmboard", "fixtures", "suites", "scopes"},
 		"vmboard":    {"rig", "agent", "suites"},
 		"gpio":       {"rig", "deploy", "agent", "agentproto", "vmboard", "fixtures", "middleware", "suites"},
@@ -125,5 +127,32 @@ func TestLayering(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestHilrigLinksNoPeers: the peer adapters (peers/…, cgo) are linked
+// only into cmd/hilrig-peer. Even with every peer build tag set, the
+// hilrig binary depends on no peers/ package, and it builds with
+// CGO_ENABLED=0 (static).
+func TestHilrigLinksNoPeers(t *testing.T) {
+	cmd := exec.Command("go", "list", "-tags", "cyclonedds,fastdds,iceoryx", "-deps", "-f", "{{.ImportPath}}", mod+"/cmd/hilrig")
+	cmd.Env = append(cmd.Environ(), "CGO_ENABLED=0")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	deps := strings.Fields(string(out))
+	if len(deps) < 10 {
+		t.Fatalf("go list found only %d dependencies", len(deps))
+	}
+	for _, d := range deps {
+		if d == mod+"/peers" || strings.HasPrefix(d, mod+"/peers/") || d == "runtime/cgo" {
+			t.Errorf("the hilrig binary links %s: peers and cgo belong in cmd/hilrig-peer", d)
+		}
+	}
+	build := exec.Command("go", "build", "-tags", "cyclonedds,fastdds,iceoryx", "-o", os.DevNull, mod+"/cmd/hilrig")
+	build.Env = append(build.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("CGO_ENABLED=0 go build ./cmd/hilrig: %v\n%s", err, out)
 	}
 }

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -63,8 +65,17 @@ type TestContext struct {
 	Started time.Time
 	// Binary is the hilrig binary for local and netns boards, built by
 	// RunSuite before any spec runs (so no spec's timeout pays for a cold
-	// build); empty in contexts made by Load alone.
+	// build); empty in contexts made by Load alone. With runnable peers it
+	// is the peer agent (cmd/hilrig-peer), which runs hilrig's endpoints
+	// too.
 	Binary string
+	// Middlewares are the buses specs measure side by side: "hilrig"
+	// first, then the configured peers that can run here (docs/peers.md);
+	// PeerSkips says why each other configured peer does not;
+	// PeerTags are the peer agent's build tags.
+	Middlewares []string
+	PeerSkips   map[string]string
+	PeerTags    []string
 }
 
 // BuildTimeout bounds building hilrig for the agents before the specs run
@@ -113,6 +124,7 @@ func Load(suite, dir string) (*TestContext, error) {
 	if abs, err := filepath.Abs(tc.ReportDir); err == nil {
 		tc.ReportDir = abs
 	}
+	tc.Middlewares, tc.PeerTags, tc.PeerSkips = resolveMiddlewares(cfg)
 	tc.RunID = RunID()
 	tc.RunDir = filepath.Join(tc.ReportDir, "runs", tc.RunID)
 	return tc, nil
@@ -149,7 +161,7 @@ func RunSuite(t *testing.T, suite string) {
 	}
 	if sc.DryRun {
 		// nothing will run: no agents to build
-	} else if bin, err := buildAgent(); err != nil {
+	} else if bin, err := buildAgent(tc.PeerTags); err != nil {
 		t.Fatalf("hilrig %s suite: %v", suite, err)
 	} else {
 		tc.Binary = bin
@@ -187,15 +199,20 @@ func LabelError(r types.SpecReport) error {
 	return nil
 }
 
-func buildAgent() (string, error) {
+// buildAgent builds the agents' binary: hilrig, or the peer agent with
+// the peers' build tags when any peer runs here.
+func buildAgent(peerTags []string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), BuildTimeout)
 	defer cancel()
-	return rig.Build(ctx)
+	return rig.BuildAgents(ctx, peerTags)
 }
 
 func printSkips(w io.Writer, tc *TestContext) {
 	for _, s := range tc.Filter.Skipped {
 		fmt.Fprintf(w, "hilrig: specs labelled %s are skipped: %s\n", s.Label, s.Reason)
+	}
+	for _, mw := range slices.Sorted(maps.Keys(tc.PeerSkips)) {
+		fmt.Fprintf(w, "hilrig: specs on middleware %s are skipped: %s\n", mw, tc.PeerSkips[mw])
 	}
 }
 

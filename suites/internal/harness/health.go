@@ -101,6 +101,9 @@ func healthGate(ctx context.Context, tc *TestContext) error {
 		return fmt.Errorf("%w: open rack %s: %w", ErrHealth, tc.Rack.Name, err)
 	}
 	herr := CheckHealth(ctx, r, tc.Binary)
+	if herr == nil {
+		herr = r.CheckPeers(ctx, tc.Middlewares)
+	}
 	if herr != nil {
 		var diag strings.Builder
 		for _, b := range r.Rack.Boards {

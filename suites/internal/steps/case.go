@@ -51,6 +51,7 @@ type gateOutcome struct {
 func flowCase(env *Env, name string, p Params, run *Ran, g *gateOutcome, werr error) *report.Case {
 	c := run.Result.Case(env.Suite, name, run.Flow.Spec)
 	c.Transport = p.Path.String()
+	peerNotes(c, p.Path, run.Flow.Publisher)
 	c.Method = Method(env.Rack, run.From, run.To)
 	if g != nil {
 		c.Method.Clocks += "; samples gated per agent window (windows not locked throughout excluded)"
@@ -203,6 +204,7 @@ func rttCase(env *Env, name string, path Path, reliable bool, payload, warm int,
 	c.Histogram = HalveHistogram(c.Histogram) // Finalize summarises RTT/2
 	c.Extra = map[string]float64{"rtt_p50_ns": float64(rtt.P50), "rtt_p99_ns": float64(rtt.P99),
 		"rtt_p999_ns": float64(rtt.P999), "rtt_max_ns": float64(rtt.Max)}
+	peerNotes(c, path, f.Pinger)
 	c.Method = report.Method{Kind: report.RTTHalf,
 		Clocks: fmt.Sprintf("CLOCK_MONOTONIC of the pinging board (%s); no clock sync", from)}
 	if b, err := env.Rack.Board(from); err == nil && b.OnController() {
@@ -393,4 +395,22 @@ func waitName(w string) string {
 		return "futex"
 	}
 	return w
+}
+
+// peerNotes names the middleware of c and, for a peer, writes what the
+// agent reported beside the case: the peer's version, configuration and
+// real transport, and the discovery time before the first message.
+func peerNotes(c *report.Case, path Path, ep *rig.Endpoint) {
+	c.Middleware = path.MiddlewareName()
+	if path.Middleware == "" || ep == nil {
+		return
+	}
+	st := ep.Started()
+	if st.Peer != "" {
+		c.Notes = append(c.Notes, "peer: "+st.Peer)
+	}
+	if c.Extra == nil {
+		c.Extra = map[string]float64{}
+	}
+	c.Extra["discovery_ns"] = float64(st.DiscoveryNs)
 }

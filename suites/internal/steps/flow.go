@@ -92,7 +92,7 @@ func start(ctx context.Context, env *Env, p Params) (*rig.Flow, string, string, 
 	}
 	spec := rig.FlowSpec{Traffic: rig.Traffic{From: from, Link: link, Transport: p.Path.Transport, Send: p.Path.Send,
 		BestEffort: p.BestEffort, Payload: p.Payload, RateHz: p.RateHz, Count: p.Count + p.WarmUp, WarmUp: p.WarmUp,
-		Markers: p.Markers, Window: p.Window, Duration: p.Duration},
+		Markers: p.Markers, Window: p.Window, Duration: p.Duration, Middleware: p.Path.Middleware},
 		Drain: p.Drain, Latency: LatencyClock(env.Rack, from, to)}
 	for range p.Subscribers {
 		spec.To = append(spec.To, to)

@@ -27,7 +27,7 @@ import (
 // says so. Blocks.
 func RoundTrip(ctx context.Context, env *Env, name string, path Path, reliable bool, payload, n int) (*report.Case, error) {
 	warm := min(n/10, 200)
-	if path.Transport != fixtures.Intra && len(env.Rack.Boards) < 2 {
+	if path.Transport != fixtures.Intra && len(env.Rack.Boards) < 2 && path.Middleware == "" {
 		spec := rig.HostPingPongSpec{Transport: path.Transport, Send: path.Send, Reliable: reliable, Payload: payload,
 			RoundTrips: n, Warmup: warm, NetNS: path.Transport == fixtures.UDP && env.Rack.Claims(fixtures.CapMultiHost)}
 		s, err := env.Rig.HostPingPong(ctx, spec)
@@ -42,7 +42,7 @@ func RoundTrip(ctx context.Context, env *Env, name string, path Path, reliable b
 	}
 	spec := rig.EchoSpec{Traffic: rig.Traffic{From: from, Link: link, Transport: path.Transport, Send: path.Send,
 		BestEffort: !reliable, Payload: max(payload, agentproto.PingHeaderBytes), Count: uint64(n + warm),
-		WarmUp: uint64(warm), Window: env.Config.Window}, To: to}
+		WarmUp: uint64(warm), Window: env.Config.Window, Middleware: path.Middleware}, To: to}
 	f, err := env.Rig.Echo(ctx, spec)
 	if err != nil {
 		return nil, err

@@ -92,6 +92,26 @@ func Diagnostics(env *Env) string {
 type Path struct {
 	Transport fixtures.Transport
 	Send      agentproto.SendPath
+	// Middleware is the bus: "" (hilrig's own) or a peer (docs/peers.md),
+	// run by the peer agent the harness built.
+	Middleware string
+}
+
+// On returns p on middleware mw ("" or "hilrig": hilrig's own).
+func (p Path) On(mw string) Path {
+	if mw == agentproto.MiddlewareHilrig {
+		mw = ""
+	}
+	p.Middleware = mw
+	return p
+}
+
+// MiddlewareName is p's middleware as reports name it.
+func (p Path) MiddlewareName() string {
+	if p.Middleware == "" {
+		return agentproto.MiddlewareHilrig
+	}
+	return p.Middleware
 }
 
 // The paths the suites sweep.

@@ -1,0 +1,368 @@
+package agent
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"time"
+
+	"github.com/hilrig/hilrig/agent/internal/sys"
+	"github.com/hilrig/hilrig/agentproto"
+	"github.com/hilrig/hilrig/middleware"
+)
+
+// Peer is a middleware other than hilrig's own that endpoints can run on
+// (Start.Middleware). The implementations are cgo packages under peers/,
+// linked only into the peer agent binary (cmd/hilrig-peer) and registered
+// in Options.Peers; the default hilrig binary has none.
+//
+// A peer message carries the in-band header of agentproto.PeerHeaderBytes;
+// the writer stamps it, the reader stamps the receive time, both in the
+// peer's own thread of control as close to the peer's call as the adapter
+// can get (in C, around the peer's write and wait calls).
+type Peer interface {
+	// Describe is one line for the report beside every case: the peer's
+	// version, its low-latency configuration and the transport it really
+	// uses ("cyclonedds 0.10.2, UDP on lo, no SHM, ...").
+	Describe() string
+	// NewWriter opens a writer on topic: reliable (else best effort),
+	// keep-last depth, messages up to maxPayload bytes.
+	NewWriter(topic string, reliable bool, depth, maxPayload int) (PeerWriter, error)
+	// NewReader opens a reader on topic with the same QoS; spin makes Take
+	// poll instead of sleeping in the peer's wait call.
+	NewReader(topic string, reliable bool, depth, maxPayload int, spin bool) (PeerReader, error)
+	// Close releases what the peer opened for this agent (participant,
+	// runtime); it is called once, when the agent stops.
+	Close() error
+}
+
+// PeerWriter is one writer of a peer. Not safe for concurrent use.
+type PeerWriter interface {
+	// Write writes len(payload) bytes, first stamping into payload seq
+	// ([0:8)), CLOCK_MONOTONIC ns ([8:16)) and clock's ns ([16:24), a
+	// Linux clock id) immediately before the peer's write call. It blocks
+	// as the peer's write does (reliable with a full history: until the
+	// reader acknowledges or the peer's blocking time ends, then an error
+	// matching os.ErrDeadlineExceeded).
+	// Allocates nothing on the Go side.
+	Write(payload []byte, seq uint64, clock int32) error
+	Close() error
+}
+
+// PeerMatcher is implemented by peer writers and readers that know their
+// matched counterparts: the agent waits for a publisher's first matched
+// reader before it sends, as a hilrig subscriber's started ack guarantees
+// it sees every later message; a pinger also waits for its reply reader
+// to match the echo's reply writer (the echo cannot wait: it starts
+// first). Matched does not block.
+type PeerMatcher interface {
+	Matched() (int, error)
+}
+
+// PeerReader is one reader of a peer. Not safe for concurrent use.
+type PeerReader interface {
+	// Take waits up to timeout for the next message and returns its bytes,
+	// valid until Release, and recvMono: CLOCK_MONOTONIC ns stamped the
+	// moment the peer handed the message over (before it is read). On a
+	// timeout data is nil and err nil. Allocates nothing on the Go side.
+	Take(timeout time.Duration) (data []byte, recvMono int64, err error)
+	// Release returns the message of the last Take to the peer.
+	Release()
+	Close() error
+}
+
+// peerPoll bounds one Take so a reader notices its context ending.
+const peerPoll = 20 * time.Millisecond
+
+// outlet is what the roles publish through: hilrig's publisher or a peer
+// writer. hdr is the in-band header the roles leave at the start of the
+// payload (0 for hilrig).
+type outlet interface {
+	// send publishes len(buf) bytes as message seq. No allocation.
+	send(buf []byte, seq uint64) error
+	hdr() int
+	close()
+}
+
+// inlet is what the roles receive through: hilrig's subscriber or a peer
+// reader; fn sees the message's payload past the in-band header.
+type inlet interface {
+	receive(ctx context.Context, fn func(*middleware.Message) error) error
+	close()
+}
+
+type hilrigOut struct {
+	pub  *middleware.Publisher
+	path agentproto.SendPath
+}
+
+func (o hilrigOut) send(buf []byte, seq uint64) error { return sendNumbered(o.pub, o.path, buf, seq) }
+func (hilrigOut) hdr() int                            { return 0 }
+func (o hilrigOut) close()                            { o.pub.Close() }
+
+type hilrigIn struct{ sub *middleware.Subscriber }
+
+func (i hilrigIn) receive(ctx context.Context, fn func(*middleware.Message) error) error {
+	return i.sub.Receive(ctx, fn)
+}
+func (i hilrigIn) close() { i.sub.Close() }
+
+// peerOut writes through a peer writer, stamping on clock.
+type peerOut struct {
+	w     PeerWriter
+	clock int32
+}
+
+// send writes one message; a peer's blocking limit (an error matching
+// os.ErrDeadlineExceeded) counts as middleware.ErrTimeout, as hilrig's.
+func (o *peerOut) send(buf []byte, seq uint64) error {
+	err := o.w.Write(buf, seq, o.clock)
+	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+		return middleware.ErrTimeout
+	}
+	return err
+}
+func (*peerOut) hdr() int { return agentproto.PeerHeaderBytes }
+func (o *peerOut) close() { o.w.Close() }
+
+// peerIn turns peer messages into middleware.Messages: the in-band header
+// becomes the Header, the rest the Payload, and a sequence gap the Lost
+// count (as hilrig's subscriber counts it).
+type peerIn struct {
+	r PeerReader
+	// cpu and prio pin and prioritise the receiving thread (hilrig's
+	// subscriber does the same in its own receive thread).
+	cpu     *int
+	prio    int
+	m       middleware.Message // reused: the hot path allocates nothing
+	lastSeq uint64
+}
+
+func (i *peerIn) close() { i.r.Close() }
+
+// receive calls fn for every message until ctx ends (nil), fn fails (its
+// error) or the peer fails.
+func (i *peerIn) receive(ctx context.Context, fn func(*middleware.Message) error) error {
+	if i.cpu != nil || i.prio > 0 {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if i.cpu != nil {
+			if err := sys.PinThread(*i.cpu); err != nil {
+				return err
+			}
+		}
+		if i.prio > 0 {
+			if err := sys.SetFIFO(i.prio); err != nil {
+				return err
+			}
+		}
+	}
+	for ctx.Err() == nil {
+		data, recv, err := i.r.Take(peerPoll)
+		if err != nil {
+			return err
+		}
+		if data == nil {
+			continue
+		}
+		err = i.deliver(data, recv, fn)
+		i.r.Release()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deliver decodes one peer message and hands it to fn. 0 allocs.
+func (i *peerIn) deliver(data []byte, recv int64, fn func(*middleware.Message) error) error {
+	if len(data) < agentproto.PeerHeaderBytes {
+		return fmt.Errorf("peer message of %d bytes, shorter than the %d-byte in-band header", len(data), agentproto.PeerHeaderBytes)
+	}
+	m := &i.m
+	m.Header.Seq = binary.LittleEndian.Uint64(data[0:8])
+	m.Header.SendMono = int64(binary.LittleEndian.Uint64(data[8:16]))
+	m.Header.SendClock = int64(binary.LittleEndian.Uint64(data[16:24]))
+	m.Header.Len = uint32(len(data))
+	m.RecvMono = recv
+	m.Lost = 0
+	if m.Header.Seq > i.lastSeq {
+		m.Lost = m.Header.Seq - i.lastSeq - 1
+		i.lastSeq = m.Header.Seq
+	}
+	m.Payload = data[agentproto.PeerHeaderBytes:]
+	return fn(m)
+}
+
+// endpoints opens an endpoint's topics on hilrig's node or on its peer.
+type endpoints struct {
+	node *middleware.Node // hilrig's, or nil
+	peer Peer             // or the peer's
+	s    *agentproto.Start
+}
+
+// out opens a publisher (hilrig, sending on path) or a peer writer.
+func (x endpoints) out(c middleware.Contract, path agentproto.SendPath) (outlet, error) {
+	if x.peer != nil {
+		w, err := x.peer.NewWriter(c.Topic, c.Reliability == middleware.Reliable, c.Depth, c.MaxPayload)
+		if err != nil {
+			return nil, fmt.Errorf("%s writer: %w", x.s.Middleware, err)
+		}
+		return &peerOut{w: w, clock: stampClockID(x.s.Stamp)}, nil
+	}
+	pub, err := x.node.NewPublisher(c, &middleware.PublisherOptions{SendTimeout: time.Duration(x.s.SendTimeoutNs)})
+	if err != nil {
+		return nil, err
+	}
+	return hilrigOut{pub: pub, path: path}, nil
+}
+
+// in opens a subscriber (hilrig) or a peer reader, with the endpoint's
+// wait strategy ("spin" polls on a peer; futex and hybrid sleep in the
+// peer's own wait call).
+func (x endpoints) in(c middleware.Contract) (inlet, error) {
+	s := x.s
+	if x.peer != nil {
+		r, err := x.peer.NewReader(c.Topic, c.Reliability == middleware.Reliable, c.Depth, c.MaxPayload, s.Wait == "spin")
+		if err != nil {
+			return nil, fmt.Errorf("%s reader: %w", s.Middleware, err)
+		}
+		return &peerIn{r: r, cpu: s.CPU, prio: s.Priority}, nil
+	}
+	sub, err := x.node.NewSubscriber(c, &middleware.SubscriberOptions{Wait: waitStrategy(s.Wait), CPU: s.CPU, Priority: s.Priority})
+	if err != nil {
+		return nil, err
+	}
+	return hilrigIn{sub: sub}, nil
+}
+
+// stampClockID is Start.Stamp's Linux clock id.
+func stampClockID(stamp string) int32 {
+	switch stamp {
+	case "tai":
+		return sys.ClockTAI
+	case "monotonic":
+		return sys.ClockMonotonic
+	}
+	return sys.ClockRealtime
+}
+
+// ErrNoPeer: the agent was not built with the peer an endpoint asked for.
+var ErrNoPeer = errors.New("agent: peer middleware not available")
+
+// peer returns the agent's instance of the named peer on net, opening it
+// on first use (one participant or runtime per agent process and network). Safe for
+// concurrent use. Errors name the board and the peer.
+func (a *agent) peer(name string, net *agentproto.PeerNet) (Peer, error) {
+	a.peersMu.Lock()
+	defer a.peersMu.Unlock()
+	key := name + "@" + net.Key()
+	if p, ok := a.peers[key]; ok {
+		return p, nil
+	}
+	open, ok := a.opts.Peers[name]
+	if !ok {
+		have := make([]string, 0, len(a.opts.Peers))
+		for n := range a.opts.Peers {
+			have = append(have, n)
+		}
+		slices.Sort(have)
+		return nil, fmt.Errorf("board %q: %w: %q (this agent, %s, has %v)", a.opts.Board, ErrNoPeer, name, a.opts.Build, have)
+	}
+	var n agentproto.PeerNet
+	if net != nil {
+		n = *net
+	}
+	p, err := open(a.opts.Board, n)
+	if err != nil {
+		return nil, fmt.Errorf("board %q: peer %s: %w", a.opts.Board, name, err)
+	}
+	if a.peers == nil {
+		a.peers = map[string]Peer{}
+	}
+	a.peers[key] = p
+	return p, nil
+}
+
+// closePeers closes every opened peer (after every endpoint ended).
+func (a *agent) closePeers() {
+	a.peersMu.Lock()
+	defer a.peersMu.Unlock()
+	for name, p := range a.peers {
+		if err := p.Close(); err != nil {
+			a.opts.Logger.Warn("closing peer", "peer", name, "err", err)
+		}
+		delete(a.peers, name)
+	}
+}
+
+// peerOf is a peer adapter's concrete API: the methods of Peer with the
+// adapter's own writer and reader types.
+type peerOf[W PeerWriter, R PeerReader] interface {
+	Describe() string
+	NewWriter(topic string, reliable bool, depth, maxPayload int) (W, error)
+	NewReader(topic string, reliable bool, depth, maxPayload int, spin bool) (R, error)
+	Close() error
+}
+
+// AdaptPeer turns a peer adapter (peers/…: concrete writer and reader
+// types) into a Peer.
+func AdaptPeer[W PeerWriter, R PeerReader](p peerOf[W, R]) Peer { return adapted[W, R]{p} }
+
+type adapted[W PeerWriter, R PeerReader] struct{ p peerOf[W, R] }
+
+func (a adapted[W, R]) Describe() string { return a.p.Describe() }
+func (a adapted[W, R]) Close() error     { return a.p.Close() }
+func (a adapted[W, R]) NewWriter(topic string, reliable bool, depth, maxPayload int) (PeerWriter, error) {
+	w, err := a.p.NewWriter(topic, reliable, depth, maxPayload)
+	if err != nil {
+		return nil, err // not a typed nil in the interface
+	}
+	return w, nil
+}
+func (a adapted[W, R]) NewReader(topic string, reliable bool, depth, maxPayload int, spin bool) (PeerReader, error) {
+	r, err := a.p.NewReader(topic, reliable, depth, maxPayload, spin)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// peerMatchWait bounds the wait for a peer writer's first matched reader.
+const peerMatchWait = 10 * time.Second
+
+// awaitMatch polls x (a peer writer or reader) until it matched its
+// first counterpart, ctx ends or peerMatchWait passes, and returns how
+// long it waited (ns), -1 if nothing matched (an endpoint may have none
+// and still starts).
+func awaitMatch(ctx context.Context, x any) (int64, error) {
+	m, ok := x.(PeerMatcher)
+	if !ok {
+		return 0, nil
+	}
+	begin := time.Now()
+	deadline := begin.Add(peerMatchWait)
+	t := time.NewTicker(time.Millisecond)
+	defer t.Stop()
+	for {
+		n, err := m.Matched()
+		if err != nil {
+			return 0, err
+		}
+		if n > 0 {
+			return time.Since(begin).Nanoseconds(), nil
+		}
+		if time.Now().After(deadline) {
+			return -1, nil
+		}
+		select {
+		case <-ctx.Done():
+			return 0, context.Cause(ctx)
+		case <-t.C:
+		}
+	}
+}

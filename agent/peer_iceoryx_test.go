@@ -1,0 +1,40 @@
+//go:build iceoryx
+
+package agent
+
+import (
+	"context"
+	"github.com/hilrig/hilrig/agentproto"
+
+	"github.com/hilrig/hilrig/peers/iceoryx"
+	"github.com/hilrig/hilrig/peers/iceoryx/roudi"
+)
+
+func init() {
+	// One RouDi for the test binary (the iceoryx runtime is per process
+	// and outlives a RouDi it was registered with): started here unless
+	// one runs, stopped and cleaned up after the tests.
+	peerSetups = append(peerSetups, func() (func(), error) {
+		if up, err := roudi.Running(); err != nil || up {
+			return func() {}, err
+		}
+		r, err := roudi.Start(context.Background(), 1<<20)
+		if err != nil {
+			return nil, err
+		}
+		return func() { iceoryx.Shutdown(); r.Stop() }, nil
+	})
+	testPeers[iceoryx.Name] = func(board string, _ agentproto.PeerNet) (Peer, error) {
+		p, err := iceoryx.Open(context.Background(), iceoryx.Config{App: "hilrig-test-" + board})
+		if err != nil {
+			return nil, err
+		}
+		return keepRuntime{AdaptPeer(p)}, nil
+	}
+}
+
+// keepRuntime: the test binary runs many agents in one process, but the
+// iceoryx runtime is the process's; it is shut down once, in TestMain.
+type keepRuntime struct{ Peer }
+
+func (keepRuntime) Close() error { return nil }

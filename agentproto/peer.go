@@ -1,0 +1,94 @@
+package agentproto
+
+import "regexp"
+
+// Peer middlewares (issue 19): an endpoint whose Start.Middleware names a
+// peer (cyclonedds, fastdds-shm, fastdds-udp, iceoryx) runs the same role
+// on that middleware instead of hilrig's own, in the peer agent binary
+// (hilrig-peer). A peer carries no out-of-band header, so its messages
+// begin with an in-band one of PeerHeaderBytes:
+//
+//	[0:8)   sequence number, little-endian, first message 1
+//	[8:16)  CLOCK_MONOTONIC ns, stamped immediately before the peer's write call
+//	[16:24) the same instant on Start.Stamp's clock (cross-host latency)
+//
+// and the roles' own bytes (a ping's echoed sequence and stamp) follow it.
+// Payload sizes are wire sizes: a 64-byte case sends 64 bytes on every
+// middleware.
+
+// MiddlewareHilrig is hilrig's own middleware, the default ("" means it).
+const MiddlewareHilrig = "hilrig"
+
+// PeerHeaderBytes is the in-band header of a peer message.
+const PeerHeaderBytes = 24
+
+var (
+	middlewareRE = regexp.MustCompile(`^[a-z0-9-]{1,32}$`)
+	peerAddrRE   = regexp.MustCompile(`^[0-9]{1,3}(\.[0-9]{1,3}){3}$`)
+)
+
+// IsPeer reports whether name selects a peer middleware (not hilrig).
+func IsPeer(name string) bool { return name != "" && name != MiddlewareHilrig }
+
+// validatePeer checks the peer part of a start request: the name's form
+// (whether the agent has it is the agent's answer) and payloads large
+// enough for the in-band header.
+func (s *Start) validatePeer() error {
+	if !IsPeer(s.Middleware) {
+		return nil
+	}
+	bad := func(format string, args ...any) error {
+		e := errf(CodeInvalid, format, args...)
+		e.Endpoint = s.Endpoint
+		return e
+	}
+	if n := s.PeerNet; n != nil {
+		for _, a := range append([]string{n.Address}, n.Peers...) {
+			if a != "" && !peerAddrRE.MatchString(a) {
+				return bad("start.peer_net: address %q: want an IPv4 address", a)
+			}
+		}
+	}
+	if !middlewareRE.MatchString(s.Middleware) {
+		return bad("start.middleware %q: want 1..32 of [a-z0-9-]", s.Middleware)
+	}
+	if s.Send == SendLoan {
+		return bad("start.send loan: only hilrig's middleware loans (middleware %s)", s.Middleware)
+	}
+	need := PeerHeaderBytes
+	if roundTripRole(s.Role) {
+		need += PingHeaderBytes
+	}
+	if s.Contract.MaxPayload < need {
+		return bad("start.contract.max_payload %d: middleware %s needs at least %d bytes (%d-byte in-band header)", s.Contract.MaxPayload, s.Middleware, need, PeerHeaderBytes)
+	}
+	if (s.Role == Publisher || s.Role == Pinger) && s.Payload < need {
+		return bad("start.payload %d: middleware %s needs at least %d bytes (%d-byte in-band header)", s.Payload, s.Middleware, need, PeerHeaderBytes)
+	}
+	return nil
+}
+
+// PeerNet is where a peer middleware's participant may talk: the local
+// address it binds (its only interface) and the addresses it discovers
+// by unicast. Empty: loopback only (127.0.0.1). The rig sets it from a
+// link's addresses for a UDP flow between boards (a namespace veth);
+// multicast stays off either way.
+type PeerNet struct {
+	Address string   `json:"address,omitempty"`
+	Peers   []string `json:"peers,omitempty"`
+	// SharedMemoryOnly: the endpoints share /dev/shm but no network
+	// (boards in different namespaces on one host); a peer that can
+	// discover over shared memory (Fast DDS's SHM transport) does so.
+	SharedMemoryOnly bool `json:"shared_memory_only,omitempty"`
+}
+
+// Key identifies the participant a PeerNet needs ("" for loopback).
+func (n *PeerNet) Key() string {
+	switch {
+	case n == nil:
+		return ""
+	case n.SharedMemoryOnly:
+		return "shm"
+	}
+	return n.Address
+}

@@ -1,0 +1,381 @@
+//go:build fastdds
+
+#include <cstring>
+#include <ctime>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include <fastdds/dds/domain/DomainParticipant.hpp>
+#include <fastdds/dds/domain/DomainParticipantFactory.hpp>
+#include <fastdds/dds/publisher/DataWriter.hpp>
+#include <fastdds/dds/publisher/Publisher.hpp>
+#include <fastdds/dds/subscriber/DataReader.hpp>
+#include <fastdds/dds/subscriber/SampleInfo.hpp>
+#include <fastdds/dds/subscriber/Subscriber.hpp>
+#include <fastdds/dds/topic/Topic.hpp>
+#include <fastdds/dds/topic/TopicDataType.hpp>
+#include <fastdds/dds/topic/TypeSupport.hpp>
+#include <fastdds/rtps/transport/UDPv4TransportDescriptor.h>
+#include <fastdds/rtps/transport/shared_mem/SharedMemTransportDescriptor.h>
+#include <fastrtps/utils/IPLocator.h>
+
+#include "shim.h"
+
+using namespace eprosima::fastdds::dds;
+using eprosima::fastrtps::rtps::SerializedPayload_t;
+using eprosima::fastrtps::rtps::InstanceHandle_t;
+using eprosima::fastrtps::rtps::Locator_t;
+using eprosima::fastrtps::rtps::IPLocator;
+
+static inline int64_t now_ns(clockid_t c) {
+	struct timespec ts;
+	clock_gettime(c, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void seterr(char *err, int errlen, const std::string &s) {
+	if (errlen > 0) {
+		std::strncpy(err, s.c_str(), errlen - 1);
+		err[errlen - 1] = 0;
+	}
+}
+
+// RawMsg is a message of raw bytes: the writer's points at the caller's
+// buffer, a reader's owns a buffer of the topic's maximum size.
+struct RawMsg {
+	uint8_t *buf = nullptr;
+	uint32_t len = 0, cap = 0;
+	bool own = false;
+	~RawMsg() {
+		if (own)
+			delete[] buf;
+	}
+};
+
+// RawType is a hand-written TopicDataType for raw bytes (no fastddsgen):
+// a 4-byte CDR_LE encapsulation header, a uint32 length, the bytes. The
+// type name carries the maximum size so both ends preallocate alike.
+class RawType : public TopicDataType {
+public:
+	explicit RawType(uint32_t max) : max_(max) {
+		setName(("hlr::Raw" + std::to_string(max)).c_str());
+		m_typeSize = max + 8;
+		m_isGetKeyDefined = false;
+	}
+	bool serialize(void *data, SerializedPayload_t *p) override {
+		auto *m = static_cast<RawMsg *>(data);
+		if (m->len > max_ || p->max_size < m->len + 8)
+			return false;
+		p->data[0] = 0, p->data[1] = 1, p->data[2] = 0, p->data[3] = 0; // CDR_LE
+		std::memcpy(p->data + 4, &m->len, 4);
+		std::memcpy(p->data + 8, m->buf, m->len);
+		p->length = m->len + 8;
+		p->encapsulation = CDR_LE;
+		return true;
+	}
+	bool deserialize(SerializedPayload_t *p, void *data) override {
+		auto *m = static_cast<RawMsg *>(data);
+		uint32_t n;
+		if (p->length < 8)
+			return false;
+		std::memcpy(&n, p->data + 4, 4);
+		if (n > m->cap || n + 8 > p->length)
+			return false;
+		std::memcpy(m->buf, p->data + 8, n);
+		m->len = n;
+		return true;
+	}
+	std::function<uint32_t()> getSerializedSizeProvider(void *data) override {
+		uint32_t n = static_cast<RawMsg *>(data)->len + 8;
+		return [n]() { return n; };
+	}
+	void *createData() override {
+		auto *m = new RawMsg;
+		m->buf = new uint8_t[max_];
+		m->cap = max_;
+		m->own = true;
+		return m;
+	}
+	void deleteData(void *data) override { delete static_cast<RawMsg *>(data); }
+	bool getKey(void *, InstanceHandle_t *, bool) override { return false; }
+
+private:
+	uint32_t max_;
+};
+
+struct hlr_fd_peer {
+	DomainParticipant *pp = nullptr;
+	Publisher *pub = nullptr;
+	Subscriber *sub = nullptr;
+	std::mutex mu;
+	std::map<std::string, Topic *> topics;
+};
+
+struct hlr_fd_writer {
+	DataWriter *w;
+	RawMsg msg; // points at the caller's buffer
+};
+
+struct reader_impl {
+	DataReader *r;
+	RawMsg *msg;
+	TypeSupport type;
+};
+
+hlr_fd_peer *hlr_fd_open(uint32_t domain, int transport, uint32_t shm_segment, const char *addr, const char **peers, int npeers, char *err, int errlen) {
+	std::string local = addr ? addr : "127.0.0.1";
+	DomainParticipantQos q = PARTICIPANT_QOS_DEFAULT;
+	q.name("hilrig");
+	// Confined: no builtin transports (they would add UDP on every
+	// interface and multicast discovery); only the one transport of the
+	// case, on loopback for UDP; unicast-only discovery to 127.0.0.1.
+	q.transport().use_builtin_transports = false;
+	if (transport == 1 || transport == 2) {
+		// Fast DDS's own default pair, as ROS 2 runs it: SHM for the data
+		// between participants on one host (preferred over UDP when both
+		// ends have it), UDPv4 beside it (the interface whitelist keeps
+		// its user locators on the one address too); transport 2 is SHM
+		// alone, discovery included, for boards without a shared network.
+		auto shm = std::make_shared<eprosima::fastdds::rtps::SharedMemTransportDescriptor>();
+		shm->segment_size(shm_segment);
+		q.transport().user_transports.push_back(shm);
+	}
+	if (transport != 2) {
+		auto udp = std::make_shared<eprosima::fastdds::rtps::UDPv4TransportDescriptor>();
+		udp->interfaceWhiteList.push_back(local);
+		udp->sendBufferSize = 4 << 20;
+		udp->receiveBufferSize = 4 << 20;
+		udp->maxInitialPeersRange = 20;
+		q.transport().user_transports.push_back(udp);
+		Locator_t meta;
+		IPLocator::setIPv4(meta, local);
+		meta.port = 0; // well-known port of this participant id
+		q.wire_protocol().builtin.metatrafficUnicastLocatorList.push_back(meta);
+		std::vector<std::string> ps;
+		for (int i = 0; i < npeers; i++)
+			ps.push_back(peers[i]);
+		if (ps.empty())
+			ps.push_back("127.0.0.1");
+		if (addr)
+			ps.push_back(local);
+		for (auto &a : ps) {
+			Locator_t peer;
+			IPLocator::setIPv4(peer, a);
+			q.wire_protocol().builtin.initialPeersList.push_back(peer);
+		}
+		q.transport().send_socket_buffer_size = 4 << 20;
+		q.transport().listen_socket_buffer_size = 4 << 20;
+	}
+	auto *p = new hlr_fd_peer;
+	p->pp = DomainParticipantFactory::get_instance()->create_participant(domain, q);
+	if (!p->pp) {
+		delete p;
+		seterr(err, errlen, "create_participant failed");
+		return nullptr;
+	}
+	p->pub = p->pp->create_publisher(PUBLISHER_QOS_DEFAULT);
+	p->sub = p->pp->create_subscriber(SUBSCRIBER_QOS_DEFAULT);
+	if (!p->pub || !p->sub) {
+		hlr_fd_close(p);
+		seterr(err, errlen, "create_publisher/create_subscriber failed");
+		return nullptr;
+	}
+	return p;
+}
+
+void hlr_fd_close(hlr_fd_peer *p) {
+	if (!p)
+		return;
+	p->pp->delete_contained_entities();
+	DomainParticipantFactory::get_instance()->delete_participant(p->pp);
+	delete p;
+}
+
+static Topic *topic(hlr_fd_peer *p, const char *name, uint32_t max, char *err, int errlen) {
+	std::lock_guard<std::mutex> l(p->mu);
+	auto it = p->topics.find(name);
+	if (it != p->topics.end())
+		return it->second;
+	TypeSupport t(new RawType(max));
+	if (t.register_type(p->pp) != ReturnCode_t::RETCODE_OK && !p->pp->find_type(t.get_type_name())) {
+		seterr(err, errlen, "register_type failed");
+		return nullptr;
+	}
+	Topic *tp = p->pp->create_topic(name, t.get_type_name(), TOPIC_QOS_DEFAULT);
+	if (!tp) {
+		seterr(err, errlen, std::string("create_topic ") + name + " failed (a topic of another max_payload?)");
+		return nullptr;
+	}
+	p->topics[name] = tp;
+	return tp;
+}
+
+// The QoS mapping (docs/peers.md), as for Cyclone: reliable = KEEP_ALL
+// bounded by depth samples (a slow reader blocks the writer), best effort
+// = KEEP_LAST depth. Data sharing off: the transport of the case carries
+// every sample. Synchronous publish mode (the default; the lowest latency
+// per Fast DDS's guide), preallocated-with-realloc history memory.
+template <class Q>
+static void qos(Q &q, int reliable, int depth) {
+	if (depth < 1)
+		depth = 1;
+	if (reliable) {
+		q.reliability().kind = RELIABLE_RELIABILITY_QOS;
+		q.reliability().max_blocking_time = eprosima::fastrtps::Duration_t(10, 0);
+		q.history().kind = KEEP_ALL_HISTORY_QOS;
+		q.resource_limits().max_samples = depth;
+		q.resource_limits().max_instances = 1;
+		q.resource_limits().max_samples_per_instance = depth;
+		q.resource_limits().allocated_samples = depth;
+	} else {
+		q.reliability().kind = BEST_EFFORT_RELIABILITY_QOS;
+		q.history().kind = KEEP_LAST_HISTORY_QOS;
+		q.history().depth = depth;
+	}
+	// Reliable is TRANSIENT_LOCAL: a reader that matches the writer a
+	// moment after the writer matched it (discovery is per side) still
+	// gets the samples already written (the suite lost the first sample
+	// of a reliable flow with VOLATILE). Best effort stays VOLATILE.
+	q.durability().kind = reliable ? TRANSIENT_LOCAL_DURABILITY_QOS : VOLATILE_DURABILITY_QOS;
+	q.data_sharing().off();
+	q.endpoint().history_memory_policy = eprosima::fastrtps::rtps::PREALLOCATED_WITH_REALLOC_MEMORY_MODE;
+}
+
+hlr_fd_writer *hlr_fd_writer_new(hlr_fd_peer *p, const char *name, int reliable, int depth, uint32_t max, char *err, int errlen) {
+	Topic *t = topic(p, name, max, err, errlen);
+	if (!t)
+		return nullptr;
+	DataWriterQos q = DATAWRITER_QOS_DEFAULT;
+	qos(q, reliable, depth);
+	if (max > 65000) // fragmented samples need the asynchronous mode in 2.9
+		q.publish_mode().kind = ASYNCHRONOUS_PUBLISH_MODE;
+	// Repair and acknowledgement fast (Fast DDS's guide: a shorter
+	// heartbeat period lowers the latency of recovering a lost sample; the
+	// 3 s default stalls a KEEP_ALL writer whose history is full).
+	q.reliable_writer_qos().times.heartbeatPeriod = eprosima::fastrtps::Duration_t(0, 10 * 1000 * 1000);
+	q.reliable_writer_qos().times.nackResponseDelay = eprosima::fastrtps::Duration_t(0, 0);
+	DataWriter *w = p->pub->create_datawriter(t, q);
+	if (!w) {
+		seterr(err, errlen, std::string("create_datawriter on ") + name + " failed");
+		return nullptr;
+	}
+	auto *hw = new hlr_fd_writer;
+	hw->w = w;
+	return hw;
+}
+
+void hlr_fd_writer_free(hlr_fd_peer *p, hlr_fd_writer *w) {
+	p->pub->delete_datawriter(w->w);
+	delete w;
+}
+
+int hlr_fd_matched(hlr_fd_writer *w) {
+	PublicationMatchedStatus st;
+	if (w->w->get_publication_matched_status(st) != ReturnCode_t::RETCODE_OK)
+		return -1;
+	return st.current_count;
+}
+
+int hlr_fd_write(hlr_fd_writer *w, uint8_t *buf, uint32_t len, uint64_t seq, int clock) {
+	w->msg.buf = buf;
+	w->msg.len = len;
+	std::memcpy(buf, &seq, 8);
+	int64_t mono = now_ns(CLOCK_MONOTONIC), c = now_ns(clock);
+	std::memcpy(buf + 8, &mono, 8);
+	std::memcpy(buf + 16, &c, 8);
+	ReturnCode_t rc = w->w->write(&w->msg, HANDLE_NIL);
+	if (rc == ReturnCode_t::RETCODE_OK)
+		return 0;
+	if (rc == ReturnCode_t::RETCODE_TIMEOUT)
+		return 1;
+	return 2;
+}
+
+hlr_fd_reader *hlr_fd_reader_new(hlr_fd_peer *p, const char *name, int reliable, int depth, uint32_t max, int spin, char *err, int errlen) {
+	Topic *t = topic(p, name, max, err, errlen);
+	if (!t)
+		return nullptr;
+	DataReaderQos q = DATAREADER_QOS_DEFAULT;
+	qos(q, reliable, depth);
+	// A reliable reader keeps all without a bound: with its cache bounded
+	// by depth, 2.9's SHM transport stalls the writer for good once the
+	// cache fills (conformance test, reliable case). The writer's KEEP_ALL
+	// history, bounded by depth, still blocks it until acknowledged.
+	if (reliable)
+		q.resource_limits() = ResourceLimitsQosPolicy();
+	q.reliable_reader_qos().times.heartbeatResponseDelay = eprosima::fastrtps::Duration_t(0, 0);
+	DataReader *r = p->sub->create_datareader(t, q);
+	if (!r) {
+		seterr(err, errlen, std::string("create_datareader on ") + name + " failed");
+		return nullptr;
+	}
+	auto *impl = new reader_impl;
+	impl->r = r;
+	impl->type = p->pp->find_type(t->get_type_name());
+	impl->msg = static_cast<RawMsg *>(impl->type->createData());
+	auto *hr = new hlr_fd_reader{};
+	hr->impl = impl;
+	hr->spin = spin;
+	return hr;
+}
+
+void hlr_fd_reader_free(hlr_fd_peer *p, hlr_fd_reader *hr) {
+	auto *impl = static_cast<reader_impl *>(hr->impl);
+	p->sub->delete_datareader(impl->r);
+	impl->type->deleteData(impl->msg);
+	delete impl;
+	delete hr;
+}
+
+// take_one takes one sample, stamping its receipt once the reader holds
+// it and before take_next_sample deserialises (copies) it — the first
+// line of an on_data_available callback. (A stamp taken before knowing a
+// sample is there could precede its arrival.)
+static int take_one(hlr_fd_reader *hr) {
+	auto *impl = static_cast<reader_impl *>(hr->impl);
+	for (;;) {
+		if (impl->r->get_unread_count() == 0)
+			return 0;
+		int64_t stamp = now_ns(CLOCK_MONOTONIC);
+		SampleInfo info;
+		ReturnCode_t rc = impl->r->take_next_sample(impl->msg, &info);
+		if (rc == ReturnCode_t::RETCODE_NO_DATA)
+			return 0;
+		if (rc != ReturnCode_t::RETCODE_OK)
+			return -1;
+		if (!info.valid_data)
+			continue;
+		hr->data = impl->msg->buf;
+		hr->len = impl->msg->len;
+		hr->recv = stamp;
+		return 1;
+	}
+}
+
+int hlr_fd_take(hlr_fd_reader *hr, int64_t timeout_ns) {
+	auto *impl = static_cast<reader_impl *>(hr->impl);
+	int64_t deadline = now_ns(CLOCK_MONOTONIC) + timeout_ns;
+	if (hr->spin) {
+		for (;;) {
+			int n = take_one(hr);
+			if (n != 0 || now_ns(CLOCK_MONOTONIC) > deadline)
+				return n;
+		}
+	}
+	int n = take_one(hr);
+	if (n != 0)
+		return n;
+	eprosima::fastrtps::Duration_t to((int32_t)(timeout_ns / 1000000000LL), (uint32_t)(timeout_ns % 1000000000LL));
+	if (!impl->r->wait_for_unread_message(to))
+		return 0;
+	return take_one(hr);
+}
+
+int hlr_fd_reader_matched(hlr_fd_reader *hr) {
+	SubscriptionMatchedStatus st;
+	if (static_cast<reader_impl *>(hr->impl)->r->get_subscription_matched_status(st) != ReturnCode_t::RETCODE_OK)
+		return -1;
+	return st.current_count;
+}

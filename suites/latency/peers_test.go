@@ -1,0 +1,223 @@
+package latency_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/hilrig/hilrig/report"
+	"github.com/hilrig/hilrig/report/reportmatch"
+	"github.com/hilrig/hilrig/rig"
+	"github.com/hilrig/hilrig/suites/internal/harness"
+	"github.com/hilrig/hilrig/suites/internal/steps"
+	"github.com/hilrig/hilrig/suites/labels"
+)
+
+// peerMiddlewares are every middleware the comparison knows, in report
+// order, with the path (transport class) each runs on: the shared-memory
+// peers beside hilrig's shm, the UDP peers beside hilrig's UDP (between
+// the boards of the rack's UDP link, over its veth addresses).
+var peerMiddlewares = []struct {
+	name string
+	path steps.Path
+}{
+	{"iceoryx", steps.ShmCopy},
+	{"fastdds-shm", steps.ShmCopy},
+	{"cyclonedds", steps.UDP},
+	{"fastdds-udp", steps.UDP},
+}
+
+// comparison collects the peer comparison's cases; AfterAll writes the
+// table (peer-comparison.md in the run directory).
+type comparison struct {
+	mu    sync.Mutex
+	cases []*report.Case
+}
+
+func (c *comparison) add(x *report.Case) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cases = append(c.cases, x)
+}
+
+// Latency over each middleware: the same one-way flows (reliable, the
+// configured sizes and rates) and round trips on hilrig and on every peer
+// of ginkgo.config's middlewares, hilrig measured in the same run beside
+// each peer's transport class. Peer cases are reported, not judged
+// against the rack's bounds (which are hilrig's); a peer losing messages
+// under reliable QoS fails. A peer not installed is a skipped spec with
+// the reason; one that cannot take the rack's route (docs/peers.md) too.
+var _ = Describe("latency over each middleware", Ordered, ContinueOnFailure, Label(labels.Latency), func() {
+	tc := harness.Context()
+	env := steps.Setup(labels.Latency)
+	cmp := &comparison{}
+
+	type run struct {
+		mw   string
+		path steps.Path
+	}
+	// Per transport class: hilrig first, then the peers of that class.
+	var runs []run
+	for _, p := range []steps.Path{steps.ShmCopy, steps.UDP} {
+		runs = append(runs, run{rig.MiddlewareHilrig, p})
+		for _, pm := range peerMiddlewares {
+			if pm.path == p {
+				runs = append(runs, run{pm.name, p})
+			}
+		}
+	}
+	skip := func(mw string) {
+		if mw == rig.MiddlewareHilrig {
+			return
+		}
+		if r := tc.MiddlewareSkip(mw); r != "" {
+			Skip(r)
+		}
+	}
+
+	for _, size := range tc.Config.PayloadSizes {
+		for _, rate := range tc.Config.RatesHz {
+			if rate <= 0 {
+				continue
+			}
+			for _, r := range runs {
+				path := r.path.On(r.mw)
+				name := fmt.Sprintf("%s %s reliable %s @ %g Hz one-way", r.mw, r.path, steps.SizeName(int(size)), rate)
+				n, _ := tc.Messages(rate)
+				warm := tc.WarmUp(n)
+				timeout := time.Duration(float64(n+warm)/rate*float64(time.Second)) + 2*time.Minute
+				It(name, func(ctx SpecContext) {
+					skip(r.mw)
+					if bw := float64(size) * rate; bw > steps.BandwidthCap {
+						Skip(fmt.Sprintf("%s × %g Hz = %.0f MB/s exceeds the latency sweep's %.0f MB/s cap (throughput suite)", size, rate, bw/1e6, steps.BandwidthCap/1e6))
+					}
+					ran, err := steps.Measure(ctx, env, name, steps.Params{Path: path, Payload: int(size), RateHz: rate, Count: n, WarmUp: warm})
+					if errors.Is(err, steps.ErrNoLink) || errors.Is(err, rig.ErrPeerRoute) {
+						Skip(err.Error())
+					}
+					Expect(err).NotTo(HaveOccurred())
+					c := ran.Case
+					if r.mw != rig.MiddlewareHilrig {
+						c.Bounds, c.Checks = nil, nil
+						c.Notes = append(c.Notes, "peer case: reported beside hilrig's, not judged against the rack's bounds")
+					}
+					Expect(harness.Record(c)).To(Succeed())
+					cmp.add(c)
+					Expect(c).To(reportmatch.HaveNoLoss())
+				}, SpecTimeout(timeout))
+			}
+		}
+	}
+
+	for _, size := range tc.Config.PayloadSizes {
+		for _, r := range runs {
+			path := r.path.On(r.mw)
+			name := fmt.Sprintf("%s %s reliable %s round trip", r.mw, r.path, steps.SizeName(int(size)))
+			It(name, func(ctx SpecContext) {
+				skip(r.mw)
+				n := RoundTrips
+				if size > 64<<10 {
+					n = RoundTrips / 5 // bulk payloads: copying dominates, fewer suffice
+				}
+				c, err := steps.RoundTrip(ctx, env, name, path, true, int(size), n)
+				if errors.Is(err, steps.ErrNoLink) || errors.Is(err, rig.ErrPeerRoute) {
+					Skip(err.Error())
+				}
+				Expect(err).NotTo(HaveOccurred())
+				if r.mw != rig.MiddlewareHilrig {
+					c.Bounds, c.Checks = nil, nil
+					c.Notes = append(c.Notes, "peer case: reported beside hilrig's, not judged against the rack's bounds")
+				}
+				Expect(harness.Record(c)).To(Succeed())
+				cmp.add(c)
+				Expect(c).To(reportmatch.HaveNoLoss())
+			}, SpecTimeout(5*time.Minute))
+		}
+	}
+
+	AfterAll(func() {
+		table := cmp.table()
+		if table == "" {
+			return
+		}
+		path := filepath.Join(tc.RunDir, "peer-comparison.md")
+		Expect(os.WriteFile(path, []byte(table), 0o644)).To(Succeed())
+		fmt.Fprintf(GinkgoWriter, "%s\n(written to %s)\n", table, path)
+	})
+})
+
+// table is the comparison in markdown: per kind (one-way, round trip),
+// transport class, payload and rate, each middleware's p50, p99, p99.9,
+// max, jitter, loss, CPU, RSS and discovery, with the ratios hilrig/peer
+// (below 1: hilrig is faster), then each peer's configuration line.
+func (c *comparison) table() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.cases) == 0 {
+		return ""
+	}
+	kind := func(x *report.Case) string {
+		if strings.HasSuffix(x.Name, "round trip") {
+			return "round trip (RTT/2)"
+		}
+		return "one-way"
+	}
+	key := func(x *report.Case) string {
+		return fmt.Sprintf("%s|%s|%d|%g", kind(x), x.Transport, x.PayloadBytes, x.RateHz)
+	}
+	base := map[string]*report.Case{}
+	for _, x := range c.cases {
+		if x.Middleware == rig.MiddlewareHilrig {
+			base[key(x)] = x
+		}
+	}
+	sorted := slices.Clone(c.cases)
+	slices.SortStableFunc(sorted, func(a, b *report.Case) int { return strings.Compare(key(a), key(b)) })
+	us := func(ns int64) string { return fmt.Sprintf("%.1f", float64(ns)/1e3) }
+	ratio := func(h, p int64) string {
+		if h <= 0 || p <= 0 {
+			return ""
+		}
+		return fmt.Sprintf("%.2f", float64(h)/float64(p))
+	}
+	var b strings.Builder
+	b.WriteString("# Peer comparison (latency suite, same run)\n\n")
+	b.WriteString("| kind | class | payload | rate Hz | middleware | p50 µs | p99 µs | p99.9 µs | max µs | jitter µs | lost/sent | CPU % | RSS MiB | discovery ms | hilrig/peer p50 | hilrig/peer p99 |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	notes := map[string]string{}
+	for _, x := range sorted {
+		s := x.Summary
+		r50, r99 := "", ""
+		if h := base[key(x)]; h != nil && h != x {
+			r50, r99 = ratio(h.Summary.P50, s.P50), ratio(h.Summary.P99, s.P99)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %g | %s | %s | %s | %s | %s | %s | %d/%d | %.0f | %.1f | %.1f | %s | %s |\n",
+			kind(x), x.Transport, steps.SizeName(int(x.PayloadBytes)), x.RateHz, x.Middleware,
+			us(s.P50), us(s.P99), us(s.P999), us(s.Max), us(s.Jitter), x.Lost, x.Sent, x.CPUPercent,
+			float64(x.RSSBytes)/(1<<20), x.Extra["discovery_ns"]/1e6, r50, r99)
+		for _, n := range x.Notes {
+			if strings.HasPrefix(n, "peer: ") {
+				notes[x.Middleware] = strings.TrimPrefix(n, "peer: ")
+			}
+		}
+	}
+	b.WriteString("\nRatios are hilrig/peer of the same kind, class, payload and rate: below 1 hilrig is faster.\n\n")
+	for _, mw := range slices.Sorted(func(yield func(string) bool) {
+		for k := range notes {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		fmt.Fprintf(&b, "- **%s**: %s\n", mw, notes[mw])
+	}
+	return b.String()
+}

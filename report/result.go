@@ -51,6 +51,9 @@ type RunInfo struct {
 	ConfigFile string    `json:"config_file,omitempty"`
 	Start      time.Time `json:"start"`
 	End        time.Time `json:"end"`
+	// Tuning is the controller host's real-time tuning (isolcpus,
+	// nohz_full, NIC IRQ affinity).
+	Tuning *HostTuning `json:"tuning,omitempty"`
 	// Boards lists the environment of each board when it differs from the
 	// controller's (agents report their own).
 	Boards []BoardInfo `json:"boards,omitempty"`
@@ -67,6 +70,8 @@ type BoardInfo struct {
 	// WakeupFloor is the board's measured wake-up latency distribution
 	// (preflight), the floor the middleware cannot beat.
 	WakeupFloor *Summary `json:"wakeup_floor,omitempty"`
+	// Tuning is the board's real-time tuning.
+	Tuning *HostTuning `json:"tuning,omitempty"`
 }
 
 // Method kinds.
@@ -152,6 +157,14 @@ type Case struct {
 	// disconnected"); such a case fails.
 	Failure string   `json:"failure,omitempty"`
 	Notes   []string `json:"notes,omitempty"`
+
+	// Trace is the kernel trace kept for the window that broke a bound
+	// (or the worst window) when tracing was asked for.
+	Trace *TraceRef `json:"trace,omitempty"`
+	// Counters are the endpoints' process counters over the case.
+	Counters []EndpointCounters `json:"counters,omitempty"`
+	// Stages splits the shared-memory path (shm transports only).
+	Stages *StageSplit `json:"stages,omitempty"`
 }
 
 // ScopeStats are the delay statistics an instrument reported for the

@@ -27,6 +27,9 @@ type TraceRef struct {
 	Method   string `json:"method"`
 	// Overhead compares the same case with tracing armed and off.
 	Overhead *TraceOverhead `json:"overhead,omitempty"`
+	// Chrome is the trace-event JSON until Result.WriteFile stores it in
+	// File (it is not kept in the result file itself).
+	Chrome []byte `json:"-"`
 }
 
 // TraceOverhead is the latency cost of an armed trace, measured in one run.

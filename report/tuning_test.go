@@ -58,3 +58,25 @@ func TestCollectTuningThisHost(t *testing.T) {
 	}
 	t.Logf("%+v", tu)
 }
+
+func TestWriteFileStoresTraceBeside(t *testing.T) {
+	dir := t.TempDir()
+	r := report.NewResult(report.RunInfo{})
+	r.Cases = []report.Case{{Name: "a"}, {Name: "b", Trace: &report.TraceRef{Reason: "worst window", Chrome: []byte(`{"traceEvents":[]}`)}}}
+	p := filepath.Join(dir, "result.json")
+	if err := r.WriteFile(p); err != nil {
+		t.Fatal(err)
+	}
+	back, err := report.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := back.Cases[1].Trace
+	if tr == nil || tr.File != "result.traces/case-1.json" || tr.Chrome != nil {
+		t.Fatalf("trace ref %+v", tr)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, tr.File))
+	if err != nil || string(b) != `{"traceEvents":[]}` {
+		t.Fatalf("trace file: %q, %v", b, err)
+	}
+}

@@ -50,6 +50,9 @@ type endpoint struct {
 	sent, recv, lost, lastSeq, timeouts, marks uint64
 	firstNs, lastNs                            int64
 	lastRecvMono                               atomic.Int64
+
+	tr   *tracer          // kernel trace (trace.go); nil unless Start.Trace
+	ctrs endpointCounters // process counters at start (trace.go)
 }
 
 func newEndpoint(a *agent, s agentproto.Start) *endpoint {
@@ -138,6 +141,13 @@ func (e *endpoint) run(parent context.Context) {
 		defer mk.Close()
 	}
 	e.win, e.total, e.spare = report.NewHistogram(), report.NewHistogram(), report.NewHistogram()
+	if s.Trace != nil && (s.Role == agentproto.Publisher || s.Role == agentproto.Subscriber) {
+		if e.tr, err = armTracer(*s.Trace); err != nil {
+			e.fail(agentproto.CodeStart, fmt.Errorf("trace: %w", err))
+			return
+		}
+		defer e.tr.close()
+	}
 	var loop func() error
 	switch s.Role {
 	case agentproto.Publisher:
@@ -179,6 +189,7 @@ func (e *endpoint) run(parent context.Context) {
 	e.winStart = e.start
 	e.usage = sys.ProcessUsage()
 	e.usage0 = e.usage
+	e.ctrs = startCounters()
 	e.send(&agentproto.Msg{Kind: agentproto.KindStarted, Started: &agentproto.Started{Endpoint: e.id}})
 
 	windowsDone := make(chan struct{})
@@ -224,6 +235,10 @@ func (e *endpoint) final(loopErr error) *agentproto.Final {
 	}
 	if e.recordsLatency() {
 		f.Latency = e.total
+	}
+	f.Counters = e.ctrs.finish(e.id, e.a.opts.ShmDir)
+	if e.tr != nil {
+		f.Trace = e.tr.best
 	}
 	if s.Role == agentproto.Subscriber {
 		// Messages after the last one received never arrived: a gap the
@@ -285,6 +300,12 @@ func (e *endpoint) flushWindow(now time.Time) {
 	e.win = e.spare
 	sent, recv, lost := e.winSent, e.winRecv, e.winLost
 	e.winSent, e.winRecv, e.winLost = 0, 0, 0
+	var wLat, wRecv int64
+	var wSeq uint64
+	var wCPU, wTID int
+	if e.tr != nil {
+		wLat, wRecv, wSeq, wCPU, wTID = e.tr.takeWorst()
+	}
 	e.mu.Unlock()
 	u := sys.ProcessUsage()
 	w := &agentproto.Window{
@@ -294,6 +315,13 @@ func (e *endpoint) flushWindow(now time.Time) {
 	}
 	if e.recordsLatency() {
 		w.Latency = h
+	}
+	if e.tr != nil {
+		snap, err := e.tr.window(e.windowIx, h, wLat, wRecv, wSeq, wCPU, wTID)
+		if err != nil {
+			e.a.opts.Logger.Warn("trace snapshot", "endpoint", e.id, "err", err)
+		}
+		w.Trace = snap
 	}
 	e.send(&agentproto.Msg{Kind: agentproto.KindWindow, Window: w})
 	e.total.Merge(h)
@@ -330,6 +358,9 @@ func (e *endpoint) publish(pub *middleware.Publisher, mk Marker) error {
 				return fmt.Errorf("marker: %w", err)
 			}
 			e.marks++
+		}
+		if e.tr != nil {
+			e.tr.markSend(i + 1)
 		}
 		err := sendNumbered(pub, s.Send, payload, i+1)
 		switch {
@@ -424,6 +455,9 @@ func (e *endpoint) onMessage(m *middleware.Message, mk Marker, clockLatency bool
 	e.mu.Lock()
 	if seq > e.s.WarmUp {
 		e.win.Record(lat)
+		if e.tr != nil {
+			e.tr.observe(seq, lat, m.RecvMono)
+		}
 	}
 	e.winRecv++
 	e.winLost += m.Lost

@@ -2,17 +2,16 @@ package tracing
 
 import (
 	"bytes"
-	"fmt"
 	"os"
-	"os/exec"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hilrig/hilrig/tracing/tracetest"
 )
 
 func mono() int64 {
@@ -43,70 +42,9 @@ func lockTo(t *testing.T, cpu int) bool {
 	return true
 }
 
-// TestMain turns the test binary into the hog when HLR_TRACING_HOG is set
-// ("<cpu>"): a process named "hlr-hog" that takes SCHED_FIFO 10 on cpu,
-// says "ready" on stdout and busy-loops 5 ms. A separate process keeps the
-// Go scheduler of the test out of the picture.
 func TestMain(m *testing.M) {
-	if c := os.Getenv("HLR_TRACING_HOG"); c != "" {
-		os.Exit(hogMain(c))
-	}
+	tracetest.RunHogIfChild()
 	os.Exit(m.Run())
-}
-
-func hogMain(c string) int {
-	runtime.LockOSThread()
-	cpu, err := strconv.Atoi(c)
-	if err != nil {
-		return 2
-	}
-	var set unix.CPUSet
-	set.Set(cpu)
-	if unix.SchedSetaffinity(0, &set) != nil || os.WriteFile("/proc/thread-self/comm", []byte("hlr-hog"), 0) != nil {
-		return 3
-	}
-	attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: 1 /* SCHED_FIFO */, Priority: 10}
-	if unix.SchedSetAttr(0, &attr, 0) != nil {
-		return 4
-	}
-	end := mono() + int64(5*time.Millisecond)
-	if _, err := unix.Write(3, []byte{'r'}); err != nil {
-		return 5
-	}
-	for mono() < end {
-	}
-	return 0
-}
-
-// startHog starts the hog process on cpu and returns once it holds the
-// CPU; wait reaps it. The ready byte comes through a blocking pipe read
-// on the caller's own thread: a wake-up through the Go netpoller could
-// need a thread the hog is starving.
-func startHog(t *testing.T, cpu int) (wait func(), err error) {
-	var p [2]int
-	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
-		return nil, err
-	}
-	defer unix.Close(p[0])
-	w := os.NewFile(uintptr(p[1]), "hog-ready")
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "HLR_TRACING_HOG="+strconv.Itoa(cpu))
-	cmd.ExtraFiles = []*os.File{w}
-	err = cmd.Start()
-	w.Close()
-	if err != nil {
-		return nil, err
-	}
-	var b [1]byte
-	if n, err := unix.Read(p[0], b[:]); n != 1 || err != nil {
-		_ = cmd.Wait()
-		return nil, fmt.Errorf("hog did not start (%v): %v", err, cmd.ProcessState)
-	}
-	return func() {
-		if err := cmd.Wait(); err != nil {
-			t.Errorf("hog: %v", err)
-		}
-	}, nil
 }
 
 func needTrace(t *testing.T) {
@@ -178,12 +116,16 @@ func TestSpikeSnapshotNamesHog(t *testing.T) {
 		}
 		for i := range msgs {
 			if i == spikeSeq {
-				wait, err := startHog(t, recvCPU)
+				wait, err := tracetest.StartHog(recvCPU, 5*time.Millisecond)
 				if err != nil {
 					t.Error(err)
 					return
 				}
-				defer wait()
+				defer func() {
+					if err := wait(); err != nil {
+						t.Errorf("hog: %v", err)
+					}
+				}()
 			}
 			sent[i] = mono()
 			_ = s.MarkSeq("send", uint64(i))
@@ -232,7 +174,7 @@ func TestSpikeSnapshotNamesHog(t *testing.T) {
 			sawSend = true
 		case e.Kind == Marker && e.Text == "hlr recv seq="+itoa(int(w.seq)):
 			sawRecv = true
-		case e.Kind == Switch && e.CPU == recvCPU && (e.NextComm == "hlr-hog" || e.PrevComm == "hlr-hog"):
+		case e.Kind == Switch && e.CPU == recvCPU && (e.NextComm == tracetest.HogComm || e.PrevComm == tracetest.HogComm):
 			sawHog = true
 		}
 	}
@@ -241,10 +183,10 @@ func TestSpikeSnapshotNamesHog(t *testing.T) {
 	}
 	x := Explain(snap.Events, Window{CPU: recvCPU, FromNs: sent[w.seq], ToNs: w.ns, WaiterPID: w.tid, Label: "seq " + itoa(int(w.seq))})
 	t.Log(x.String())
-	if len(x.Ran) == 0 || x.Ran[0].Comm != "hlr-hog" || x.Ran[0].Ns < int64(3*time.Millisecond) || x.Ran[0].Prio >= 100 {
+	if len(x.Ran) == 0 || x.Ran[0].Comm != tracetest.HogComm || x.Ran[0].Ns < int64(3*time.Millisecond) || x.Ran[0].Prio >= 100 {
 		t.Fatalf("explanation does not put the RT hog first for ≥3ms: %+v", x.Ran)
 	}
-	if !strings.Contains(x.String(), "hlr-hog") || !x.Covered {
+	if !strings.Contains(x.String(), tracetest.HogComm) || !x.Covered {
 		t.Fatalf("summary does not name the hog or window not covered: %s", x)
 	}
 	if x.WokenNs == 0 || x.RunNs-x.WokenNs < int64(2*time.Millisecond) {
@@ -255,7 +197,7 @@ func TestSpikeSnapshotNamesHog(t *testing.T) {
 	if err := WriteChrome(&buf, snap.Events); err != nil {
 		t.Fatal(err)
 	}
-	checkChrome(t, buf.Bytes(), "hlr-hog", "hlr send seq="+itoa(int(w.seq)))
+	checkChrome(t, buf.Bytes(), tracetest.HogComm, "hlr send seq="+itoa(int(w.seq)))
 }
 
 func itoa(i int) string { return string(AppendMarker(nil, "", uint64(i))[len("hlr  seq="):]) }

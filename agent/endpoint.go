@@ -195,6 +195,10 @@ func (e *endpoint) run(parent context.Context) {
 	windowsDone := make(chan struct{})
 	stopWindows := make(chan struct{})
 	go e.windows(stopWindows, windowsDone)
+	if e.tr != nil {
+		go e.tr.watch(&e.mu, stopWindows)
+		defer func() { <-e.tr.done }()
+	}
 	loopErr := loop()
 	close(stopWindows)
 	<-windowsDone

@@ -44,6 +44,17 @@ type tracer struct {
 	sent    int
 	bestMax int64
 	best    *agentproto.TraceSnapshot
+
+	// A new worst message over MaxNs kicks the snapshot goroutine at
+	// once (kicks coalesce in the one-slot channel): the bounded buffer
+	// may no longer hold the message by the time its window is flushed.
+	// early (under earlyMu) is the snapshot taken, with the latency it
+	// explains.
+	kick     chan struct{}
+	earlyMu  sync.Mutex
+	early    *agentproto.TraceSnapshot
+	earlyLat int64
+	done     chan struct{}
 }
 
 func armTracer(spec agentproto.TraceSpec) (*tracer, error) {
@@ -57,7 +68,36 @@ func armTracer(spec agentproto.TraceSpec) (*tracer, error) {
 		sharedTrace.s = s
 	}
 	sharedTrace.refs++
-	return &tracer{spec: spec, s: sharedTrace.s}, nil
+	return &tracer{spec: spec, s: sharedTrace.s, kick: make(chan struct{}, 1), done: make(chan struct{})}, nil
+}
+
+// watch takes the early snapshots until stop is closed: on each kick it
+// waits traceMargin (so the trace holds the margin after the message),
+// reads the window's worst message under mu and snapshots it.
+func (t *tracer) watch(mu *sync.Mutex, stop <-chan struct{}) {
+	defer close(t.done)
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.kick:
+		}
+		select {
+		case <-stop:
+			return
+		case <-time.After(time.Duration(traceMargin)):
+		}
+		mu.Lock()
+		lat, recv, seq, cpu, tid := t.worstLat, t.worstRecv, t.worstSeq, t.worstCPU, t.worstTID
+		mu.Unlock()
+		snap, err := t.snapshot("", lat, recv, seq, cpu, tid)
+		if err != nil {
+			continue // the flush tries again
+		}
+		t.earlyMu.Lock()
+		t.early, t.earlyLat = snap, lat
+		t.earlyMu.Unlock()
+	}
 }
 
 func (t *tracer) close() {
@@ -80,6 +120,12 @@ func (t *tracer) observe(seq uint64, lat, recvMono int64) {
 	if lat > t.worstLat {
 		t.worstLat, t.worstRecv, t.worstSeq = lat, recvMono, seq
 		t.worstCPU, t.worstTID = sys.CurrentCPU(), sys.Gettid()
+		if t.spec.MaxNs > 0 && lat > t.spec.MaxNs {
+			select { // a pending kick already covers this one
+			case t.kick <- struct{}{}:
+			default:
+			}
+		}
 	}
 }
 
@@ -116,10 +162,19 @@ func (t *tracer) window(ix uint64, h *report.Histogram, lat, recv int64, seq uin
 	if !breach {
 		reason = fmt.Sprintf("worst window (%d, max %s)", ix, report.FormatNs(lat))
 	}
-	snap, err := t.snapshot(reason, lat, recv, seq, cpu, tid)
-	if err != nil {
-		return nil, err
+	// The early snapshot, when it explains this window's worst message;
+	// else one now (the buffer may have moved on: Explain says so).
+	t.earlyMu.Lock()
+	snap, eLat := t.early, t.earlyLat
+	t.early = nil
+	t.earlyMu.Unlock()
+	if snap == nil || eLat != lat {
+		var err error
+		if snap, err = t.snapshot(reason, lat, recv, seq, cpu, tid); err != nil {
+			return nil, err
+		}
 	}
+	snap.Reason = reason
 	if worst {
 		t.bestMax, t.best = lat, snap
 	}

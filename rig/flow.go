@@ -61,6 +61,10 @@ type Traffic struct {
 	Markers bool
 	// Window is the summary window; default 1 s.
 	Window time.Duration
+	// Trace, when set, arms a kernel trace on every endpoint of the
+	// traffic (agentproto.TraceSpec): breaching windows come back with
+	// their snapshots, and FlowResult.Case links the worst one.
+	Trace *agentproto.TraceSpec
 }
 
 // CaseTransport names t's transport in report cases: shm sent on loan is
@@ -199,7 +203,7 @@ func (r *Rig) Flow(ctx context.Context, spec FlowSpec) (*Flow, error) {
 	base := agentproto.Start{
 		Domain: r.Domain, Contract: c, Payload: spec.Payload, RateHz: spec.RateHz, Count: spec.Count,
 		DurationNs: int64(spec.Duration), WarmUp: spec.WarmUp, Send: spec.Send, Wait: spec.Wait,
-		Latency: spec.Latency, WindowNs: int64(spec.Window),
+		Latency: spec.Latency, WindowNs: int64(spec.Window), Trace: spec.Trace,
 	}
 	f := &Flow{Spec: spec, Transport: spec.Transport}
 	ok := false
@@ -351,6 +355,7 @@ func (res *FlowResult) Case(suite, name string, spec FlowSpec) *report.Case {
 			c.Failure = s.Error
 		}
 	}
+	res.explain(c, spec)
 	if c.Duration > 0 {
 		c.MsgsPerSec = float64(c.Delivered) / c.Duration.Seconds()
 		c.ThroughputMBps = float64(c.Delivered) * float64(spec.Payload) / c.Duration.Seconds() / 1e6

@@ -14,11 +14,6 @@ import (
 	"github.com/hilrig/hilrig/tracing/tracetest"
 )
 
-func TestMain(m *testing.M) {
-	tracetest.RunHogIfChild()
-	os.Exit(m.Run())
-}
-
 // An induced spike — a 5 ms SCHED_FIFO hog on the subscriber's CPU while
 // messages flow at 1 kHz — breaks the 2 ms max bound; the breaching
 // windows carry kernel traces (the first taken at once, not at the

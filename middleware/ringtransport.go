@@ -114,7 +114,7 @@ func (t *ringPub) commit(n int, mono, other int64) error {
 		return fmt.Errorf("%w: topic %q: %d bytes, contract max %d", ErrTooLarge, t.sr.r.P.Topic, n, t.max)
 	}
 	if t.stages != nil {
-		t.ps.Seq, t.ps.Entry, t.ps.Commit = t.w.LoanSeq(), mono, nanotime()
+		t.ps.Seq, t.ps.Entry, t.ps.Commit = t.w.LoanSeq(), mono, monoclock.Now()
 	}
 	t.w.Commit(n, shm.Meta{SendMono: mono, SendClock: other, Clock: int32(t.clock), Flags: t.flags})
 	if t.stages != nil {
@@ -155,9 +155,9 @@ func (t *ringPub) send(payload []byte) (err error) {
 		return err
 	}
 	if t.stages != nil {
-		t.ps.CopyStart = nanotime()
+		t.ps.CopyStart = monoclock.Now()
 		copy(b, payload)
-		t.ps.CopyEnd = nanotime()
+		t.ps.CopyEnd = monoclock.Now()
 	} else {
 		copy(b, payload)
 	}
@@ -249,7 +249,7 @@ func (t *ringSub) next(ctx context.Context, fn func(*Message)) (err error) {
 	var spinStart, wake int64
 	for {
 		if t.stages != nil {
-			wake = nanotime() // each look: after a sleep or spin this is the wake-up
+			wake = monoclock.Now() // each look: after a sleep or spin this is the wake-up
 		}
 		ok, err := t.rd.TryNext(&t.f)
 		if err != nil {

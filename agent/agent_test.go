@@ -15,7 +15,7 @@ import (
 
 // session is an agent running in-process on pipes.
 type session struct {
-	t     *testing.T
+	t     testing.TB
 	in    *io.PipeWriter
 	enc   *agentproto.Encoder
 	msgs  chan *agentproto.Msg
@@ -28,7 +28,7 @@ type countingMarker struct{ n *atomic.Int64 }
 func (m countingMarker) Mark() error  { m.n.Add(1); return nil }
 func (m countingMarker) Close() error { return nil }
 
-func startSession(t *testing.T, shmDir string) *session {
+func startSession(t testing.TB, shmDir string) *session {
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()

@@ -52,6 +52,9 @@ type endpoint struct {
 	lastRecvMono                               atomic.Int64
 	// discoveryNs is a peer writer's wait for its first reader.
 	discoveryNs int64
+
+	tr   *tracer          // kernel trace (trace.go); nil unless Start.Trace
+	ctrs endpointCounters // process counters at start (trace.go)
 }
 
 func newEndpoint(a *agent, s agentproto.Start) *endpoint {
@@ -159,6 +162,13 @@ func (e *endpoint) run(parent context.Context) {
 		defer mk.Close()
 	}
 	e.win, e.total, e.spare = report.NewHistogram(), report.NewHistogram(), report.NewHistogram()
+	if s.Trace != nil && (s.Role == agentproto.Publisher || s.Role == agentproto.Subscriber) {
+		if e.tr, err = armTracer(*s.Trace); err != nil {
+			e.fail(agentproto.CodeStart, fmt.Errorf("trace: %w", err))
+			return
+		}
+		defer e.tr.close()
+	}
 	var loop func() error
 	switch s.Role {
 	case agentproto.Publisher:
@@ -203,6 +213,7 @@ func (e *endpoint) run(parent context.Context) {
 	e.winStart = e.start
 	e.usage = sys.ProcessUsage()
 	e.usage0 = e.usage
+	e.ctrs = startCounters()
 	started := &agentproto.Started{Endpoint: e.id, Middleware: mw}
 	if peer != nil {
 		started.Peer, started.DiscoveryNs = peer.Describe(), e.discoveryNs
@@ -212,6 +223,10 @@ func (e *endpoint) run(parent context.Context) {
 	windowsDone := make(chan struct{})
 	stopWindows := make(chan struct{})
 	go e.windows(stopWindows, windowsDone)
+	if e.tr != nil {
+		go e.tr.watch(&e.mu, stopWindows)
+		defer func() { <-e.tr.done }()
+	}
 	loopErr := loop()
 	close(stopWindows)
 	<-windowsDone
@@ -252,6 +267,10 @@ func (e *endpoint) final(loopErr error) *agentproto.Final {
 	}
 	if e.recordsLatency() {
 		f.Latency = e.total
+	}
+	f.Counters = e.ctrs.finish(e.id, e.a.opts.ShmDir)
+	if e.tr != nil {
+		f.Trace = e.tr.best
 	}
 	if s.Role == agentproto.Subscriber {
 		// Messages after the last one received never arrived: a gap the
@@ -313,6 +332,12 @@ func (e *endpoint) flushWindow(now time.Time) {
 	e.win = e.spare
 	sent, recv, lost := e.winSent, e.winRecv, e.winLost
 	e.winSent, e.winRecv, e.winLost = 0, 0, 0
+	var wLat, wRecv int64
+	var wSeq uint64
+	var wCPU, wTID int
+	if e.tr != nil {
+		wLat, wRecv, wSeq, wCPU, wTID = e.tr.takeWorst()
+	}
 	e.mu.Unlock()
 	u := sys.ProcessUsage()
 	w := &agentproto.Window{
@@ -322,6 +347,13 @@ func (e *endpoint) flushWindow(now time.Time) {
 	}
 	if e.recordsLatency() {
 		w.Latency = h
+	}
+	if e.tr != nil {
+		snap, err := e.tr.window(e.windowIx, h, wLat, wRecv, wSeq, wCPU, wTID)
+		if err != nil {
+			e.a.opts.Logger.Warn("trace snapshot", "endpoint", e.id, "err", err)
+		}
+		w.Trace = snap
 	}
 	e.send(&agentproto.Msg{Kind: agentproto.KindWindow, Window: w})
 	e.total.Merge(h)
@@ -358,6 +390,9 @@ func (e *endpoint) publish(pub outlet, mk Marker) error {
 				return fmt.Errorf("marker: %w", err)
 			}
 			e.marks++
+		}
+		if e.tr != nil {
+			e.tr.markSend(i + 1)
 		}
 		err := pub.send(payload, i+1)
 		switch {
@@ -478,6 +513,9 @@ func (e *endpoint) onMessage(m *middleware.Message, mk Marker, clockLatency bool
 	e.mu.Lock()
 	if seq > e.s.WarmUp {
 		e.win.Record(lat)
+		if e.tr != nil {
+			e.tr.observe(seq, lat, m.RecvMono)
+		}
 	}
 	e.winRecv++
 	e.winLost += m.Lost

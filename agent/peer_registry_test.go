@@ -1,8 +1,7 @@
 package agent
 
 import (
-	"os"
-	"testing"
+	"fmt"
 )
 
 // testPeers are the peer adapters this test binary was built with (the
@@ -16,19 +15,22 @@ var TestPeers = testPeers
 // iceoryx).
 var peerSetups []func() (func(), error)
 
-func TestMain(m *testing.M) {
+// SetUpPeers runs peerSetups and returns one teardown for all of them;
+// the package's TestMain (main_test.go) calls it before the tests.
+func SetUpPeers() (func(), error) {
 	var teardown []func()
+	undo := func() {
+		for _, td := range teardown {
+			td()
+		}
+	}
 	for _, setup := range peerSetups {
 		td, err := setup()
 		if err != nil {
-			os.Stderr.WriteString("peer setup: " + err.Error() + "\n")
-			os.Exit(2)
+			undo()
+			return nil, fmt.Errorf("peer setup: %w", err)
 		}
 		teardown = append(teardown, td)
 	}
-	code := m.Run()
-	for _, td := range teardown {
-		td()
-	}
-	os.Exit(code)
+	return undo, nil
 }

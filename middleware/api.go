@@ -126,6 +126,39 @@ type PublisherOptions struct {
 	// SendTimeout bounds how long a Reliable Send/Publish waits for the
 	// slowest subscriber before returning ErrTimeout. Default 1 s.
 	SendTimeout time.Duration
+	// Stages, when non-nil, receives the shared-memory stage stamps of
+	// every message this publisher commits (shm and intra transports;
+	// ignored by udp), on the publishing goroutine, before Send/Publish
+	// returns. It must not block or retain the argument. nil (the
+	// default) costs one branch per message.
+	Stages func(*PublishStages)
+}
+
+// PublishStages are the publisher-side stage stamps of one message,
+// CLOCK_MONOTONIC ns (the clock of Header.SendMono and RecvMono, so they
+// join the subscriber's ReceiveStages by Seq on one host).
+type PublishStages struct {
+	Seq uint64
+	// Entry is Header.SendMono (entry of Send / Loan.Publish).
+	Entry int64
+	// CopyStart/CopyEnd bracket the payload copy into the slot (Send
+	// only; on the loan path the caller filled the slot: both are 0).
+	CopyStart, CopyEnd int64
+	// Commit is taken just before the frame is committed and the
+	// subscribers are woken: commit → wake is ReceiveStages.Wake − Commit.
+	Commit int64
+}
+
+// ReceiveStages are the subscriber-side stage stamps of one message,
+// CLOCK_MONOTONIC ns.
+type ReceiveStages struct {
+	Seq uint64
+	// Wake is when the receive loop woke from its futex sleep (or its
+	// spin) and found the message; a message already waiting when the
+	// loop looked has Wake == the time it looked.
+	Wake int64
+	// Callback is Message.RecvMono, taken just before the callback.
+	Callback int64
 }
 
 // SubscriberOptions configures a subscriber. nil means defaults.
@@ -141,6 +174,11 @@ type SubscriberOptions struct {
 	// Priority is a SCHED_FIFO priority (1..99) for the receive thread; 0
 	// leaves the scheduler alone. Needs CAP_SYS_NICE.
 	Priority int
+	// Stages, when non-nil, receives the stage stamps of every message
+	// (shm and intra transports; ignored by udp) on the receive
+	// goroutine, just before the callback. It must not block or retain
+	// the argument. nil (the default) costs one branch per message.
+	Stages func(*ReceiveStages)
 }
 
 // Header is the frame header carried with every message. Layout in shared

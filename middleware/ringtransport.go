@@ -20,6 +20,10 @@ type ringPub struct {
 	timeout int64 // ns
 	max     int
 	flags   uint8
+	// stages is PublisherOptions.Stages (nil: off); ps is reused so a
+	// stamped message allocates nothing.
+	stages func(*PublishStages)
+	ps     PublishStages
 }
 
 func (n *Node) newRingPub(c Contract, o *PublisherOptions, intra bool) (*ringPub, error) {
@@ -55,7 +59,11 @@ func (n *Node) newRingPub(c Contract, o *PublisherOptions, intra bool) (*ringPub
 	w.OnDrop = func(pid int) {
 		log.Warn("middleware: dropped dead subscriber", "topic", topic, "pid", pid)
 	}
-	return &ringPub{n: n, sr: sr, w: w, clock: n.opts.StampClock, timeout: int64(timeout), max: p.MaxPayload}, nil
+	rp := &ringPub{n: n, sr: sr, w: w, clock: n.opts.StampClock, timeout: int64(timeout), max: p.MaxPayload}
+	if o != nil {
+		rp.stages = o.Stages
+	}
+	return rp, nil
 }
 
 // Every method that touches the mapping runs with debug.SetPanicOnFault,
@@ -105,7 +113,14 @@ func (t *ringPub) commit(n int, mono, other int64) error {
 		t.w.Abort()
 		return fmt.Errorf("%w: topic %q: %d bytes, contract max %d", ErrTooLarge, t.sr.r.P.Topic, n, t.max)
 	}
+	if t.stages != nil {
+		t.ps.Seq, t.ps.Entry, t.ps.Commit = t.w.LoanSeq(), mono, monoclock.Now()
+	}
 	t.w.Commit(n, shm.Meta{SendMono: mono, SendClock: other, Clock: int32(t.clock), Flags: t.flags})
+	if t.stages != nil {
+		t.stages(&t.ps)
+		t.ps = PublishStages{}
+	}
 	return nil
 }
 
@@ -139,7 +154,13 @@ func (t *ringPub) send(payload []byte) (err error) {
 	if err != nil {
 		return err
 	}
-	copy(b, payload)
+	if t.stages != nil {
+		t.ps.CopyStart = monoclock.Now()
+		copy(b, payload)
+		t.ps.CopyEnd = monoclock.Now()
+	} else {
+		copy(b, payload)
+	}
 	return t.commit(len(payload), mono, other)
 }
 
@@ -171,6 +192,9 @@ type ringSub struct {
 	msg     Message
 	// sizeChecked is when next last fstat'ed the segment (monoclock.Now).
 	sizeChecked int64
+	// stages is SubscriberOptions.Stages (nil: off); rs is reused.
+	stages func(*ReceiveStages)
+	rs     ReceiveStages
 }
 
 // sleepSlice bounds one futex sleep so ctx cancellation and Close are
@@ -205,7 +229,7 @@ func (n *Node) newRingSub(c Contract, o *SubscriberOptions, intra bool, closing 
 		releaseRing(sr)
 		return nil, mapErr(err)
 	}
-	return &ringSub{sr: sr, rd: rd, wait: so.Wait, spinFor: int64(so.SpinFor), closing: closing, inCB: inCB}, nil
+	return &ringSub{sr: sr, rd: rd, wait: so.Wait, spinFor: int64(so.SpinFor), closing: closing, inCB: inCB, stages: so.Stages}, nil
 }
 
 // next runs with debug.SetPanicOnFault, fn included (it reads the
@@ -222,8 +246,11 @@ func (t *ringSub) next(ctx context.Context, fn func(*Message)) (err error) {
 	}()
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	var spins int
-	var spinStart int64
+	var spinStart, wake int64
 	for {
+		if t.stages != nil {
+			wake = monoclock.Now() // each look: after a sleep or spin this is the wake-up
+		}
 		ok, err := t.rd.TryNext(&t.f)
 		if err != nil {
 			return mapErr(err)
@@ -236,6 +263,10 @@ func (t *ringSub) next(ctx context.Context, fn func(*Message)) (err error) {
 				Seq: f.Seq, SendMono: f.SendMono, SendClock: f.SendClock, Clock: ClockID(f.Clock), Len: f.Len}
 			m.Lost = f.Lost
 			m.Payload = f.Payload
+			if t.stages != nil {
+				t.rs = ReceiveStages{Seq: f.Seq, Wake: wake, Callback: m.RecvMono}
+				t.stages(&t.rs)
+			}
 			t.inCB.Store(1)
 			fn(m)
 			t.inCB.Store(0)

@@ -42,6 +42,7 @@ func CollectEnvFrom(p EnvPaths) RunInfo {
 	ri.OnlineCPUs = readTrim(filepath.Join(p.Sys, "devices/system/cpu/online"))
 	ri.CPUGovernor = governors(filepath.Join(p.Sys, "devices/system/cpu"))
 	ri.MemTotal = memTotal(filepath.Join(p.Proc, "meminfo"))
+	ri.Tuning = CollectTuning(p)
 	return ri
 }
 

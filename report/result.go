@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -51,6 +52,9 @@ type RunInfo struct {
 	ConfigFile string    `json:"config_file,omitempty"`
 	Start      time.Time `json:"start"`
 	End        time.Time `json:"end"`
+	// Tuning is the controller host's real-time tuning (isolcpus,
+	// nohz_full, NIC IRQ affinity).
+	Tuning *HostTuning `json:"tuning,omitempty"`
 	// Boards lists the environment of each board when it differs from the
 	// controller's (agents report their own).
 	Boards []BoardInfo `json:"boards,omitempty"`
@@ -67,6 +71,8 @@ type BoardInfo struct {
 	// WakeupFloor is the board's measured wake-up latency distribution
 	// (preflight), the floor the middleware cannot beat.
 	WakeupFloor *Summary `json:"wakeup_floor,omitempty"`
+	// Tuning is the board's real-time tuning.
+	Tuning *HostTuning `json:"tuning,omitempty"`
 }
 
 // Method kinds.
@@ -155,6 +161,14 @@ type Case struct {
 	// disconnected"); such a case fails.
 	Failure string   `json:"failure,omitempty"`
 	Notes   []string `json:"notes,omitempty"`
+
+	// Trace is the kernel trace kept for the window that broke a bound
+	// (or the worst window) when tracing was asked for.
+	Trace *TraceRef `json:"trace,omitempty"`
+	// Counters are the endpoints' process counters over the case.
+	Counters []EndpointCounters `json:"counters,omitempty"`
+	// Stages splits the shared-memory path (shm transports only).
+	Stages *StageSplit `json:"stages,omitempty"`
 }
 
 // ScopeStats are the delay statistics an instrument reported for the
@@ -287,8 +301,15 @@ func (r *Result) Encode(w io.Writer) error {
 // WriteFile writes r atomically (temporary file in the same directory,
 // fsync, rename), so a crash never leaves a half-written result in place of
 // a previous one.
+//
+// A case whose Trace still holds its trace-event JSON (Chrome) gets it
+// written beside the result, in <name>.traces/case-<i>.json, and
+// Trace.File set to that relative path.
 func (r *Result) WriteFile(path string) error {
 	dir := filepath.Dir(path)
+	if err := r.writeTraces(path); err != nil {
+		return err
+	}
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
 	if err != nil {
 		return fmt.Errorf("write result %s: %w", path, err)
@@ -395,4 +416,25 @@ func (s Summary) Line() string {
 		l += fmt.Sprintf(" clamped=%d", s.Clamped)
 	}
 	return l
+}
+
+// writeTraces stores each case's pending trace-event JSON next to the
+// result file at path.
+func (r *Result) writeTraces(path string) error {
+	base := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)) + ".traces"
+	for i := range r.Cases {
+		t := r.Cases[i].Trace
+		if t == nil || len(t.Chrome) == 0 {
+			continue
+		}
+		if err := os.MkdirAll(filepath.Join(filepath.Dir(path), base), 0o755); err != nil {
+			return fmt.Errorf("write result %s: traces: %w", path, err)
+		}
+		rel := filepath.Join(base, fmt.Sprintf("case-%d.json", i))
+		if err := os.WriteFile(filepath.Join(filepath.Dir(path), rel), t.Chrome, 0o644); err != nil {
+			return fmt.Errorf("write result %s: trace of case %q: %w", path, r.Cases[i].Key(), err)
+		}
+		t.File, t.Chrome = filepath.ToSlash(rel), nil
+	}
+	return nil
 }

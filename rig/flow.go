@@ -64,6 +64,10 @@ type Traffic struct {
 	// Middleware is the bus: "" or "hilrig", or a peer the boards' agent
 	// (hilrig-peer) was built with (docs/peers.md).
 	Middleware string
+	// Trace, when set, arms a kernel trace on every endpoint of the
+	// traffic (agentproto.TraceSpec): breaching windows come back with
+	// their snapshots, and FlowResult.Case links the worst one.
+	Trace *agentproto.TraceSpec
 }
 
 // CaseTransport names t's transport in report cases: shm sent on loan is
@@ -206,7 +210,7 @@ func (r *Rig) Flow(ctx context.Context, spec FlowSpec) (*Flow, error) {
 	base := agentproto.Start{
 		Domain: r.Domain, Contract: c, Payload: spec.Payload, RateHz: spec.RateHz, Count: spec.Count,
 		DurationNs: int64(spec.Duration), WarmUp: spec.WarmUp, Send: spec.Send, Wait: spec.Wait,
-		Latency: spec.Latency, WindowNs: int64(spec.Window), Middleware: spec.Middleware,
+		Latency: spec.Latency, WindowNs: int64(spec.Window), Middleware: spec.Middleware, Trace: spec.Trace,
 	}
 	f := &Flow{Spec: spec, Transport: spec.Transport}
 	ok := false
@@ -360,6 +364,7 @@ func (res *FlowResult) Case(suite, name string, spec FlowSpec) *report.Case {
 			c.Failure = s.Error
 		}
 	}
+	res.explain(c, spec)
 	if c.Duration > 0 {
 		c.MsgsPerSec = float64(c.Delivered) / c.Duration.Seconds()
 		c.ThroughputMBps = float64(c.Delivered) * float64(spec.Payload) / c.Duration.Seconds() / 1e6

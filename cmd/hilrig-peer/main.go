@@ -23,7 +23,6 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 
@@ -33,18 +32,6 @@ import (
 
 // peers are the adapters this build has (peers_*.go, by build tag).
 var peers = map[string]agent.PeerOpener{}
-
-func envUint(name string, def uint64) (uint64, error) {
-	s := os.Getenv(name)
-	if s == "" {
-		return def, nil
-	}
-	n, err := strconv.ParseUint(s, 10, 32)
-	if err != nil {
-		return 0, fmt.Errorf("%s=%q: %w", name, s, err)
-	}
-	return n, nil
-}
 
 func version() string {
 	v := "hilrig-peer (devel)"

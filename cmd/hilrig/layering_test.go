@@ -78,6 +78,7 @@ func TestLayering(t *testing.T) {
 		"timesync":   {"rig", "deploy", "agent", "agentproto", "vmboard", "fixtures", "middleware", "suites"},
 		"scopes":     {"rig", "deploy", "agent", "agentproto", "vmboard", "fixtures", "middleware", "suites"},
 		"report":     {"rig", "deploy", "agent", "agentproto", "vmboard", "fixtures", "middleware", "gpio", "timesync", "scopes", "suites"},
+		"tracing":    {"rig", "deploy", "agent", "agentproto", "vmboard", "fixtures", "middleware", "gpio", "timesync", "scopes", "suites"},
 		"netns":      {"rig", "deploy", "agent", "agentproto", "vmboard", "fixtures", "middleware", "gpio", "timesync", "scopes", "report", "suites"},
 	}
 	// Below suites/, boards are reached only through the rig: no deployer,

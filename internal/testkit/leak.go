@@ -15,9 +15,24 @@ import (
 // Runtime and test-framework goroutines (signal handling, the fuzzing
 // engine) are not counted. Use it as
 // `func TestMain(m *testing.M) { testkit.Main(m) }`.
-func Main(m *testing.M) {
+func Main(m *testing.M) { MainWith(m, nil) }
+
+// MainWith is Main with a set-up run before the tests (nil: none); its
+// teardown runs after them, before goroutines are counted. A set-up error
+// ends the binary with status 2.
+func MainWith(m *testing.M, setup func() (teardown func(), err error)) {
+	teardown := func() {}
+	if setup != nil {
+		td, err := setup()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "testkit: set-up:", err)
+			os.Exit(2)
+		}
+		teardown = td
+	}
 	base := len(goroutines())
 	code := m.Run()
+	teardown()
 	if code == 0 {
 		if g := settle(base, 2*time.Second); len(g) > base {
 			fmt.Fprintf(os.Stderr, "testkit: %d goroutines leaked (had %d before the tests):\n%s\n",

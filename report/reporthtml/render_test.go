@@ -185,7 +185,11 @@ func TestRenderResult(t *testing.T) {
 			return
 		}
 		for _, k := range []string{"src", "href"} {
-			if v := attr(n, k); v != "" && !strings.HasPrefix(v, "#") {
+			v := attr(n, k)
+			if n.Data == "a" && k == "href" && v != "" && !strings.Contains(v, ":") && !strings.HasPrefix(v, "/") {
+				continue // a link to a file beside the report (trace JSON) is followed only on click
+			}
+			if v != "" && !strings.HasPrefix(v, "#") {
 				t.Errorf("<%s %s=%q> fetches something", n.Data, k, v)
 			}
 		}

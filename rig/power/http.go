@@ -126,7 +126,7 @@ func (w *webPDU) tasmotaState(m map[string]string) (State, error) {
 	case strings.EqualFold(v, "OFF"):
 		return Off, nil
 	}
-	return Unknown, fmt.Errorf("Tasmota POWER%d is %q", n, v)
+	return Unknown, fmt.Errorf("tasmota: POWER%d is %q", n, v)
 }
 
 type shellyRelay struct {

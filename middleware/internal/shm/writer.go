@@ -324,6 +324,10 @@ func (w *Writer) Fault(v any) error {
 	return err
 }
 
+// LoanSeq is the sequence number the loaned slot will carry when
+// committed (valid between Acquire and Commit/Abort). 0 allocs.
+func (w *Writer) LoanSeq() uint64 { return w.curPos - w.base }
+
 // Commit publishes the first n bytes of the acquired slot. 0 allocs; one
 // futex syscall only if a subscriber sleeps.
 func (w *Writer) Commit(n int, m Meta) {

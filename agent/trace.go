@@ -1,0 +1,245 @@
+package agent
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hilrig/hilrig/agent/internal/sys"
+	"github.com/hilrig/hilrig/agentproto"
+	"github.com/hilrig/hilrig/report"
+	"github.com/hilrig/hilrig/tracing"
+	"github.com/hilrig/hilrig/tracing/counters"
+)
+
+// Kernel traces of late windows (agentproto.TraceSpec). All endpoints of
+// one agent process share one tracefs instance, so a publisher's "send"
+// markers and a subscriber's "recv" markers on the same host land in the
+// buffer the subscriber snapshots. The first endpoint's spec decides the
+// buffer size and CPUs; the instance is removed with the last endpoint.
+
+var sharedTrace struct {
+	mu   sync.Mutex
+	s    *tracing.Session
+	refs int
+}
+
+// traceMargin widens a snapshot on both sides of the late message, so
+// what was running when it was sent is in it.
+const traceMargin = int64(time.Millisecond)
+
+// tracer is one endpoint's part in the shared trace.
+type tracer struct {
+	spec agentproto.TraceSpec
+	s    *tracing.Session
+	// The open window's worst message; written by the hot loop and read
+	// by the window flush, both under endpoint.mu.
+	worstLat, worstRecv int64
+	worstSeq            uint64
+	worstCPU, worstTID  int
+	// Snapshots sent, and the worst window's for the final.
+	sent    int
+	bestMax int64
+	best    *agentproto.TraceSnapshot
+
+	// A new worst message over MaxNs kicks the snapshot goroutine at
+	// once (kicks coalesce in the one-slot channel): the bounded buffer
+	// may no longer hold the message by the time its window is flushed.
+	// early (under earlyMu) is the snapshot taken, with the latency it
+	// explains.
+	kick     chan struct{}
+	earlyMu  sync.Mutex
+	early    *agentproto.TraceSnapshot
+	earlyLat int64
+	done     chan struct{}
+}
+
+func armTracer(spec agentproto.TraceSpec) (*tracer, error) {
+	sharedTrace.mu.Lock()
+	defer sharedTrace.mu.Unlock()
+	if sharedTrace.s == nil {
+		s, err := tracing.Arm(tracing.Config{CPUs: spec.CPUs, BufferKB: spec.BufferKB})
+		if err != nil {
+			return nil, err
+		}
+		sharedTrace.s = s
+	}
+	sharedTrace.refs++
+	return &tracer{spec: spec, s: sharedTrace.s, kick: make(chan struct{}, 1), done: make(chan struct{})}, nil
+}
+
+// watch takes the early snapshots until stop is closed: on each kick it
+// waits traceMargin (so the trace holds the margin after the message),
+// reads the window's worst message under mu and snapshots it.
+func (t *tracer) watch(mu *sync.Mutex, stop <-chan struct{}) {
+	defer close(t.done)
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.kick:
+		}
+		select {
+		case <-stop:
+			return
+		case <-time.After(time.Duration(traceMargin)):
+		}
+		mu.Lock()
+		lat, recv, seq, cpu, tid := t.worstLat, t.worstRecv, t.worstSeq, t.worstCPU, t.worstTID
+		mu.Unlock()
+		snap, err := t.snapshot("", lat, recv, seq, cpu, tid)
+		if err != nil {
+			continue // the flush tries again
+		}
+		t.earlyMu.Lock()
+		t.early, t.earlyLat = snap, lat
+		t.earlyMu.Unlock()
+	}
+}
+
+func (t *tracer) close() {
+	sharedTrace.mu.Lock()
+	defer sharedTrace.mu.Unlock()
+	if sharedTrace.refs--; sharedTrace.refs == 0 {
+		_ = sharedTrace.s.Close()
+		sharedTrace.s = nil
+	}
+}
+
+// markSend writes "hlr send seq=N". 0 allocs.
+func (t *tracer) markSend(seq uint64) { _ = t.s.MarkSeq("send", seq) }
+
+// observe writes "hlr recv seq=N" and keeps the window's worst message
+// with the CPU and thread it was received on. Caller holds endpoint.mu.
+// 0 allocs.
+func (t *tracer) observe(seq uint64, lat, recvMono int64) {
+	_ = t.s.MarkSeq("recv", seq)
+	if lat > t.worstLat {
+		t.worstLat, t.worstRecv, t.worstSeq = lat, recvMono, seq
+		t.worstCPU, t.worstTID = sys.CurrentCPU(), sys.Gettid()
+		if t.spec.MaxNs > 0 && lat > t.spec.MaxNs {
+			select { // a pending kick already covers this one
+			case t.kick <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// takeWorst returns and clears the window's worst message. Caller holds
+// endpoint.mu.
+func (t *tracer) takeWorst() (lat, recv int64, seq uint64, cpu, tid int) {
+	lat, recv, seq, cpu, tid = t.worstLat, t.worstRecv, t.worstSeq, t.worstCPU, t.worstTID
+	t.worstLat, t.worstRecv, t.worstSeq = 0, 0, 0
+	return
+}
+
+// window judges a flushed window against the bounds and returns its
+// snapshot when it broke one (nil otherwise, or when the snapshot budget
+// is spent). In worst-window mode it also keeps the worst window so far
+// for the final.
+func (t *tracer) window(ix uint64, h *report.Histogram, lat, recv int64, seq uint64, cpu, tid int) (*agentproto.TraceSnapshot, error) {
+	if lat <= 0 || h == nil || h.Count() == 0 {
+		return nil, nil
+	}
+	sum := h.Summary()
+	var reasons []string
+	if t.spec.MaxNs > 0 && sum.Max > t.spec.MaxNs {
+		reasons = append(reasons, fmt.Sprintf("max %s > bound %s", report.FormatNs(sum.Max), report.FormatNs(t.spec.MaxNs)))
+	}
+	if t.spec.P99Ns > 0 && sum.P99 > t.spec.P99Ns {
+		reasons = append(reasons, fmt.Sprintf("p99 %s > bound %s", report.FormatNs(sum.P99), report.FormatNs(t.spec.P99Ns)))
+	}
+	breach := len(reasons) > 0 && t.sent < agentproto.MaxTraceSnapshots
+	worst := t.spec.Mode == agentproto.TraceWorstWindow && lat > t.bestMax
+	if !breach && !worst {
+		return nil, nil
+	}
+	reason := strings.Join(reasons, ", ") + fmt.Sprintf(" in window %d", ix)
+	if !breach {
+		reason = fmt.Sprintf("worst window (%d, max %s)", ix, report.FormatNs(lat))
+	}
+	// The early snapshot, when it explains this window's worst message;
+	// else one now (the buffer may have moved on: Explain says so).
+	t.earlyMu.Lock()
+	snap, eLat := t.early, t.earlyLat
+	t.early = nil
+	t.earlyMu.Unlock()
+	if snap == nil || eLat != lat {
+		var err error
+		if snap, err = t.snapshot(reason, lat, recv, seq, cpu, tid); err != nil {
+			return nil, err
+		}
+	}
+	snap.Reason = reason
+	if worst {
+		t.bestMax, t.best = lat, snap
+	}
+	if !breach {
+		return nil, nil
+	}
+	t.sent++
+	return snap, nil
+}
+
+// snapshot keeps the trace around the message that arrived at recv after
+// waiting lat (send = recv − lat on CLOCK_MONOTONIC: exact with
+// LatencyMono, approximate across hosts) and explains it.
+func (t *tracer) snapshot(reason string, lat, recv int64, seq uint64, cpu, tid int) (*agentproto.TraceSnapshot, error) {
+	from := recv - lat
+	s, err := t.s.Snapshot(from, recv, traceMargin)
+	if err != nil {
+		return nil, err
+	}
+	x := tracing.Explain(s.Events, tracing.Window{CPU: cpu, FromNs: from, ToNs: recv, WaiterPID: tid, Label: fmt.Sprintf("seq %d", seq)})
+	var buf bytes.Buffer
+	if err := tracing.WriteChrome(&buf, s.Events); err != nil {
+		return nil, err
+	}
+	return &agentproto.TraceSnapshot{Reason: reason, Summary: x.String(), FromNs: s.FromNs, ToNs: s.ToNs, CPUs: s.CPUs,
+		BufferKB: s.BufferKB, Chrome: buf.Bytes(),
+		Method: "Linux tracefs instance (trace_clock mono): sched_switch, sched_wakeup, irq_handler_entry/exit, softirq_entry/exit, trace_marker at send/recv; µs resolution; receiver CPU and thread from getcpu/gettid at receipt"}, nil
+}
+
+// endpointCounters samples the agent process for an endpoint's counters.
+type endpointCounters struct {
+	start counters.Sample
+	ok    bool
+}
+
+func startCounters() endpointCounters {
+	s, err := counters.Read(0, nil)
+	return endpointCounters{start: s, ok: err == nil}
+}
+
+// finish returns the counters since start and the page sizes of the
+// shared-memory mappings under shmDir (and anonymous shared mappings);
+// nil when /proc cannot be read.
+func (c endpointCounters) finish(endpoint, shmDir string) *report.EndpointCounters {
+	if !c.ok {
+		return nil
+	}
+	now, err := counters.Read(0, nil)
+	if err != nil {
+		return nil
+	}
+	d := counters.Delta(c.start, now)
+	ec := &report.EndpointCounters{Endpoint: endpoint, VoluntaryCtxSwitches: d.VoluntaryCtxSwitches, InvoluntaryCtxSwitches: d.InvoluntaryCtxSwitches,
+		MinorFaults: d.MinorFaults, MajorFaults: d.MajorFaults, GCCycles: d.GCCycles, GCPauseTotalNs: d.GCPauseTotalNs, GCPauseMaxNs: d.GCPauseMaxNs,
+		Method: "agent process (all its threads, every endpoint it runs): " + counters.MethodCtx + "; " + counters.MethodFaults + "; " + counters.MethodGC + "; " + counters.MethodPages}
+	if shmDir == "" {
+		shmDir = "/dev/shm"
+	}
+	ms, _ := counters.Mappings(0, 0, 0)
+	for _, m := range ms {
+		if !strings.HasPrefix(m.Path, shmDir+string(os.PathSeparator)) && !strings.HasPrefix(m.Path, "/anon_hugepage") && !strings.HasPrefix(m.Path, "/dev/zero") {
+			continue
+		}
+		ec.Mappings = append(ec.Mappings, report.MappingPages{Path: m.Path, SizeKB: m.SizeKB, KernelPageSizeKB: m.KernelPageSizeKB,
+			MMUPageSizeKB: m.MMUPageSizeKB, THPKB: m.THPKB, Words: m.PageSizeWords()})
+	}
+	return ec
+}

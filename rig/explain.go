@@ -1,0 +1,44 @@
+package rig
+
+import (
+	"github.com/hilrig/hilrig/agentproto"
+	"github.com/hilrig/hilrig/report"
+)
+
+// explain copies what the endpoints reported about their tails into the
+// case: the endpoints' counters, and the trace snapshot of the worst late
+// window (of the breaching windows' snapshots the widest, i.e. the longest
+// wait; else a final's worst-window snapshot). Result.WriteFile stores its
+// JSON beside the result.
+func (res *FlowResult) explain(c *report.Case, spec FlowSpec) {
+	add := func(f *agentproto.Final, board string) {
+		if f != nil && f.Counters != nil {
+			ec := *f.Counters
+			ec.Endpoint = f.Endpoint + " on " + board
+			c.Counters = append(c.Counters, ec)
+		}
+	}
+	add(res.Publisher, spec.From)
+	var pick *agentproto.TraceSnapshot
+	board := ""
+	for i, f := range res.Subscribers {
+		to := ""
+		if i < len(spec.To) {
+			to = spec.To[i]
+		}
+		add(f, to)
+		if i < len(res.Windows) {
+			for j := range res.Windows[i] {
+				if t := res.Windows[i][j].Trace; t != nil && (pick == nil || t.ToNs-t.FromNs > pick.ToNs-pick.FromNs) {
+					pick, board = t, to
+				}
+			}
+		}
+		if pick == nil && f != nil && f.Trace != nil {
+			pick, board = f.Trace, to
+		}
+	}
+	if pick != nil {
+		c.Trace = pick.Ref(board)
+	}
+}

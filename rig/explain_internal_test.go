@@ -1,0 +1,25 @@
+package rig
+
+import (
+	"testing"
+
+	"github.com/hilrig/hilrig/agentproto"
+	"github.com/hilrig/hilrig/report"
+)
+
+func TestCaseCarriesTraceAndCounters(t *testing.T) {
+	short := &agentproto.TraceSnapshot{Reason: "short", FromNs: 0, ToNs: 3e6, Chrome: []byte(`{}`)}
+	long := &agentproto.TraceSnapshot{Reason: "long", FromNs: 10e6, ToNs: 20e6, Summary: "hlr-hog ran", Chrome: []byte(`{"traceEvents":[]}`)}
+	res := &FlowResult{
+		Publisher:   &agentproto.Final{Endpoint: "pub", Sent: 10, Counters: &report.EndpointCounters{MinorFaults: 5, Method: "m"}},
+		Subscribers: []*agentproto.Final{{Endpoint: "sub", Received: 10, Counters: &report.EndpointCounters{GCCycles: 1, Method: "m"}}},
+		Windows:     [][]agentproto.Window{{{Trace: short}, {}, {Trace: long}}},
+	}
+	c := res.Case("s", "n", FlowSpec{Traffic: Traffic{From: "a", Payload: 8}, To: []string{"b"}})
+	if c.Trace == nil || c.Trace.Reason != "long" || c.Trace.Board != "b" || string(c.Trace.Chrome) != `{"traceEvents":[]}` || c.Trace.Summary != "hlr-hog ran" {
+		t.Fatalf("trace %+v", c.Trace)
+	}
+	if len(c.Counters) != 2 || c.Counters[0].Endpoint != "pub on a" || c.Counters[0].MinorFaults != 5 || c.Counters[1].Endpoint != "sub on b" {
+		t.Fatalf("counters %+v", c.Counters)
+	}
+}

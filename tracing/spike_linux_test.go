@@ -1,0 +1,203 @@
+package tracing
+
+import (
+	"bytes"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/hilrig/hilrig/tracing/tracetest"
+)
+
+func mono() int64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano()
+}
+
+// lockTo locks the goroutine to its thread, pins that to cpu and gives it
+// SCHED_FIFO 5 (below the hog's 10), so the endpoints are delayed by the
+// hog and not by whatever else loads the machine. The goroutine must exit
+// without unlocking so the runtime retires the thread.
+func lockTo(t *testing.T, cpu int) bool {
+	runtime.LockOSThread()
+	var set unix.CPUSet
+	set.Set(cpu)
+	if err := unix.SchedSetaffinity(0, &set); err != nil {
+		t.Errorf("pin to CPU %d: %v", cpu, err)
+		return false
+	}
+	// RESET_ON_FORK: the hog process is forked from the sender's thread
+	// and its runtime threads must not compete at FIFO 5 on CPU 0.
+	attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: 1 /* SCHED_FIFO */, Priority: 5, Flags: 1 /* SCHED_FLAG_RESET_ON_FORK */}
+	if err := unix.SchedSetAttr(0, &attr, 0); err != nil {
+		t.Errorf("SCHED_FIFO 5: %v", err)
+		return false
+	}
+	return true
+}
+
+func TestMain(m *testing.M) {
+	tracetest.RunHogIfChild()
+	os.Exit(m.Run())
+}
+
+func needTrace(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("tracefs needs root")
+	}
+}
+
+// TestSpikeSnapshotNamesHog induces a 5 ms SCHED_FIFO hog on the
+// receiver's CPU while a message is in flight: the window breaks a 1 ms
+// bound, the snapshot holds the hog's occupancy and both markers, the
+// explanation names the hog, and the exported JSON is trace-event format.
+func TestSpikeSnapshotNamesHog(t *testing.T) {
+	needTrace(t)
+	recvCPU, sendCPU := 0, 0
+	if runtime.NumCPU() > 1 {
+		recvCPU = 1
+	}
+	s, err := Arm(Config{CPUs: []int{sendCPU, recvCPU}, BufferKB: 512})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+
+	var fds [2]int
+	if err := unix.Pipe2(fds[:], unix.O_CLOEXEC); err != nil { // blocking: the reader sleeps in the kernel on its own thread
+		t.Fatal(err)
+	}
+	defer unix.Close(fds[1])
+	type recv struct {
+		seq  byte
+		ns   int64
+		tid  int
+		fail bool
+	}
+	got := make(chan recv, 16)
+	const msgs = 8
+	const spikeSeq = 5
+	go func() {
+		defer unix.Close(fds[0])
+		if !lockTo(t, recvCPU) {
+			got <- recv{fail: true}
+			return
+		}
+		tid := unix.Gettid()
+		var b [1]byte
+		for range msgs {
+			if n, err := unix.Read(fds[0], b[:]); n != 1 || err != nil {
+				got <- recv{fail: true}
+				return
+			}
+			ns := mono()
+			_ = s.MarkSeq("recv", uint64(b[0]))
+			got <- recv{seq: b[0], ns: ns, tid: tid}
+		}
+	}()
+
+	sendDone := make(chan struct{})
+	sent := make([]int64, msgs)
+	go func() {
+		defer close(sendDone)
+		if !lockTo(t, sendCPU) {
+			return
+		}
+		for i := range msgs {
+			if i == spikeSeq {
+				wait, err := tracetest.StartHog(recvCPU, 5*time.Millisecond)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				defer func() {
+					if err := wait(); err != nil {
+						t.Errorf("hog: %v", err)
+					}
+				}()
+			}
+			sent[i] = mono()
+			_ = s.MarkSeq("send", uint64(i))
+			if _, err := unix.Write(fds[1], []byte{byte(i)}); err != nil {
+				t.Error(err)
+				return
+			}
+			time.Sleep(time.Millisecond) // pacing, not synchronisation
+		}
+	}()
+	var rs []recv
+	for range msgs {
+		select {
+		case r := <-got:
+			if r.fail {
+				t.Fatal("receiver failed")
+			}
+			rs = append(rs, r)
+		case <-time.After(10 * time.Second):
+			t.Fatal("receiver stalled")
+		}
+	}
+	<-sendDone
+
+	// The spike message against a 1 ms bound (other messages may be late
+	// too on a loaded machine; the one sent while the hog held the
+	// receiver's CPU must be).
+	const bound = int64(time.Millisecond)
+	worst := slices.IndexFunc(rs, func(r recv) bool { return r.seq == spikeSeq })
+	worstNs := rs[worst].ns - sent[spikeSeq]
+	if worstNs <= bound {
+		t.Fatalf("hog did not delay any message past %v (worst %v): spike not induced", time.Duration(bound), time.Duration(worstNs))
+	}
+	w := rs[worst]
+	for _, r := range rs {
+		t.Logf("seq %d latency %v", r.seq, time.Duration(r.ns-sent[r.seq]))
+	}
+	snap, err := s.Snapshot(sent[w.seq], w.ns, int64(time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sawSend, sawRecv, sawHog bool
+	for _, e := range snap.Events {
+		switch {
+		case e.Kind == Marker && e.Text == "hlr send seq="+itoa(int(w.seq)):
+			sawSend = true
+		case e.Kind == Marker && e.Text == "hlr recv seq="+itoa(int(w.seq)):
+			sawRecv = true
+		case e.Kind == Switch && e.CPU == recvCPU && (e.NextComm == tracetest.HogComm || e.PrevComm == tracetest.HogComm):
+			sawHog = true
+		}
+	}
+	if !sawSend || !sawRecv || !sawHog {
+		t.Fatalf("snapshot of %d events: send marker %v, recv marker %v, hog switched in %v", len(snap.Events), sawSend, sawRecv, sawHog)
+	}
+	x := Explain(snap.Events, Window{CPU: recvCPU, FromNs: sent[w.seq], ToNs: w.ns, WaiterPID: w.tid, Label: "seq " + itoa(int(w.seq))})
+	t.Log(x.String())
+	if len(x.Ran) == 0 || x.Ran[0].Comm != tracetest.HogComm || x.Ran[0].Ns < int64(3*time.Millisecond) || x.Ran[0].Prio >= 100 {
+		t.Fatalf("explanation does not put the RT hog first for ≥3ms: %+v", x.Ran)
+	}
+	if !strings.Contains(x.String(), tracetest.HogComm) || !x.Covered {
+		t.Fatalf("summary does not name the hog or window not covered: %s", x)
+	}
+	if x.WokenNs == 0 || x.RunNs-x.WokenNs < int64(2*time.Millisecond) {
+		t.Errorf("receiver should be seen woken and runnable-but-waiting ≥2ms: woken %d run %d", x.WokenNs, x.RunNs)
+	}
+
+	var buf bytes.Buffer
+	if err := WriteChrome(&buf, snap.Events); err != nil {
+		t.Fatal(err)
+	}
+	checkChrome(t, buf.Bytes(), tracetest.HogComm, "hlr send seq="+itoa(int(w.seq)))
+}
+
+func itoa(i int) string { return string(AppendMarker(nil, "", uint64(i))[len("hlr  seq="):]) }

@@ -51,7 +51,7 @@ func Run(rack string, i, n int, p50 int64) *report.Result {
 		}
 		c := report.Case{Suite: "latency", Name: fmt.Sprintf("case-%02d", k), Transport: tr, PayloadBytes: 64,
 			Method: report.Method{Kind: report.OneWay, Clocks: "CLOCK_MONOTONIC", UncertaintyNs: 50},
-			Sent: 200, Delivered: 200, Histogram: h, Bounds: &report.Bounds{P99: time.Duration(3 * p50)},
+			Sent:   200, Delivered: 200, Histogram: h, Bounds: &report.Bounds{P99: time.Duration(3 * p50)},
 			Notes: []string{"note " + tr}}
 		c.Finalize()
 		r.Cases = append(r.Cases, c)

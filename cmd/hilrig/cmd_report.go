@@ -6,15 +6,28 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/hilrig/hilrig/fixtures"
 	"github.com/hilrig/hilrig/report"
 	"github.com/hilrig/hilrig/report/reportcli"
 )
 
-// runReport is the "hilrig report" sub-command (html, compare); the logic
-// lives in report/reportcli. It maps usage mistakes to errUsage (exit 2) and
-// a regression verdict to errRegression (exit 3).
+// runReport is the "hilrig report" sub-command (html, compare, import,
+// trend); the logic lives in report/reportcli. The results store and
+// report_dir default to those of the run configuration (ginkgo.config, as
+// the suites find it: $HILRIG_CONFIG or walking up from the working
+// directory); with no configuration the defaults are out/report and its
+// results.db. It maps usage mistakes to errUsage (exit 2) and a regression
+// verdict to errRegression (exit 3).
 func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	err := reportcli.Run(ctx, args, stdout, stderr)
+	o := reportcli.Options{Version: Version()}
+	if p, err := fixtures.ResolveConfigPath("", "."); err == nil {
+		cfg, err := fixtures.LoadConfig(p)
+		if err != nil {
+			return fmt.Errorf("report: %w", err)
+		}
+		o.Results, o.ReportDir = cfg.ResultsDSN(), cfg.RelPath(cfg.ReportDir)
+	}
+	err := reportcli.RunWith(ctx, o, args, stdout, stderr)
 	switch {
 	case err == nil:
 		return nil

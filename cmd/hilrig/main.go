@@ -39,7 +39,7 @@ func commands() map[string]command {
 		"gpio":   {"GPIO: ls, mark, watch", runGPIO},
 		"ptp":    {"PTP status from ptp4l: status, watch", runPTP},
 		"scope":  {"oscilloscope / logic analyzer: idn, measure, reset", runScope},
-		"report": {"reports: html, compare", runReport},
+		"report": {"reports: html, compare, import, trend (results store)", runReport},
 		"vm":     {"virtual boards (QEMU): build, run", runVM},
 		"version": {"print the version", func(_ context.Context, _ []string, stdout, _ io.Writer) error {
 			_, err := fmt.Fprintln(stdout, Version())

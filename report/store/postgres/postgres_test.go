@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/hilrig/hilrig/report/store"
-	"github.com/hilrig/hilrig/report/store/internal/pgtest"
-	"github.com/hilrig/hilrig/report/store/internal/storetest"
+	"github.com/hilrig/hilrig/report/store/pgtest"
+	"github.com/hilrig/hilrig/report/store/storetest"
 	"github.com/hilrig/hilrig/report/store/postgres"
 )
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/hilrig/hilrig/report/store"
-	"github.com/hilrig/hilrig/report/store/internal/storetest"
+	"github.com/hilrig/hilrig/report/store/storetest"
 	"github.com/hilrig/hilrig/report/store/sqlite"
 )
 

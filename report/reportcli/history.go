@@ -311,4 +311,3 @@ func baseline(ctx context.Context, s store.Store, spec, rack string, cur *report
 	}
 	return nil, fmt.Errorf("%w: no stored run matches --baseline %s on rack %q in %s", store.ErrNotFound, spec, rack, s.Name())
 }
-

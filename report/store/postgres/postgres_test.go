@@ -10,8 +10,8 @@ import (
 
 	"github.com/hilrig/hilrig/report/store"
 	"github.com/hilrig/hilrig/report/store/pgtest"
-	"github.com/hilrig/hilrig/report/store/storetest"
 	"github.com/hilrig/hilrig/report/store/postgres"
+	"github.com/hilrig/hilrig/report/store/storetest"
 )
 
 func opener(dsn string) storetest.Opener {

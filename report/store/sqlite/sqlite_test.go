@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/hilrig/hilrig/report/store"
-	"github.com/hilrig/hilrig/report/store/storetest"
 	"github.com/hilrig/hilrig/report/store/sqlite"
+	"github.com/hilrig/hilrig/report/store/storetest"
 )
 
 func opener(path string) storetest.Opener {

@@ -157,6 +157,9 @@ func RunSuite(t *testing.T, suite string) {
 	}
 	if ginkgo.GinkgoParallelProcess() == 1 {
 		printSkips(os.Stdout, tc)
+		if !sc.DryRun {
+			tc.BeginStore(os.Stdout)
+		}
 	}
 	registerHealthGate(tc)
 	ginkgo.RunSpecs(t, "hilrig "+suite, sc, rc)

@@ -105,3 +105,16 @@ func TestRedact(t *testing.T) {
 		t.Fatal(got)
 	}
 }
+
+// go test -run '^$' -bench . ./report/store/postgres
+func BenchmarkPostgres(b *testing.B) {
+	c := pgtest.Start(b)
+	ctx := context.Background()
+	s, err := postgres.Open(ctx, c.DSN(), "bench", 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	b.Run("put-86", func(b *testing.B) { storetest.BenchmarkPut(b, s, 86) })
+	b.Run("trend-1000x86", func(b *testing.B) { storetest.BenchmarkTrend(b, s, 1000, 86) })
+}

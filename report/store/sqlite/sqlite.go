@@ -44,7 +44,7 @@ func Open(ctx context.Context, path, version string, o Options) (*sqlstore.Store
 	if path == "" || strings.ContainsAny(path, "?#") {
 		return nil, fmt.Errorf("%w: %s: want a file path without ? or #", store.ErrDSN, name)
 	}
-	q := fmt.Sprintf("?_txlock=immediate&_pragma=busy_timeout(%d)&_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)",
+	q := fmt.Sprintf("?_txlock=immediate&_pragma=busy_timeout(%d)&_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=cache_size(-32768)",
 		BusyTimeout.Milliseconds())
 	if o.MaxPageCount > 0 {
 		q += fmt.Sprintf("&_pragma=max_page_count(%d)", o.MaxPageCount)

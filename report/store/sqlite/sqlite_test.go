@@ -125,3 +125,15 @@ func TestFull(t *testing.T) {
 		t.Fatalf("half-written run visible: %v", err)
 	}
 }
+
+// go test -run '^$' -bench . ./report/store/sqlite
+func BenchmarkSQLite(b *testing.B) {
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "results.db"), "bench", sqlite.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	b.Run("put-86", func(b *testing.B) { storetest.BenchmarkPut(b, s, 86) })
+	b.Run("trend-1000x86", func(b *testing.B) { storetest.BenchmarkTrend(b, s, 1000, 86) })
+}

@@ -159,6 +159,7 @@ func RunSuite(t *testing.T, suite string) {
 		printSkips(os.Stdout, tc)
 		if !sc.DryRun {
 			tc.BeginStore(os.Stdout)
+			tc.serveMetrics(os.Stdout)
 		}
 	}
 	registerHealthGate(tc)

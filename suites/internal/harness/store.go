@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hilrig/hilrig/report"
+	"github.com/hilrig/hilrig/report/live"
 	"github.com/hilrig/hilrig/report/soak"
 	"github.com/hilrig/hilrig/report/store"
 	"github.com/hilrig/hilrig/report/store/open"
@@ -78,4 +79,25 @@ func (tc *TestContext) putStore(res *report.Result, lg *soak.Log, resultFile str
 		return fmt.Errorf("%w; the run is in %s — load it later with: hilrig report import %s", err, resultFile, resultFile)
 	}
 	return nil
+}
+
+// metrics is the live endpoint's registry of this suite process (nil
+// when metrics_listen is not set).
+var metrics *live.Metrics
+
+// serveMetrics starts the Prometheus endpoint on metrics_listen for the
+// life of the suite process (it ends with the process). A listen error is
+// printed; the run goes on without it.
+func (tc *TestContext) serveMetrics(w io.Writer) {
+	if tc.Config == nil || tc.Config.MetricsListen == "" {
+		return
+	}
+	m := live.New()
+	addr, err := m.Serve(context.Background(), tc.Config.MetricsListen)
+	if err != nil {
+		fmt.Fprintf(w, "hilrig: %v (no live metrics this run)\n", err)
+		return
+	}
+	metrics = m
+	fmt.Fprintf(w, "hilrig metrics: http://%s/metrics\n", addr)
 }

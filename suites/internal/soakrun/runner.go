@@ -133,8 +133,8 @@ func (s Status) String() string {
 	if !s.ETA.IsZero() {
 		eta = s.ETA.UTC().Format("2006-01-02 15:04:05Z")
 	}
-	fmt.Fprintf(&b, "%.1f%% elapsed %v, remaining %v (ETA %s), windows %d, p99 %s, lost %d of %d sent (%d delivered), RSS %s",
-		pct, s.Elapsed, s.Remaining, eta, s.Windows, report.FormatNs(int64(s.P99)), s.Lost, s.Sent, s.Delivered, fmtBytes(s.MaxRSS))
+	fmt.Fprintf(&b, "elapsed %v (%.1f%%), remaining %v (ETA %s), windows %d, p99 %s, lost %d of %d sent (%d delivered), RSS %s",
+		s.Elapsed, pct, s.Remaining, eta, s.Windows, report.FormatNs(int64(s.P99)), s.Lost, s.Sent, s.Delivered, fmtBytes(s.MaxRSS))
 	if s.MaxRSSAgent != "" {
 		fmt.Fprintf(&b, " (%s)", s.MaxRSSAgent)
 	}

@@ -35,6 +35,10 @@ type Result struct {
 // RunInfo describes where and when a run happened. Fields the collector could
 // not read are empty (never guessed).
 type RunInfo struct {
+	// ID names the run on its rack (the harness's run directory name, e.g.
+	// "20261129T200102Z-p4242"); a results store keys runs by rack and ID.
+	// Empty in files written before it existed.
+	ID          string `json:"run_id,omitempty"`
 	Machine     string `json:"machine"`
 	Kernel      string `json:"kernel"`
 	CPUModel    string `json:"cpu_model"`

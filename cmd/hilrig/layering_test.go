@@ -90,6 +90,9 @@ func TestLayering(t *testing.T) {
 	vendors := map[string][]string{
 		"github.com/warthog618/go-gpiocdev": {"gpio/internal/"},
 		"github.com/facebook/time":          {"timesync/internal/"},
+		"modernc.org/sqlite":                {"report/store/sqlite"},
+		"github.com/jackc/pgx":              {"report/store/postgres", "report/store/pgtest"},
+		"github.com/prometheus/":            {"report/live"},
 	}
 	for _, p := range pkgs {
 		for _, imp := range p.Imports {

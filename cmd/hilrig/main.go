@@ -21,7 +21,6 @@ import (
 	"github.com/hilrig/hilrig/internal/cli"
 	"github.com/hilrig/hilrig/middleware/shmtool"
 	"github.com/hilrig/hilrig/report"
-	"github.com/hilrig/hilrig/report/reportcli"
 	"github.com/hilrig/hilrig/rig/console/consolecli"
 	"github.com/hilrig/hilrig/rig/lease/leasecli"
 	"github.com/hilrig/hilrig/rig/power/powercli"
@@ -39,7 +38,7 @@ func commands() cli.Set {
 		{Name: "power", Summary: "board power: on, off, cycle, status", Run: powercli.Run},
 		{Name: "ptp", Summary: "PTP status from ptp4l: status, watch", Run: ptpcli.Run},
 		{Name: "rack", Summary: "rack lease: status, lease, release", Run: leasecli.Run},
-		{Name: "report", Summary: "reports: html, compare", Run: reportcli.Run},
+		{Name: "report", Summary: "reports: html, compare, import, trend (results store)", Run: runReport},
 		{Name: "scope", Summary: "oscilloscope / logic analyzer: idn, measure, reset", Run: scopecli.Run},
 		{Name: "shm", Summary: "shared-memory segments: ls, clean", Run: shmtool.Run},
 		{Name: "version", Summary: "print the version", Run: func(_ context.Context, _ []string, stdout, _ io.Writer) error {

@@ -27,13 +27,32 @@ var ErrUsage = cli.ErrUsage
 
 const usage = `usage:
   hilrig report html RESULT.json|SOAK.jsonl [-o out.html] [--soak SOAK.jsonl] [--title T]
-  hilrig report compare BASE.json NEW.json [--threshold 10%] [--min-delta 0ns]`
+  hilrig report compare BASE.json NEW.json [--threshold 10%] [--min-delta 0ns]
+  hilrig report compare --baseline last-pass|rev:PREFIX|RACK/RUN-ID [--rack R] NEW.json [--results DSN]
+  hilrig report import RESULT.json|REPORT_DIR... [--results DSN]
+  hilrig report trend [--case C] [--board B] [--rack R] [--middleware M] [--revision REV] [--since 30d]
+                      [--window 8] [--alpha 0.001] [--min-shift 5%] [--html trend.html] [--all]
+                      [--fail-on-regression] [--results DSN]`
 
-// Run runs "hilrig report <sub> ...". It blocks only on file I/O.
+// Run runs "hilrig report <sub> ..." with no configured store (see
+// RunWith). It blocks only on file I/O.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return RunWith(ctx, Options{}, args, stdout, stderr)
+}
+
+// RunWith runs "hilrig report <sub> ..." with the configured defaults o.
+// It blocks on file and database I/O and honours ctx for the latter.
+func RunWith(ctx context.Context, o Options, args []string, stdout, stderr io.Writer) error {
+	with := func(run func(context.Context, Options, []string, io.Writer, io.Writer) error) func(context.Context, []string, io.Writer, io.Writer) error {
+		return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+			return run(ctx, o, args, stdout, stderr)
+		}
+	}
 	return cli.Set{Prog: "hilrig report", Usage: usage, Commands: []cli.Command{
 		{Name: "html", Run: runHTML},
-		{Name: "compare", Run: runCompare},
+		{Name: "compare", Run: with(runCompare)},
+		{Name: "import", Run: with(runImport)},
+		{Name: "trend", Run: with(runTrend)},
 	}}.Run(ctx, args, stdout, stderr)
 }
 
@@ -155,31 +174,53 @@ func ParseThreshold(s string) (float64, error) {
 	return v, nil
 }
 
-func runCompare(_ context.Context, args []string, stdout, stderr io.Writer) error {
+func runCompare(ctx context.Context, o Options, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("report compare", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	thr := fs.String("threshold", "10%", "relative change that counts as a regression")
 	minDelta := fs.Duration("min-delta", 0, "ignore latency changes smaller than this")
+	base := fs.String("baseline", "", "take BASE from the results store: last-pass, rev:PREFIX or RACK/RUN-ID")
+	rack := fs.String("rack", "", "with --baseline: the rack to pick from (default: NEW's)")
+	dsn := o.storeFlag(fs)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 2 {
+	want := 2
+	if *base != "" {
+		want = 1
+	}
+	if len(pos) != want {
+		if want == 1 {
+			return fmt.Errorf("%w: report compare --baseline wants NEW only, got %d file(s)", ErrUsage, len(pos))
+		}
 		return fmt.Errorf("%w: report compare wants BASE and NEW, got %d file(s)", ErrUsage, len(pos))
 	}
 	t, err := ParseThreshold(*thr)
 	if err != nil {
 		return fmt.Errorf("%w: --%v", ErrUsage, err)
 	}
-	base, err := report.ReadFile(pos[0])
+	cur, err := report.ReadFile(pos[len(pos)-1])
 	if err != nil {
 		return fmt.Errorf("report compare: %w", err)
 	}
-	cur, err := report.ReadFile(pos[1])
-	if err != nil {
+	var b *report.Result
+	if *base != "" {
+		s, err := o.open(ctx, *dsn)
+		if err != nil {
+			return fmt.Errorf("report compare: %w", err)
+		}
+		defer s.Close()
+		if b, err = baseline(ctx, s, *base, *rack, cur); err != nil {
+			return fmt.Errorf("report compare: %w", err)
+		}
+		fmt.Fprintf(stdout, "baseline: run %s/%s (rev %s, %s) from %s\n", b.Run.Rack, b.Run.ID, short(b.Run.GitRevision),
+			b.Run.Start.UTC().Format("2006-01-02 15:04Z"), s.Name())
+	} else if b, err = report.ReadFile(pos[0]); err != nil {
 		return fmt.Errorf("report compare: %w", err)
 	}
-	c := report.Compare(base, cur, report.CompareOptions{Threshold: t, MinDeltaNs: int64(*minDelta)})
+	base2 := b
+	c := report.Compare(base2, cur, report.CompareOptions{Threshold: t, MinDeltaNs: int64(*minDelta)})
 	if err := c.WriteTable(stdout); err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"html/template"
 	"io"
 	"math"
+	"sort"
 	"strings"
 	"time"
 
@@ -35,6 +36,12 @@ var tmpl = template.Must(template.New("report.html.tmpl").Funcs(template.FuncMap
 	"lower": func(v report.Verdict) string { return strings.ToLower(string(v)) },
 	"pct":   func(f float64) string { return fmt.Sprintf("%.1f%%", f) },
 	"f1":    func(f float64) string { return fmt.Sprintf("%.1f", f) },
+	"room": func(f float64) string {
+		if math.IsInf(f, 1) {
+			return "over (bound 0)"
+		}
+		return fmt.Sprintf("%.0f%% of bound", 100*f)
+	},
 }).ParseFS(tmplFS, "report.html.tmpl"))
 
 // Input is what Render draws. Result or Soak may be nil (not both).
@@ -56,6 +63,44 @@ type caseView struct {
 	CDF       template.HTML
 	Failed    map[string]bool // bound name → failed
 	Line      string
+	// Headroom is the case's worst check as a fraction of its bound
+	// (measured/limit for upper bounds, limit/measured for lower): > 1
+	// fails, near 1 is close; 0 when nothing was judged. Worst names it.
+	Headroom float64
+	Worst    string
+}
+
+// suiteGroup is one suite's cases for the collapsible overview.
+type suiteGroup struct {
+	Name  string
+	Cases []caseView
+	Fails int
+}
+
+// maxWorst is how many cases the first screen lists.
+const maxWorst = 10
+
+// headroom returns the worst check of c as a fraction of its bound.
+func headroom(c *report.Case) (float64, string) {
+	var worst float64
+	var name string
+	for _, ck := range c.Checks {
+		var f float64
+		switch {
+		case ck.Lower && ck.Measured > 0:
+			f = ck.Limit / ck.Measured
+		case ck.Lower:
+			f = math.Inf(1)
+		case ck.Limit > 0:
+			f = ck.Measured / ck.Limit
+		case ck.Measured > 0:
+			f = math.Inf(1) // a zero bound (e.g. max_lost 0) exceeded
+		}
+		if f > worst || name == "" {
+			worst, name = f, ck.String()
+		}
+	}
+	return worst, name
 }
 
 type soakView struct {
@@ -80,6 +125,10 @@ type page struct {
 	Scope     []caseView
 	Soak      *soakView
 	Counts    map[string]int
+	// Worst lists failing cases, then those nearest their bounds (the
+	// first screen); Suites groups every case by suite.
+	Worst  []caseView
+	Suites []suiteGroup
 }
 
 // Render writes the report to w. It does not block beyond writing.
@@ -115,13 +164,26 @@ func Render(w io.Writer, in Input) error {
 				}
 				cv.CDF = template.HTML(s)
 			}
+			cv.Headroom, cv.Worst = headroom(c)
+			if c.Failure != "" {
+				cv.Worst = "failure: " + c.Failure
+			}
 			pg.Counts[string(c.Verdict)]++
 			pg.Cases = append(pg.Cases, cv)
+			if n := len(pg.Suites); n == 0 || pg.Suites[n-1].Name != c.Suite {
+				pg.Suites = append(pg.Suites, suiteGroup{Name: c.Suite})
+			}
+			g := &pg.Suites[len(pg.Suites)-1]
+			g.Cases = append(g.Cases, cv)
+			if c.Verdict == report.Fail {
+				g.Fails++
+			}
 			if c.Scope != nil {
 				pg.Scope = append(pg.Scope, cv)
 			}
 		}
 	}
+	pg.Worst = worstCases(pg.Cases)
 	if lg := in.Soak; lg != nil {
 		sv := &soakView{Log: lg}
 		if in.SoakVerdicts != nil {
@@ -157,6 +219,32 @@ func Render(w io.Writer, in Input) error {
 		return fmt.Errorf("reporthtml: %w", err)
 	}
 	return nil
+}
+
+// worstCases orders failing cases first, then by headroom (nearest to
+// its bound first), and keeps the judged ones up to maxWorst (every
+// failing case is kept).
+func worstCases(cs []caseView) []caseView {
+	var out []caseView
+	for _, c := range cs {
+		if c.Verdict == report.Fail || c.Headroom > 0 {
+			out = append(out, c)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		fi, fj := out[i].Verdict == report.Fail, out[j].Verdict == report.Fail
+		if fi != fj {
+			return fi
+		}
+		return out[i].Headroom > out[j].Headroom
+	})
+	fails := 0
+	for _, c := range out {
+		if c.Verdict == report.Fail {
+			fails++
+		}
+	}
+	return out[:min(len(out), max(fails, maxWorst))]
 }
 
 func optNs(p *float64) string {

@@ -174,6 +174,10 @@ func RunSuite(t *testing.T, suite string) {
 	}
 	if ginkgo.GinkgoParallelProcess() == 1 {
 		printSkips(os.Stdout, tc)
+		if !sc.DryRun {
+			tc.BeginStore(os.Stdout)
+			tc.serveMetrics(os.Stdout)
+		}
 	}
 	registerHealthGate(tc)
 	ginkgo.ReportBeforeEach(checkLabels)

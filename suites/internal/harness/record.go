@@ -68,6 +68,9 @@ func Record(c *report.Case) error {
 		c.Suite = current.Suite
 	}
 	c.Finalize()
+	if metrics != nil {
+		metrics.ObserveCase(c)
+	}
 	if err := addEntry(entryCase, c, c.Key()); err != nil {
 		return err
 	}

@@ -44,6 +44,10 @@ func WriteReport(r types.Report) {
 // Paths are the files WriteReport wrote.
 type Paths struct {
 	Suite, RunResult, RunHTML, Result, HTML string
+	// StoreErr is why the run could not be written to the results store
+	// (nil when it was, or the store is off); the files above are written
+	// regardless.
+	StoreErr error
 }
 
 // WriteReport is [WriteReport] with the context explicit; it prints the
@@ -90,10 +94,24 @@ func (tc *TestContext) WriteReport(r types.Report, w io.Writer) (Paths, error) {
 		return p, err
 	}
 	pruneRuns(filepath.Join(tc.ReportDir, "runs"), KeepRuns)
+	// The store comes last: result.json and the HTML are on disk whatever
+	// happens to it, and a store error is reported, not fatal.
+	if err := tc.putStore(res, readSoak(res), p.RunResult); err != nil {
+		fmt.Fprintf(w, "\nhilrig: %v\n", err)
+		p.StoreErr = err
+	}
 	fmt.Fprintf(w, "\nhilrig %s: %d cases, suite verdict %s; run %s so far: %d cases, verdict %s\n",
 		tc.Suite, len(res.Cases), res.Verdict(), tc.RunID, len(merged.Cases), merged.Verdict())
 	fmt.Fprintf(w, "hilrig report: %s\nhilrig result: %s\n\n", p.HTML, p.Result)
 	return p, nil
+}
+
+// rackLabel is the rack as results name it: "name (file)".
+func (tc *TestContext) rackLabel() string {
+	if tc.Rack.File != "" {
+		return tc.Rack.Name + " (" + tc.Rack.File + ")"
+	}
+	return tc.Rack.Name
 }
 
 // RunInfo collects the environment of this run: machine, rack, git
@@ -101,10 +119,8 @@ func (tc *TestContext) WriteReport(r types.Report, w io.Writer) (Paths, error) {
 // fixture's text).
 func (tc *TestContext) RunInfo(start, end time.Time) report.RunInfo {
 	ri := report.CollectEnv()
-	ri.Rack = tc.Rack.Name
-	if tc.Rack.File != "" {
-		ri.Rack += " (" + tc.Rack.File + ")"
-	}
+	ri.Rack = tc.rackLabel()
+	ri.ID = tc.RunID
 	ri.GitRevision = report.GitRevision(filepath.Dir(tc.ConfigPath))
 	ri.Version = "(devel)" // replaced by the agents' build when preflight reports it
 	ri.ConfigFile = tc.ConfigPath

@@ -103,8 +103,10 @@ type Runner struct {
 // Status is the runner's progress, for the progress line and reports.
 type Status struct {
 	Elapsed, Remaining time.Duration
-	Windows            int
-	LastIndex          int
+	// ETA is the wall-clock time of the planned end (zero before Run).
+	ETA       time.Time
+	Windows   int
+	LastIndex int
 	// P99 is the largest per-stream p99 of the last window (0: none).
 	P99                           time.Duration
 	Sent, Delivered, Lost         int64
@@ -143,6 +145,7 @@ func (r *Runner) Status() Status {
 	if !r.started.IsZero() {
 		s.Elapsed = time.Since(r.started).Round(time.Second)
 		s.Remaining = max(time.Until(r.Until), 0).Round(time.Second)
+		s.ETA = r.Until
 	}
 	return s
 }
@@ -150,8 +153,16 @@ func (r *Runner) Status() Status {
 // String is the progress line.
 func (s Status) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "elapsed %v, remaining %v, windows %d, p99 %s, lost %d of %d sent (%d delivered), RSS %s",
-		s.Elapsed, s.Remaining, s.Windows, report.FormatNs(int64(s.P99)), s.Lost, s.Sent, s.Delivered, fmtBytes(s.MaxRSS))
+	pct := 0.0
+	if total := s.Elapsed + s.Remaining; total > 0 {
+		pct = 100 * float64(s.Elapsed) / float64(total)
+	}
+	eta := "?"
+	if !s.ETA.IsZero() {
+		eta = s.ETA.UTC().Format("2006-01-02 15:04:05Z")
+	}
+	fmt.Fprintf(&b, "elapsed %v (%.1f%%), remaining %v (ETA %s), windows %d, p99 %s, lost %d of %d sent (%d delivered), RSS %s",
+		s.Elapsed, pct, s.Remaining, eta, s.Windows, report.FormatNs(int64(s.P99)), s.Lost, s.Sent, s.Delivered, fmtBytes(s.MaxRSS))
 	if s.MaxRSSAgent != "" {
 		fmt.Fprintf(&b, " (%s)", s.MaxRSSAgent)
 	}

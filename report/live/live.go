@@ -1,0 +1,190 @@
+// Package live is the controller's Prometheus / OpenMetrics endpoint while
+// suites and soaks run: per-case latency quantiles and message counts,
+// verdicts, soak progress and ETA, and per-board PTP state, RSS and CPU.
+//
+// # Label cardinality
+//
+// Labels are bounded by the run, never by traffic: suite and case (one
+// series per recorded case; a run has ~86, capped at MaxCases — cases
+// past the cap are counted in hilrig_live_dropped_cases_total, not
+// exported), quantile (0.5, 0.99, 1), kind (sent, delivered, lost) and
+// board (the rack's boards, capped at MaxBoards). No label takes a
+// sequence number, a time, a payload or an error text.
+//
+// Metrics is safe for concurrent use; its update methods never block on
+// the network.
+package live
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/hilrig/hilrig/report"
+)
+
+// Caps on label values (see the package comment).
+const (
+	MaxCases  = 1024
+	MaxBoards = 64
+)
+
+// Metrics is the registry the endpoint serves.
+type Metrics struct {
+	reg *prometheus.Registry
+
+	latency    *prometheus.GaugeVec
+	messages   *prometheus.GaugeVec
+	caseResult *prometheus.GaugeVec
+	verdict    prometheus.Gauge
+	soakDone   prometheus.Gauge
+	soakETA    prometheus.Gauge
+	ptpLocked  *prometheus.GaugeVec
+	ptpOffset  *prometheus.GaugeVec
+	rss        *prometheus.GaugeVec
+	cpu        *prometheus.GaugeVec
+	dropped    prometheus.Counter
+
+	mu     sync.Mutex
+	cases  map[string]report.Verdict
+	boards map[string]bool
+}
+
+// New returns a registry with every metric registered.
+func New() *Metrics {
+	m := &Metrics{reg: prometheus.NewRegistry(), cases: map[string]report.Verdict{}, boards: map[string]bool{}}
+	f := func(c prometheus.Collector) { m.reg.MustRegister(c) }
+	m.latency = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "hilrig_case_latency_seconds",
+		Help: "Latency of a recorded case at a quantile (1 = max), by the case's method."}, []string{"suite", "case", "quantile"})
+	m.messages = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "hilrig_case_messages",
+		Help: "Messages of a recorded case: sent, delivered, lost (by sequence gaps)."}, []string{"suite", "case", "kind"})
+	m.caseResult = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "hilrig_case_pass",
+		Help: "Verdict of a recorded case: 1 pass, 0 fail, -1 not judged (no bounds)."}, []string{"suite", "case"})
+	m.verdict = prometheus.NewGauge(prometheus.GaugeOpts{Name: "hilrig_run_pass",
+		Help: "Current verdict of the run so far: 1 pass, 0 fail, -1 nothing judged yet."})
+	m.soakDone = prometheus.NewGauge(prometheus.GaugeOpts{Name: "hilrig_soak_progress_ratio", Help: "Fraction of the planned soak elapsed (0..1)."})
+	m.soakETA = prometheus.NewGauge(prometheus.GaugeOpts{Name: "hilrig_soak_eta_seconds", Help: "Seconds until the soak's planned end."})
+	m.ptpLocked = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "hilrig_board_ptp_locked", Help: "1 when the board's PTP servo is locked."}, []string{"board"})
+	m.ptpOffset = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "hilrig_board_ptp_offset_seconds", Help: "Board's last PTP offset from its master."}, []string{"board"})
+	m.rss = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "hilrig_board_rss_bytes", Help: "RSS of the board's measured endpoints."}, []string{"board"})
+	m.cpu = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "hilrig_board_cpu_ratio", Help: "CPU of the board's measured endpoints, in cores."}, []string{"board"})
+	m.dropped = prometheus.NewCounter(prometheus.CounterOpts{Name: "hilrig_live_dropped_cases_total", Help: "Cases not exported because MaxCases was reached."})
+	for _, c := range []prometheus.Collector{m.latency, m.messages, m.caseResult, m.verdict, m.soakDone, m.soakETA,
+		m.ptpLocked, m.ptpOffset, m.rss, m.cpu, m.dropped} {
+		f(c)
+	}
+	m.verdict.Set(-1)
+	return m
+}
+
+func verdictValue(v report.Verdict) float64 {
+	switch v {
+	case report.Pass:
+		return 1
+	case report.Fail:
+		return 0
+	}
+	return -1
+}
+
+// ObserveCase exports a finished (Finalized) case and updates the run's
+// verdict.
+func (m *Metrics) ObserveCase(c *report.Case) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := c.Key()
+	if _, ok := m.cases[k]; !ok && len(m.cases) >= MaxCases {
+		m.dropped.Inc()
+		return
+	}
+	m.cases[k] = c.Verdict
+	s := c.Summary
+	if c.Histogram != nil && s.Count == 0 {
+		s = c.Histogram.Summary()
+	}
+	if s.Count > 0 {
+		for q, v := range map[string]int64{"0.5": s.P50, "0.99": s.P99, "1": s.Max} {
+			m.latency.WithLabelValues(c.Suite, c.Name, q).Set(float64(v) / 1e9)
+		}
+	}
+	m.messages.WithLabelValues(c.Suite, c.Name, "sent").Set(float64(c.Sent))
+	m.messages.WithLabelValues(c.Suite, c.Name, "delivered").Set(float64(c.Delivered))
+	m.messages.WithLabelValues(c.Suite, c.Name, "lost").Set(float64(c.Lost))
+	m.caseResult.WithLabelValues(c.Suite, c.Name).Set(verdictValue(c.Verdict))
+	run := report.NoBounds
+	for _, v := range m.cases {
+		if v == report.Fail {
+			run = report.Fail
+			break
+		}
+		if v == report.Pass {
+			run = report.Pass
+		}
+	}
+	m.verdict.Set(verdictValue(run))
+}
+
+// SoakProgress exports a soak's progress: elapsed of planned, and the ETA.
+func (m *Metrics) SoakProgress(elapsed, planned time.Duration) {
+	if planned <= 0 {
+		return
+	}
+	m.soakDone.Set(min(1, float64(elapsed)/float64(planned)))
+	m.soakETA.Set(max(0, (planned - elapsed).Seconds()))
+}
+
+// Board exports a board's PTP state and resource use.
+func (m *Metrics) Board(name string, ptpLocked bool, offset time.Duration, rssBytes int64, cpuPercent float64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.boards[name] && len(m.boards) >= MaxBoards {
+		return
+	}
+	m.boards[name] = true
+	l := 0.0
+	if ptpLocked {
+		l = 1
+	}
+	m.ptpLocked.WithLabelValues(name).Set(l)
+	m.ptpOffset.WithLabelValues(name).Set(offset.Seconds())
+	m.rss.WithLabelValues(name).Set(float64(rssBytes))
+	m.cpu.WithLabelValues(name).Set(cpuPercent / 100)
+}
+
+// Handler serves the metrics (OpenMetrics when the scraper asks for it).
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{EnableOpenMetrics: true})
+}
+
+// Serve listens on addr (host:port; see fixtures' metrics_listen) and
+// serves /metrics until ctx ends. It returns the bound address once
+// listening; serving continues in a goroutine that stops with ctx.
+func (m *Metrics) Serve(ctx context.Context, addr string) (net.Addr, error) {
+	var lc net.ListenConfig
+	l, err := lc.Listen(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("metrics endpoint %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", m.Handler())
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	go func() {
+		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			_ = l.Close()
+		}
+	}()
+	return l.Addr(), nil
+}

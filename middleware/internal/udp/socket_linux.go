@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -399,9 +400,17 @@ func (s *Socket) ReadDirect(b []byte, wait time.Duration) (int, netip.AddrPort, 
 	// (after 10 ms) and GC stop-the-world requests interrupt the ppoll
 	// (EINTR) and the caller yields at its next function call. Beyond
 	// rawWait the wait releases the P as before, so an idle subscriber
-	// never holds one.
+	// never holds one. With a single P nothing else of the process could
+	// run meanwhile (timers, the sender's ACKNACK goroutine), so there the
+	// whole wait releases it.
 	raw := min(wait, rawWait)
-	e := s.ppollDirect(raw, true)
+	var e unix.Errno
+	d.fds[0].Revents, d.fds[1].Revents = 0, 0
+	if runtime.GOMAXPROCS(0) > 1 { // one uncontended lock, only when about to sleep
+		e = s.ppollDirect(raw, true)
+	} else {
+		raw = 0
+	}
 	// EINTR here is usually the runtime's preemption signal (which a
 	// thread inside Syscall6 never gets): sleep on, the P released.
 	if (e == 0 || e == unix.EINTR) && d.fds[0].Revents == 0 && d.fds[1].Revents == 0 && wait > raw && !s.closed.Load() {

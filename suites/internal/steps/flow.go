@@ -100,6 +100,7 @@ func start(ctx context.Context, env *Env, p Params) (*rig.Flow, string, string, 
 	if p.Path.Transport == fixtures.UDP && p.BatchBytes > 0 {
 		spec.UDP = &rig.UDPConfig{BatchBytes: p.BatchBytes}
 	}
+	spec.Trace = traceSpec(env, p)
 	f, err := env.Rig.Flow(ctx, spec)
 	return f, from, to, err
 }
@@ -201,4 +202,21 @@ func SizeName(n int) string {
 		s += "B"
 	}
 	return s
+}
+
+// traceSpec arms the agents' kernel trace as ginkgo.config's trace asks
+// (nil when off): on-breach against the case's own max and p99 bounds
+// (a case without them traces only its worst window), worst-window
+// always.
+func traceSpec(env *Env, p Params) *agentproto.TraceSpec {
+	switch env.Config.Trace {
+	case fixtures.TraceOnBreach, fixtures.TraceWorstWindow:
+	default:
+		return nil
+	}
+	t := &agentproto.TraceSpec{Mode: string(env.Config.Trace), BufferKB: env.Config.TraceBufferKB}
+	if b, ok := env.Bounds(p.Path.Transport, p.Payload); ok {
+		t.MaxNs, t.P99Ns = int64(b.Max), int64(b.P99)
+	}
+	return t
 }

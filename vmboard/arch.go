@@ -75,8 +75,8 @@ func specFor(a Arch) (*archSpec, error) {
 			// core; ARMv8.0 without LSE atomics, so Go's sync/atomic runs
 			// its LDAXR/STLXR loops as on those boards. (-cpu max would also
 			// emulate pointer authentication, which is slow under TCG.)
-			machine: []string{"-M", "virt", "-cpu", "cortex-a53"},
-			console: "ttyAMA0",
+			machine:  []string{"-M", "virt", "-cpu", "cortex-a53"},
+			console:  "ttyAMA0",
 			packages: "qemu-system-arm, gcc-aarch64-linux-gnu, busybox-static:arm64 (see .ci/test)",
 		}, nil
 	}

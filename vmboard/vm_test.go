@@ -25,7 +25,7 @@ import (
 func needVM(t *testing.T) {
 	t.Helper()
 	if os.Getenv("HILRIG_VM") != "1" {
-		t.Skip("virtual-board test: set HILRIG_VM=1 (needs qemu-system-x86, linux-source-6.1, busybox-static, make/gcc/flex/bison/bc/libelf-dev/libssl-dev; the first kernel build takes minutes)")
+		t.Skip("virtual-board test: set HILRIG_VM=1 (needs qemu-system-x86, linux-source-6.1, busybox-static, make/gcc/flex/bison/bc/libelf-dev/libssl-dev, and for the arm64 tier qemu-system-arm, gcc-aarch64-linux-gnu and the arm64 busybox .ci/test unpacks; the first kernel builds take minutes)")
 	}
 }
 

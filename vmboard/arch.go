@@ -92,10 +92,6 @@ func crossPrefix(a Arch) string {
 	return "aarch64-linux-gnu-"
 }
 
-// foreign reports whether the board's CPU differs from the host's (then
-// only TCG can run it).
-func (s *archSpec) foreign() bool { return string(s.arch) != runtime.GOARCH }
-
 // makeArgs are the arguments every make of the kernel gets.
 func (s *archSpec) makeArgs() []string {
 	args := []string{"ARCH=" + s.kernelArch}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -60,6 +61,9 @@ func TestBuildIsCachedByContent(t *testing.T) {
 	b1, err := deploy.Build(ctx, o)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if err := deploy.CheckBinary(b1, "linux", "arm64"); err != nil {
+		t.Fatalf("the arm64 build fails its own check: %v", err)
 	}
 	st1, _ := os.Stat(b1)
 	b2, err := deploy.Build(ctx, o)
@@ -216,5 +220,30 @@ func TestDialSSHRefusesHostileKeyFiles(t *testing.T) {
 			t.Errorf("key %s: DialSSH still blocked after 10 s", key)
 		}
 		cancel()
+	}
+}
+
+// CheckBinary tells a binary built for another CPU from the right one,
+// naming the file and both machines.
+func TestCheckBinaryNamesArch(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := deploy.CheckBinary(self, "linux", runtime.GOARCH); err != nil {
+		t.Fatalf("this test binary against its own arch: %v", err)
+	}
+	other := "arm64"
+	if runtime.GOARCH == "arm64" {
+		other = "amd64"
+	}
+	err = deploy.CheckBinary(self, "linux", other)
+	if !errors.Is(err, deploy.ErrWrongArch) || !strings.Contains(err.Error(), self) || !strings.Contains(err.Error(), "linux/"+other) {
+		t.Fatalf("CheckBinary(self, %s) = %v", other, err)
+	}
+	script := filepath.Join(t.TempDir(), "agent.sh")
+	os.WriteFile(script, []byte("#!/bin/sh\n"), 0o755)
+	if err := deploy.CheckBinary(script, "linux", "arm64"); !errors.Is(err, deploy.ErrWrongArch) {
+		t.Fatalf("CheckBinary(shell script) = %v", err)
 	}
 }

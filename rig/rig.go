@@ -562,8 +562,30 @@ func (r *Rig) startAgent(ctx context.Context, b *fixtures.Board) (*Agent, error)
 		}
 		return nil, err
 	}
+	if want := boardGOARCH(b); a.Hello.GOARCH != want {
+		// The binary shipped is not the one built for the board (its
+		// hello says which CPU it runs on): refuse it rather than measure
+		// the wrong build.
+		_ = proc.Kill()
+		if sshc != nil {
+			sshc.Close()
+		}
+		return nil, fmt.Errorf("%w: board %s: the agent (%s) runs as GOARCH %q, the rack says the board is %s", ErrAgent, b.Name, a.Hello.Agent, a.Hello.GOARCH, want)
+	}
 	r.opts.Logger.Info("agent up", "board", b.Name, "where", proc.Where, "build", a.Hello.Agent)
 	return a, nil
+}
+
+// boardGOARCH is the CPU the rack says board b has: a vm board's vm.arch,
+// else its goarch, else the controller's own.
+func boardGOARCH(b *fixtures.Board) string {
+	switch {
+	case b.VM != nil:
+		return b.VM.Defaults().Arch
+	case b.GOARCH != "":
+		return b.GOARCH
+	}
+	return runtime.GOARCH
 }
 
 // Close tears everything down: every agent is asked to stop (bounded by

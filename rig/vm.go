@@ -16,44 +16,50 @@ import (
 	"github.com/hilrig/hilrig/vmboard"
 )
 
-// vmState is what the rig keeps for its vm boards: the board image, built
-// (or found in the cache) once per rig.
+// vmState is what the rig keeps for its vm boards: the board image of
+// each architecture, built (or found in the cache) once per rig.
 type vmState struct {
 	mu  sync.Mutex
-	img *vmboard.Image
+	img map[vmboard.Arch]*vmboard.Image
 }
 
 // vmLife bounds a VM board's life when nothing stops it earlier; the rig's
 // Close (or Agent.Kill) always does, so this only guards a leaked rig.
 const vmLife = 7 * 24 * time.Hour
 
-// vmImage returns the board image, building it on first use. Blocks for
-// the build (minutes when nothing is cached, about a second otherwise).
-func (r *Rig) vmImage(ctx context.Context) (*vmboard.Image, error) {
+// vmImage returns the board image for arch, building it on first use.
+// Blocks for the build (minutes when nothing is cached, about a second
+// otherwise).
+func (r *Rig) vmImage(ctx context.Context, arch vmboard.Arch) (*vmboard.Image, error) {
 	r.vm.mu.Lock()
 	defer r.vm.mu.Unlock()
-	if r.vm.img != nil {
-		return r.vm.img, nil
+	if img := r.vm.img[arch]; img != nil {
+		return img, nil
 	}
-	img, err := vmboard.Build(ctx, vmboard.BuildOptions{Logger: r.opts.Logger})
+	img, err := vmboard.Build(ctx, vmboard.BuildOptions{Arch: arch, Logger: r.opts.Logger})
 	if err != nil {
-		return nil, fmt.Errorf("%w: vm board image: %w", ErrNotAvailable, err)
+		return nil, fmt.Errorf("%w: %s vm board image: %w", ErrNotAvailable, arch, err)
 	}
-	r.opts.Logger.Info("vm board image", "hash", img.Hash, "cached", img.Cached, "elapsed", img.Elapsed)
-	r.vm.img = img
+	r.opts.Logger.Info("vm board image", "arch", arch, "hash", img.Hash, "cached", img.Cached, "elapsed", img.Elapsed)
+	if r.vm.img == nil {
+		r.vm.img = map[vmboard.Arch]*vmboard.Image{}
+	}
+	r.vm.img[arch] = img
 	return img, nil
 }
 
-// vmBinary is the agent binary for a VM board: a static linux/amd64
-// hilrig. The controller's own build serves when the controller is
-// linux/amd64 (deploy.Build links with CGO_ENABLED=0; vmboard refuses a
-// dynamic binary with a message saying so), else one is cross-compiled.
-func (r *Rig) vmBinary(ctx context.Context) (string, error) {
-	if runtime.GOOS == "linux" && runtime.GOARCH == "amd64" {
+// vmBinary is the agent binary for a VM board of arch: a static linux
+// hilrig for that CPU. The controller's own build serves when the
+// controller is linux on that CPU (deploy.Build links with CGO_ENABLED=0;
+// vmboard refuses a dynamic binary, or one for another CPU, with a
+// message saying so), else one is cross-compiled (and checked by
+// deploy.Build to be for arch).
+func (r *Rig) vmBinary(ctx context.Context, arch vmboard.Arch) (string, error) {
+	if runtime.GOOS == "linux" && runtime.GOARCH == string(arch) {
 		return r.localBinary(ctx)
 	}
 	bo := r.opts.Build
-	bo.GOOS, bo.GOARCH = "linux", "amd64"
+	bo.GOOS, bo.GOARCH = "linux", string(arch)
 	return deploy.Build(ctx, bo)
 }
 
@@ -81,16 +87,17 @@ func (r *Rig) VMSegmentGroup(segment string) string {
 // until QEMU runs (boot continues; newAgent waits for the hello). ctx
 // bounds the start only.
 func (r *Rig) startVMAgent(ctx context.Context, b *fixtures.Board, args []string) (*deploy.Process, error) {
-	img, err := r.vmImage(ctx)
+	vm := b.VM.Defaults()
+	arch := vmboard.Arch(vm.Arch)
+	img, err := r.vmImage(ctx, arch)
 	if err != nil {
 		return nil, fmt.Errorf("rig: board %s: %w", b.Name, err)
 	}
-	bin, err := r.vmBinary(ctx)
+	bin, err := r.vmBinary(ctx, arch)
 	if err != nil {
 		return nil, fmt.Errorf("rig: board %s: agent binary: %w", b.Name, err)
 	}
-	vm := b.VM.Defaults()
-	accel := vmboard.DetectAccel()
+	accel := vmboard.DetectAccelFor(arch)
 	var board *vmboard.Board
 	var killed atomic.Bool
 	proc, console, exited := deploy.Attach(fmt.Sprintf("vm %s (qemu, %s)", b.Name, accel.Accel), func() error {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -24,7 +25,7 @@ import (
 func needVM(t *testing.T) {
 	t.Helper()
 	if os.Getenv("HILRIG_VM") != "1" {
-		t.Skip("virtual-board test: set HILRIG_VM=1 (needs qemu-system-x86, linux-source-6.1, busybox-static, make/gcc/flex/bison/bc/libelf-dev/libssl-dev; the first kernel build takes minutes)")
+		t.Skip("virtual-board test: set HILRIG_VM=1 (needs qemu-system-x86, linux-source-6.1, busybox-static, make/gcc/flex/bison/bc/libelf-dev/libssl-dev, and for the arm64 tier qemu-system-arm, gcc-aarch64-linux-gnu and the arm64 busybox .ci/test unpacks; the first kernel builds take minutes)")
 	}
 }
 
@@ -68,19 +69,25 @@ func TestVMBuildCacheHit(t *testing.T) {
 	t.Logf("METRIC vm_build_cached %.3f s (first build in this process: %v, cached=%v)", again.Elapsed.Seconds(), first.Elapsed.Round(time.Millisecond), first.Cached)
 }
 
-// goTestBinary compiles pkg's tests into a static binary.
+// goTestBinary compiles pkg's tests into a static binary for the host.
 func goTestBinary(t *testing.T, pkg string) string {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), filepath.Base(pkg)+".test")
+	return goTestBinaryFor(t, pkg, runtime.GOARCH)
+}
+
+// goTestBinaryFor compiles pkg's tests into a static binary for goarch.
+func goTestBinaryFor(t *testing.T, pkg, goarch string) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), filepath.Base(pkg)+"-"+goarch+".test")
 	root, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil {
 		t.Fatalf("go env GOMOD: %v", err)
 	}
 	cmd := exec.Command("go", "test", "-c", "-o", out, pkg)
 	cmd.Dir = filepath.Dir(strings.TrimSpace(string(root)))
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOARCH="+goarch)
 	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("CGO_ENABLED=0 go test -c %s: %v\n%s", pkg, err, b)
+		t.Fatalf("CGO_ENABLED=0 GOARCH=%s go test -c %s: %v\n%s", goarch, pkg, err, b)
 	}
 	return out
 }

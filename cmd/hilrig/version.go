@@ -1,14 +1,19 @@
 package main
 
-import "runtime/debug"
+import (
+	"runtime"
+	"runtime/debug"
+)
 
 // Version reports the module version and VCS revision baked in by the Go
-// toolchain; agents and controllers compare it in preflight.
+// toolchain, and the GOOS/GOARCH the binary was built for (so the binary
+// a deployer shipped to a board says which CPU it is for); agents and
+// controllers compare it in preflight.
 func Version() string {
 	v := "hilrig (devel)"
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
-		return v
+		return v + " " + runtime.GOOS + "/" + runtime.GOARCH
 	}
 	if bi.Main.Version != "" && bi.Main.Version != "(devel)" {
 		v = "hilrig " + bi.Main.Version
@@ -21,5 +26,5 @@ func Version() string {
 			v += "+dirty"
 		}
 	}
-	return v
+	return v + " " + runtime.GOOS + "/" + runtime.GOARCH
 }

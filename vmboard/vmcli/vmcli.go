@@ -22,13 +22,15 @@ import (
 var ErrUsage = cli.ErrUsage
 
 const usage = `usage:
-  hilrig vm build [-kernel-source TARBALL] [-cache DIR] [-j N] [-v]
+  hilrig vm build [-arch amd64|arm64] [-kernel-source TARBALL] [-cache DIR] [-j N] [-v]
       build (or find in the cache) the board kernel and initramfs; print
       their paths and the accelerator a run would use
-  hilrig vm run [-test BIN] [-timeout D] [-net GROUP -ip CIDR] [-v] [-- ARGS...]
+  hilrig vm run [-arch amd64|arm64] [-test BIN] [-timeout D] [-net GROUP -ip CIDR] [-v] [-- ARGS...]
       boot a board (building the image first if needed) and run BIN (a static
-      binary, e.g. CGO_ENABLED=0 go test -c) with ARGS inside it; without
-      -test, print the board's GPIO chip and PTP clock`
+      binary, e.g. CGO_ENABLED=0 GOARCH=arm64 go test -c) with ARGS inside
+      it; without -test, print the board's GPIO chip and PTP clock
+  -arch arm64 builds the kernel with gcc-aarch64-linux-gnu and boots it with
+  qemu-system-aarch64 (virt machine, Cortex-A53, TCG)`
 
 // Run runs "hilrig vm" with args (without the "vm"). Blocks until the build
 // or the board run ends; the console goes to stdout.
@@ -43,6 +45,10 @@ func buildFlags(name string, stderr io.Writer) (*flag.FlagSet, *vmboard.BuildOpt
 	fs := flag.NewFlagSet("hilrig vm "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	o := &vmboard.BuildOptions{}
+	fs.Func("arch", "board CPU architecture: amd64 (default) or arm64", func(v string) error {
+		o.Arch = vmboard.Arch(v)
+		return vmboard.ValidArch(o.Arch)
+	})
 	fs.StringVar(&o.KernelSource, "kernel-source", vmboard.DefaultKernelSource, "kernel source tarball (Debian linux-source-6.1)")
 	fs.StringVar(&o.CacheDir, "cache", "", "cache directory (default: user cache dir/hilrig/vm)")
 	fs.IntVar(&o.Jobs, "j", 0, "make -j for the kernel build (default: number of CPUs)")
@@ -84,8 +90,8 @@ func build(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if !img.Cached {
 		state = "built; log " + img.BuildLog
 	}
-	fmt.Fprintf(stdout, "vmlinux    %s\nconfig     %s\ninitramfs  %s\nhash       %s\ncache      %s, %v\naccel      %s\n",
-		img.Vmlinux, img.Config, img.Initramfs, img.Hash, state, img.Elapsed.Round(time.Millisecond), vmboard.DetectAccel())
+	fmt.Fprintf(stdout, "arch       %s\nkernel     %s\nconfig     %s\ninitramfs  %s\nhash       %s\ncache      %s, %v\naccel      %s\n",
+		img.Arch, img.Vmlinux, img.Config, img.Initramfs, img.Hash, state, img.Elapsed.Round(time.Millisecond), vmboard.DetectAccelFor(img.Arch))
 	return nil
 }
 

@@ -17,6 +17,8 @@ func TestUsageErrors(t *testing.T) {
 		{"build", "extra"},
 		{"run", "-net", "230.0.0.1:1234"},
 		{"run", "-ip", "10.0.0.1/24"},
+		{"build", "-arch", "riscv64"},
+		{"run", "--arch", "x86"},
 	} {
 		var out, errb bytes.Buffer
 		err := vmcli.Run(context.Background(), args, &out, &errb)

@@ -27,7 +27,7 @@ func TestVMPairUDP1k(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
 	r, err := rig.Open(ctx, rack, &rig.Options{Binary: hilrigBin, Build: deploy.BuildOptions{CacheDir: buildCache}, StartTimeout: 2 * time.Minute})
 	if err != nil {

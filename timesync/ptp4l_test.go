@@ -238,8 +238,10 @@ func TestRealPTP4L(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if a.LastSyncIngress != b.LastSyncIngress {
-				continue // a Sync landed between the reads: values may differ legitimately
+			if a.LastSyncIngress != b.LastSyncIngress || a.MeanPathDelay != b.MeanPathDelay {
+				// A Sync (offset) or a Delay_Resp (path delay) landed
+				// between the reads: values may differ legitimately.
+				continue
 			}
 			pp, cur, par, ts := p["PORT_PROPERTIES_NP"], p["CURRENT_DATA_SET"], p["PARENT_DATA_SET"], p["TIME_STATUS_NP"]
 			check := func(what, got, want string) {

@@ -57,6 +57,8 @@ func Chrome(evs []Event) ChromeTrace {
 		prio  int
 	}
 	cur := map[int]*run{}
+	type wakeKey struct{ cpu, pid int }
+	wokeOnto := map[wakeKey]int64{} // last wake-up of a task onto a CPU
 	type irqKey struct{ cpu, kind, irq int }
 	open := map[irqKey]Event{}
 	cpus := map[int]bool{}
@@ -68,15 +70,29 @@ func Chrome(evs []Event) ChromeTrace {
 		cpus[e.CPU] = true
 		switch e.Kind {
 		case Switch:
+			slice := func(r *run, to int64, state string) {
+				t.TraceEvents = append(t.TraceEvents, ChromeEvent{Name: r.comm, Cat: "sched", Ph: "X", Ts: us(r.start), Dur: us(to - r.start),
+					PID: e.CPU, TID: tidTasks, Args: map[string]any{"pid": r.pid, "prio": r.prio, "end_state": state}})
+			}
 			if r := cur[e.CPU]; r != nil {
 				if r.pid == e.PrevPID { // comm and prio as of leaving (see Explain)
 					r.comm, r.prio = e.PrevComm, e.PrevPrio
+					slice(r, e.Ns, e.PrevState)
+				} else {
+					// The switch that put prev here is missing (see
+					// Explain): r ran until prev's wake-up onto this CPU,
+					// if one was seen since, and prev from then on.
+					from := r.start
+					if w, ok := wokeOnto[wakeKey{e.CPU, e.PrevPID}]; ok && w >= r.start && w <= e.Ns {
+						from = w
+					}
+					slice(r, from, "?")
+					slice(&run{start: from, comm: e.PrevComm, pid: e.PrevPID, prio: e.PrevPrio}, e.Ns, e.PrevState)
 				}
-				t.TraceEvents = append(t.TraceEvents, ChromeEvent{Name: r.comm, Cat: "sched", Ph: "X", Ts: us(r.start), Dur: us(e.Ns - r.start),
-					PID: e.CPU, TID: tidTasks, Args: map[string]any{"pid": r.pid, "prio": r.prio, "end_state": e.PrevState}})
 			}
 			cur[e.CPU] = &run{start: e.Ns, comm: e.NextComm, pid: e.NextPID, prio: e.NextPrio}
 		case Wakeup:
+			wokeOnto[wakeKey{e.TargetCPU, e.NextPID}] = e.Ns
 			t.TraceEvents = append(t.TraceEvents, ChromeEvent{Name: "wakeup " + e.NextComm, Cat: "sched", Ph: "i", S: "t", Ts: us(e.Ns),
 				PID: e.CPU, TID: tidTasks, Args: map[string]any{"pid": e.NextPID, "target_cpu": e.TargetCPU, "waker": e.Comm}})
 		case IRQEntry, SoftirqEntry:

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 )
 
 const sample = `# tracer: nop
@@ -68,5 +69,33 @@ func TestExplainUncoveredSaysPartial(t *testing.T) {
 	x := Explain(evs, Window{CPU: 1, FromNs: 99_000_000_000, ToNs: 100_005_120_000})
 	if x.Covered || !strings.Contains(x.String(), "partial account") {
 		t.Fatalf("window before the trace must be reported partial: %s", x)
+	}
+}
+
+// On this VM the kernel recorded no sched_switch out of idle on CPU 1, so
+// a task woken onto an idle CPU appears only when it leaves. Explain and
+// Chrome credited its whole run to idle ("swapper ran 4.7 ms" while an RT
+// hog held the CPU); they now credit it from its wake-up onto the CPU.
+func TestMissingSwitchInCreditedFromWakeup(t *testing.T) {
+	const ms = int64(time.Millisecond)
+	evs := []Event{
+		{Ns: 0, CPU: 1, Kind: Switch, PrevComm: "hlr-hog", PrevPID: 7, PrevPrio: 89, PrevState: "S", NextComm: "swapper/1", NextPID: 0, NextPrio: 120},
+		{Ns: 1 * ms, CPU: 1, Kind: Wakeup, NextComm: "hlr-hog", NextPID: 7, NextPrio: 89, TargetCPU: 1},
+		{Ns: 2 * ms, CPU: 0, Kind: Wakeup, NextComm: "rx", NextPID: 9, NextPrio: 94, TargetCPU: 1},
+		// no "swapper/1 ==> hlr-hog" here
+		{Ns: 6 * ms, CPU: 1, Kind: Switch, PrevComm: "hlr-hog", PrevPID: 7, PrevPrio: 89, PrevState: "Z", NextComm: "rx", NextPID: 9, NextPrio: 94},
+	}
+	x := Explain(evs, Window{CPU: 1, FromNs: 0, ToNs: 6 * ms, WaiterPID: 9})
+	if len(x.Ran) == 0 || x.Ran[0].Comm != "hlr-hog" || x.Ran[0].Ns != 5*ms {
+		t.Fatalf("ran %+v, want hlr-hog first for 5ms", x.Ran)
+	}
+	var hog float64
+	for _, e := range Chrome(evs).TraceEvents {
+		if e.Name == "hlr-hog" && e.Ph == "X" {
+			hog += e.Dur
+		}
+	}
+	if hog != 5000 { // µs
+		t.Fatalf("trace-event slices of hlr-hog last %v µs, want 5000", hog)
 	}
 }

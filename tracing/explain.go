@@ -89,6 +89,7 @@ func Explain(evs []Event, w Window) Explanation {
 	}
 	irqs := map[irqKey]*IRQStat{}
 	open := map[irqKey]int64{}
+	wokeOnto := map[int]int64{} // pid → last wake-up targeting w.CPU
 	for _, e := range sorted {
 		if e.CPU != w.CPU && e.Kind != Wakeup {
 			continue
@@ -99,10 +100,23 @@ func Explain(evs []Event, w Window) Explanation {
 				// The leaving task's comm and prio are as of now; the
 				// entering side was recorded before any rename or
 				// priority change during its run.
-				if !curKnown || cur.PID == e.PrevPID {
-					cur, curKnown = Occupant{Comm: e.PrevComm, PID: e.PrevPID, Prio: e.PrevPrio}, true
+				prev := Occupant{Comm: e.PrevComm, PID: e.PrevPID, Prio: e.PrevPrio}
+				switch {
+				case !curKnown || cur.PID == e.PrevPID:
+					credit(prev, last, e.Ns)
+				default:
+					// The switch that put prev on this CPU is missing
+					// (the kernel records no sched_switch out of idle on
+					// some CPUs: seen on this VM's CPU 1). prev surely ran
+					// up to now; from its wake-up onto this CPU if one
+					// was seen since, else since the last event known.
+					from := last
+					if t, ok := wokeOnto[e.PrevPID]; ok && t >= last && t <= e.Ns {
+						credit(cur, last, t)
+						from = t
+					}
+					credit(prev, from, e.Ns)
 				}
-				credit(cur, last, e.Ns)
 			}
 			cur, curKnown = Occupant{Comm: e.NextComm, PID: e.NextPID, Prio: e.NextPrio}, true
 			last = max(e.Ns, w.FromNs)
@@ -110,6 +124,9 @@ func Explain(evs []Event, w Window) Explanation {
 				x.RunNs = e.Ns
 			}
 		case Wakeup:
+			if e.TargetCPU == w.CPU {
+				wokeOnto[e.NextPID] = e.Ns
+			}
 			if w.WaiterPID != 0 && e.NextPID == w.WaiterPID && e.Ns >= w.FromNs && e.Ns <= w.ToNs && x.WokenNs == 0 {
 				x.WokenNs = e.Ns
 			}

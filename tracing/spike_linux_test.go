@@ -60,6 +60,20 @@ func needTrace(t *testing.T) {
 // explanation names the hog, and the exported JSON is trace-event format.
 func TestSpikeSnapshotNamesHog(t *testing.T) {
 	needTrace(t)
+	// The hog holds the receiver's CPU for 5 ms from when it reports
+	// ready; a sender preempted for that long on a loaded host sends after
+	// the hog is done, and no spike happens. That says nothing of the
+	// tracing, so such an attempt is repeated (at most 3); every check on
+	// a spike that did happen is fatal at once.
+	for attempt := 1; attempt <= 3; attempt++ {
+		if trySpike(t) {
+			return
+		}
+	}
+	t.Fatal("the hog did not delay the spike message in 3 attempts: spike not induced")
+}
+
+func trySpike(t *testing.T) (induced bool) {
 	recvCPU, sendCPU := 0, 0
 	if runtime.NumCPU() > 1 {
 		recvCPU = 1
@@ -157,7 +171,8 @@ func TestSpikeSnapshotNamesHog(t *testing.T) {
 	worst := slices.IndexFunc(rs, func(r recv) bool { return r.seq == spikeSeq })
 	worstNs := rs[worst].ns - sent[spikeSeq]
 	if worstNs <= bound {
-		t.Fatalf("hog did not delay any message past %v (worst %v): spike not induced", time.Duration(bound), time.Duration(worstNs))
+		t.Logf("hog did not delay any message past %v (worst %v): spike not induced", time.Duration(bound), time.Duration(worstNs))
+		return false
 	}
 	w := rs[worst]
 	for _, r := range rs {
@@ -198,6 +213,7 @@ func TestSpikeSnapshotNamesHog(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkChrome(t, buf.Bytes(), tracetest.HogComm, "hlr send seq="+itoa(int(w.seq)))
+	return true
 }
 
 func itoa(i int) string { return string(AppendMarker(nil, "", uint64(i))[len("hlr  seq="):]) }

@@ -2,6 +2,7 @@ package scopesim_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -40,10 +41,11 @@ func Example_measure() {
 		fmt.Println(err)
 		return
 	}
-	// Accumulate until the instrument has some pulses (polled, bounded by ctx).
+	// Accumulate until the instrument has some pulses (polled, bounded by
+	// ctx). Right after the reset it has measured nothing: ErrNoResult.
 	var st scopes.Stats
 	for st.Count.N < 5 {
-		if st, err = scope.ReadStats(ctx); err != nil {
+		if st, err = scope.ReadStats(ctx); err != nil && !errors.Is(err, scopes.ErrNoResult) {
 			fmt.Println(err)
 			return
 		}

@@ -23,11 +23,18 @@ func TestVMQMPPowerControl(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Wait follows the console (it feeds w) until QEMU exits: run it from
+	// the start, or the marker is never seen.
+	done := make(chan *vmboard.Result, 1)
+	go func() {
+		res, _ := b.Wait() // how the run ended is the board's business; it ended
+		done <- res
+	}()
 	select {
 	case <-w.seen:
 	case <-ctx.Done():
 		b.Kill()
-		b.Wait()
+		<-done
 		t.Fatal("the board never came up")
 	}
 	for _, step := range []struct{ cmd, want string }{{"", "running"}, {"stop", "paused"}, {"cont", "running"}} {
@@ -46,6 +53,5 @@ func TestVMQMPPowerControl(t *testing.T) {
 	if _, err := b.QMP(ctx, "quit"); err != nil {
 		t.Fatal(err)
 	}
-	res, _ := b.Wait() // how the run ended is the board's business; it ended
-	assertReaped(t, res)
+	assertReaped(t, <-done)
 }

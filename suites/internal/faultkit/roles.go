@@ -76,11 +76,7 @@ func endpointFromEnv() (ShmEndpoint, error) {
 	if e.RateHz, err = strconv.ParseFloat(os.Getenv("FAULT_RATE"), 64); err != nil {
 		return e, fmt.Errorf("FAULT_RATE: %w", err)
 	}
-	// The publisher paces by a ticker, which needs a positive period that
-	// does not overflow: NaN, Inf, 0 and rates below a millihertz are refused.
-	if !(e.RateHz >= 1e-3 && e.RateHz <= 1e7) {
-		return e, fmt.Errorf("FAULT_RATE %v: want 0.001..1e7 Hz", e.RateHz)
-	}
+
 	if e.Stall, err = strconv.ParseBool(os.Getenv("FAULT_STALL")); err != nil {
 		return e, fmt.Errorf("FAULT_STALL: %w", err)
 	}
@@ -142,6 +138,12 @@ func runPub(ctx context.Context, n *middleware.Node, e ShmEndpoint, out io.Write
 	}
 	writeLine(out, "ready")
 	buf := make([]byte, e.Payload)
+	// The publisher paces by a ticker, which needs a positive period that
+	// does not overflow: NaN, Inf, 0 and rates below a millihertz are
+	// refused (subscribers get no rate and need none).
+	if !(e.RateHz >= 1e-3 && e.RateHz <= 1e7) {
+		return fmt.Errorf("FAULT_RATE %v: want 0.001..1e7 Hz", e.RateHz)
+	}
 	period := time.Duration(float64(time.Second) / e.RateHz)
 	tick := time.NewTicker(period)
 	defer tick.Stop()

@@ -253,52 +253,6 @@ func TestUDPHotPathAllocs(t *testing.T) {
 	}
 }
 
-// TestUDPReliableWindowReadsInline: on a depth-1 reliable topic every Send
-// waits for the previous message's ACKNACK. That ACKNACK is already queued
-// on the publisher's socket when the next Send starts, and Send takes it
-// there on its own thread (issue 16: before, it waited for the control
-// goroutine's thread to wake and hand it over, a thread wake-up per
-// message). The exchange stays at 0 allocs.
-func TestUDPReliableWindowReadsInline(t *testing.T) {
-	n := openNode(t, "udp-inline", testDomain(t))
-	c := middleware.Contract{Topic: "udp/inline", MaxPayload: 1024, Transport: middleware.TransportUDP,
-		Reliability: middleware.Reliable, Depth: 1, UDP: middleware.UDPConfig{Listen: "127.0.0.1:0"}}
-	sub, err := n.NewSubscriber(c, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.UDP.Peers = []string{sub.LocalUDPAddr().String()}
-	pub, err := n.NewPublisher(c, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	p := make([]byte, 64)
-	fn := func(*middleware.Message) {}
-	round := func() {
-		if err := pub.Send(p); err != nil {
-			t.Fatal(err)
-		}
-		if err := sub.Next(ctx, fn); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for range 200 {
-		round()
-	}
-	st, _ := pub.UDPStats()
-	if st.InlineControl == 0 || st.AcksReceived == 0 {
-		t.Errorf("200 depth-1 reliable sends: %d ACKNACKs, %d read by Send itself; want some read inline", st.AcksReceived, st.InlineControl)
-	}
-	if a := testing.AllocsPerRun(300, round); a != 0 {
-		t.Errorf("reliable depth-1 Send+Next over UDP: %v allocs/op, want 0", a)
-	}
-	if ss := sub.Stats(); ss.Lost != 0 {
-		t.Errorf("lost %d messages on a reliable loopback topic", ss.Lost)
-	}
-}
-
 // udpPair makes two namespaces joined by a veth, or skips naming the
 // missing capability.
 func udpPair(t *testing.T, mtu int) *netns.Pair {

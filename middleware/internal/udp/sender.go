@@ -168,9 +168,6 @@ type SenderStats struct {
 	// Unauthenticated counts datagrams dropped for a missing or bad tag;
 	// Replayed ACKNACKs whose counter the subscriber used before.
 	Unauthenticated, Replayed uint64
-	// InlineControl counts datagrams a Send waiting for the window read
-	// and handled on its own thread (instead of the control goroutine).
-	InlineControl uint64
 }
 
 type histEntry struct {
@@ -225,15 +222,8 @@ type Sender struct {
 	once  sync.Once
 
 	// control goroutine state
-	rbuf []byte
-	an   AckNack
-	// cmu serialises control (the loop goroutine's reads and the window
-	// wait's inline drain share an, vmac's verifier and the replay
-	// windows); tbuf is the drain's buffer, tr its socket (nil: the Conn
-	// cannot read without blocking, e.g. a FaultConn).
-	cmu    sync.Mutex
-	tbuf   []byte
-	tr     tryReader
+	rbuf   []byte
+	an     AckNack
 	vmac   *mac // verifies ACKNACKs (nil: unauthenticated domain)
 	echoAt [echoSlots]int64
 
@@ -261,7 +251,7 @@ type Sender struct {
 	st struct {
 		published, datagrams, bytes, batches, batched, retrans, nacks, acks, hbs,
 		blocked, timeouts, dropped, live, malformed, unknownSource, stale, werr,
-		unproven, echoes, echoLimited, unauth, replayed, inline atomic.Uint64
+		unproven, echoes, echoLimited, unauth, replayed atomic.Uint64
 	}
 }
 
@@ -288,9 +278,6 @@ func NewSender(conn Conn, cfg SenderConfig) (*Sender, error) {
 		}
 	}
 	s.rbuf = make([]byte, MaxDatagram+1)
-	if tr, ok := conn.(tryReader); ok {
-		s.tr, s.tbuf = tr, make([]byte, MaxDatagram+1)
-	}
 	if c.PaceRate > 0 {
 		s.tokens = int64(c.PaceBurst)
 		s.paceSlack = max(c.PaceRate/5000, int64(DataHeaderLen+c.FragSize)) // 200 µs of traffic, ≥ 1 datagram
@@ -337,7 +324,7 @@ func (s *Sender) Stats() SenderStats {
 		LiveSubs: t.live.Load(), Malformed: t.malformed.Load(), UnknownSource: t.unknownSource.Load(),
 		StaleEpoch: t.stale.Load(), WriteErrors: t.werr.Load(), Paced: time.Duration(s.paced.Load()),
 		Unproven: t.unproven.Load(), Echoes: t.echoes.Load(), EchoLimited: t.echoLimited.Load(),
-		Unauthenticated: t.unauth.Load(), Replayed: t.replayed.Load(), InlineControl: t.inline.Load(),
+		Unauthenticated: t.unauth.Load(), Replayed: t.replayed.Load(),
 	}
 }
 
@@ -460,49 +447,16 @@ func (s *Sender) waitWindow(seq uint64) error {
 			return ErrTimeout
 		}
 		s.mu.Unlock()
-		if !s.drainControl() {
-			select {
-			case <-s.ackCh:
-			case <-s.timer.C:
-			case <-s.done:
-			}
+		select {
+		case <-s.ackCh:
+		case <-s.timer.C:
+		case <-s.done:
 		}
 		s.mu.Lock()
 		if s.closed {
 			return ErrClosed
 		}
 	}
-}
-
-// tryReader is a Conn that can read without blocking (*Socket).
-type tryReader interface {
-	TryRead(b []byte) (int, netip.AddrPort, error)
-}
-
-// drainControl handles, on the caller's thread, the ACKNACKs already
-// queued on the socket (mu not held); true if there were any. In a
-// request/response exchange the subscriber's ACKNACK is queued before its
-// reply is, so the next Send finds it here instead of waiting for the loop
-// goroutine's thread to wake, run control and hand the ACK over through
-// ackCh — a thread wake-up and a goroutine hand-off per message on a
-// depth-1 reliable topic (docs/bench.md, "Where the time goes").
-func (s *Sender) drainControl() bool {
-	if s.tr == nil {
-		return false
-	}
-	s.cmu.Lock()
-	defer s.cmu.Unlock()
-	got := false
-	for range 64 { // bounded: a flood must not keep Send here
-		n, from, err := s.tr.TryRead(s.tbuf)
-		if err != nil {
-			break
-		}
-		s.st.inline.Add(1)
-		s.control(s.tbuf[:n], from)
-		got = true
-	}
-	return got
 }
 
 // minAck is the lowest acknowledgement among live subscribers (all ones
@@ -845,9 +799,7 @@ func (s *Sender) loop() {
 			}
 			continue
 		}
-		s.cmu.Lock()
 		s.control(s.rbuf[:n], from)
-		s.cmu.Unlock()
 	}
 }
 

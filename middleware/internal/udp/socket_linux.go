@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -61,8 +60,8 @@ type Socket struct {
 	cfd   int // eventfd, written once by Close: wakes every waiter for good
 	kfd   int // eventfd, written by SetReadDeadline: wakes ReadFrom to recompute
 	local netip.AddrPort
-	d     directIO     // ReadFrom's and ReadDirect's state (one caller at a time)
-	t     directIO     // TryRead's state (one caller at a time)
+	oob   [128]byte
+	d     directIO     // ReadDirect's state (one caller at a time)
 	rdl   atomic.Int64 // read deadline, ns since the epoch (wall clock); 0 none
 	// ops is held shared by every call that uses fd and exclusively by
 	// Close, so the descriptor number is never closed (and reused) under a
@@ -274,7 +273,7 @@ func (s *Socket) ReadFrom(b []byte) (int, netip.AddrPort, int64, error) {
 		if s.closed.Load() {
 			return 0, netip.AddrPort{}, 0, net.ErrClosed
 		}
-		n, from, rx, err := s.recv(&s.d, b)
+		n, from, rx, err := s.recv(b)
 		if err != errWouldBlock {
 			return n, from, rx, err
 		}
@@ -299,18 +298,19 @@ func (s *Socket) ReadFrom(b []byte) (int, netip.AddrPort, int64, error) {
 	}
 }
 
-// recv is one non-blocking recvmsg into b with d's arguments (d.oob for
-// control messages); errWouldBlock when the socket is empty.
-func (s *Socket) recv(d *directIO, b []byte) (int, netip.AddrPort, int64, error) {
+// recv is one non-blocking recvmsg into b (s.oob for control messages);
+// errWouldBlock when the socket is empty.
+func (s *Socket) recv(b []byte) (int, netip.AddrPort, int64, error) {
+	d := &s.d
 	if len(b) == 0 {
 		return 0, netip.AddrPort{}, 0, errWouldBlock
 	}
 	for {
 		d.iov.Base = &b[0]
 		d.iov.SetLen(len(b))
-		d.msg = unix.Msghdr{Name: (*byte)(unsafe.Pointer(&d.rsa)), Namelen: uint32(unsafe.Sizeof(d.rsa)), Iov: &d.iov, Control: &d.oob[0]}
+		d.msg = unix.Msghdr{Name: (*byte)(unsafe.Pointer(&d.rsa)), Namelen: uint32(unsafe.Sizeof(d.rsa)), Iov: &d.iov, Control: &s.oob[0]}
 		d.msg.SetIovlen(1)
-		d.msg.SetControllen(len(d.oob))
+		d.msg.SetControllen(len(s.oob))
 		// Non-blocking, so the cheaper RawSyscall is safe.
 		n, _, e := unix.RawSyscall(unix.SYS_RECVMSG, uintptr(s.fd), uintptr(unsafe.Pointer(&d.msg)), unix.MSG_DONTWAIT)
 		switch e {
@@ -322,7 +322,7 @@ func (s *Socket) recv(d *directIO, b []byte) (int, netip.AddrPort, int64, error)
 				from = netip.AddrPortFrom(netip.AddrFrom4(sa.Addr), binary.BigEndian.Uint16(pb[:]))
 			}
 			d.iov.Base = nil
-			return int(n), from, parseRxStamp(d.oob[:min(int(d.msg.Controllen), len(d.oob))]), nil
+			return int(n), from, parseRxStamp(s.oob[:min(int(d.msg.Controllen), len(s.oob))]), nil
 		case unix.EINTR:
 			continue
 		case unix.EAGAIN:
@@ -347,23 +347,6 @@ type directIO struct {
 	msg unix.Msghdr
 	fds [2]unix.PollFd // the socket, Close's eventfd
 	ts  unix.Timespec
-	oob [128]byte
-}
-
-// TryRead is one non-blocking recvmsg on the calling thread with its own
-// buffers, so it may run while another goroutine waits in ReadFrom: the
-// Sender's window wait uses it to take an ACKNACK that is already queued
-// instead of waiting for its control goroutine to be scheduled.
-// errWouldBlock when nothing is queued; net.ErrClosed after Close. One
-// caller at a time. Never blocks. 0 allocs.
-func (s *Socket) TryRead(b []byte) (int, netip.AddrPort, error) {
-	s.ops.RLock()
-	defer s.ops.RUnlock()
-	if s.closed.Load() {
-		return 0, netip.AddrPort{}, net.ErrClosed
-	}
-	n, from, _, err := s.recv(&s.t, b)
-	return n, from, err
 }
 
 // ReadDirect reads one datagram on the calling thread: recvmsg and, when
@@ -381,41 +364,16 @@ func (s *Socket) ReadDirect(b []byte, wait time.Duration) (int, netip.AddrPort, 
 	if s.closed.Load() {
 		return 0, netip.AddrPort{}, 0, net.ErrClosed
 	}
-	n, from, rx, err := s.recv(&s.d, b)
+	n, from, rx, err := s.recv(b)
 	if err != errWouldBlock || wait <= 0 {
 		return n, from, rx, err
 	}
 	d := &s.d
 	d.fds[0] = unix.PollFd{Fd: int32(s.fd), Events: unix.POLLIN}
-	// The first rawWait of the sleep keeps this thread's P (RawSyscall6: no
-	// entersyscall/exitsyscall). Through Syscall6 the runtime counts the P
-	// as free while the thread sleeps, and the thread must take a P back
-	// when the datagram wakes it: exitsyscall then wakes sysmon from its
-	// deep sleep (a futex wake of a second thread) and sysmon polls every
-	// 20 µs until it sleeps again. Measured per 16 B round trip that was
-	// ~3 sysmon nanosleeps and ~1 futex wake per process, 5.8 context
-	// switches per round trip against Cyclone's 2.2 (docs/bench.md,
-	// "Where the time goes"). Holding the P for at most rawWait is what a
-	// goroutine computing for rawWait does; sysmon's preemption signal
-	// (after 10 ms) and GC stop-the-world requests interrupt the ppoll
-	// (EINTR) and the caller yields at its next function call. Beyond
-	// rawWait the wait releases the P as before, so an idle subscriber
-	// never holds one. With a single P nothing else of the process could
-	// run meanwhile (timers, the sender's ACKNACK goroutine), so there the
-	// whole wait releases it.
-	raw := min(wait, rawWait)
-	var e unix.Errno
-	d.fds[0].Revents, d.fds[1].Revents = 0, 0
-	if runtime.GOMAXPROCS(0) > 1 { // one uncontended lock, only when about to sleep
-		e = s.ppollDirect(raw, true)
-	} else {
-		raw = 0
-	}
-	// EINTR here is usually the runtime's preemption signal (which a
-	// thread inside Syscall6 never gets): sleep on, the P released.
-	if (e == 0 || e == unix.EINTR) && d.fds[0].Revents == 0 && d.fds[1].Revents == 0 && wait > raw && !s.closed.Load() {
-		e = s.ppollDirect(wait-raw, false)
-	}
+	d.fds[1].Revents = 0
+	d.ts = unix.NsecToTimespec(int64(wait))
+	// Blocking: Syscall6 lets the runtime hand this thread's P on.
+	_, _, e := unix.Syscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&d.fds[0])), 2, uintptr(unsafe.Pointer(&d.ts)), 0, 0, 0)
 	if s.closed.Load() {
 		return 0, netip.AddrPort{}, 0, net.ErrClosed
 	}
@@ -425,28 +383,7 @@ func (s *Socket) ReadDirect(b []byte, wait time.Duration) (int, netip.AddrPort, 
 	if d.fds[0].Revents == 0 {
 		return 0, netip.AddrPort{}, 0, errWouldBlock
 	}
-	return s.recv(&s.d, b)
-}
-
-// rawWait is how long ReadDirect sleeps without releasing its P (see
-// there): long enough to cover a peer's reply in a request/response
-// exchange on this VM, short against Go's 10 ms scheduling slice.
-const rawWait = 2 * time.Millisecond
-
-// ppollDirect is one ppoll of the socket and Close's eventfd for at most
-// wait; raw keeps the thread's P (RawSyscall6). Returns the errno.
-func (s *Socket) ppollDirect(wait time.Duration, raw bool) unix.Errno {
-	d := &s.d
-	d.fds[0].Revents, d.fds[1].Revents = 0, 0
-	d.ts = unix.NsecToTimespec(int64(wait))
-	p, ts := uintptr(unsafe.Pointer(&d.fds[0])), uintptr(unsafe.Pointer(&d.ts))
-	if raw {
-		_, _, e := unix.RawSyscall6(unix.SYS_PPOLL, p, 2, ts, 0, 0, 0)
-		return e
-	}
-	// Blocking: Syscall6 lets the runtime hand this thread's P on.
-	_, _, e := unix.Syscall6(unix.SYS_PPOLL, p, 2, ts, 0, 0, 0)
-	return e
+	return s.recv(b)
 }
 
 // parseRxStamp finds SCM_TIMESTAMPNS in control messages without

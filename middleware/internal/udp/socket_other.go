@@ -57,11 +57,6 @@ func (s *Socket) ReadDirect(b []byte, wait time.Duration) (int, netip.AddrPort, 
 	return 0, netip.AddrPort{}, 0, net.ErrClosed
 }
 
-// TryRead fails: no Socket exists off Linux.
-func (s *Socket) TryRead(b []byte) (int, netip.AddrPort, error) {
-	return 0, netip.AddrPort{}, net.ErrClosed
-}
-
 // SetReadDeadline fails: no Socket exists off Linux.
 func (s *Socket) SetReadDeadline(t time.Time) error { return net.ErrClosed }
 

@@ -125,31 +125,6 @@ func TestSocketReadDirect(t *testing.T) {
 	}
 }
 
-// TestSocketReadDirectSleepsPastRawPhase: ReadDirect's first 2 ms keep
-// the P (issue 16); a longer wait must go on sleeping after that phase
-// (with the P released), not return early, and a datagram arriving during
-// either phase is returned.
-func TestSocketReadDirectSleepsPastRawPhase(t *testing.T) {
-	s := openSock(t, lo)
-	defer s.Close()
-	buf := make([]byte, 64)
-	const wait = 30 * time.Millisecond
-	start := time.Now()
-	n, _, _, err := s.ReadDirect(buf, wait)
-	// The lower bound allows one early EINTR in the 2 ms raw phase.
-	if took := time.Since(start); err == nil || n != 0 || took < wait-2*time.Millisecond {
-		t.Fatalf("ReadDirect(%v) on an empty socket = %d, %v after %v; want nothing after about %v", wait, n, err, took, wait)
-	}
-	peer := openSock(t, lo)
-	defer peer.Close()
-	if err := peer.WriteTo([]byte("x"), s.LocalAddr()); err != nil {
-		t.Fatal(err)
-	}
-	if n, _, _, err := s.ReadDirect(buf, wait); err != nil || string(buf[:n]) != "x" {
-		t.Fatalf("ReadDirect with a datagram queued = %q, %v", buf[:n], err)
-	}
-}
-
 // TestReceiverHandOver: a consumer that stops calling Next hands the
 // socket to the background goroutine (which keeps reading), and takes it
 // back on its next Next, nothing lost either way.

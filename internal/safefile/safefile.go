@@ -18,19 +18,26 @@ import (
 )
 
 // ErrRefused is matched (errors.Is) by every *Error: the file exists but is
-// not something the caller may read.
-var ErrRefused = errors.New("file refused")
+// not something the caller may read. Each *Error also matches the one of
+// ErrNotRegular, ErrTooLarge and ErrExposed that says why.
+var (
+	ErrRefused    = errors.New("file refused")
+	ErrNotRegular = errors.New("not a regular file")
+	ErrTooLarge   = errors.New("file too large")
+	ErrExposed    = errors.New("secret accessible to group or others")
+)
 
 // Error says which file was refused and why.
 type Error struct {
 	Path   string
+	Kind   error  // ErrNotRegular, ErrTooLarge or ErrExposed
 	Reason string // e.g. "not a regular file (a named pipe)"
 }
 
 func (e *Error) Error() string { return e.Path + ": " + e.Reason }
 
-// Is makes every *Error match ErrRefused.
-func (e *Error) Is(target error) bool { return target == ErrRefused }
+// Is makes every *Error match ErrRefused and its Kind.
+func (e *Error) Is(target error) bool { return target == ErrRefused || target == e.Kind }
 
 // Open opens path for reading if it is a regular file of at most max bytes;
 // limit names the cap in messages (e.g. "the 256 KiB limit for racks"). The
@@ -47,9 +54,9 @@ func Open(path string, max int64, limit string) (*os.File, fs.FileInfo, error) {
 	switch {
 	case err != nil:
 	case !st.Mode().IsRegular():
-		err = &Error{Path: path, Reason: fmt.Sprintf("not a regular file (%s)", Kind(st.Mode()))}
+		err = &Error{Path: path, Kind: ErrNotRegular, Reason: fmt.Sprintf("not a regular file (%s)", Kind(st.Mode()))}
 	case st.Size() > max:
-		err = &Error{Path: path, Reason: fmt.Sprintf("%d bytes, larger than %s", st.Size(), limit)}
+		err = &Error{Path: path, Kind: ErrTooLarge, Reason: fmt.Sprintf("%d bytes, larger than %s", st.Size(), limit)}
 	}
 	if err != nil {
 		f.Close()
@@ -78,7 +85,7 @@ func ReadPrivate(path string, max int64, limit string) ([]byte, error) {
 	}
 	defer f.Close()
 	if perm := st.Mode().Perm(); perm&0o077 != 0 {
-		return nil, &Error{Path: path, Reason: fmt.Sprintf("mode %04o: a secret must not be accessible to group or others (chmod 600)", perm)}
+		return nil, &Error{Path: path, Kind: ErrExposed, Reason: fmt.Sprintf("mode %04o: a secret must not be accessible to group or others (chmod 600 %s)", perm, path)}
 	}
 	return readAll(f, path, max, limit)
 }
@@ -89,7 +96,7 @@ func readAll(f *os.File, path string, max int64, limit string) ([]byte, error) {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
 	if int64(len(data)) > max {
-		return nil, &Error{Path: path, Reason: fmt.Sprintf("more than %s (it grew while being read)", limit)}
+		return nil, &Error{Path: path, Kind: ErrTooLarge, Reason: fmt.Sprintf("more than %s (it grew while being read)", limit)}
 	}
 	return data, nil
 }

@@ -33,12 +33,13 @@ func TestRefusals(t *testing.T) {
 	for _, c := range []struct {
 		name, path, want string
 		private          bool
+		kind             error
 	}{
-		{"fifo never blocks", fifo, "not a regular file (a named pipe)", false},
-		{"device", "/dev/zero", "not a regular file (a character device)", false},
-		{"directory", dir, "not a regular file (a directory)", false},
-		{"over the cap", big, "2048 bytes, larger than the test limit", false},
-		{"secret readable by others", open, "mode 0644", true},
+		{"fifo never blocks", fifo, "not a regular file (a named pipe)", false, safefile.ErrNotRegular},
+		{"device", "/dev/zero", "not a regular file (a character device)", false, safefile.ErrNotRegular},
+		{"directory", dir, "not a regular file (a directory)", false, safefile.ErrNotRegular},
+		{"over the cap", big, "2048 bytes, larger than the test limit", false, safefile.ErrTooLarge},
+		{"secret readable by others", open, "mode 0644", true, safefile.ErrExposed},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			read := safefile.Read
@@ -46,7 +47,7 @@ func TestRefusals(t *testing.T) {
 				read = safefile.ReadPrivate
 			}
 			_, err := read(c.path, 1024, "the test limit")
-			if !errors.Is(err, safefile.ErrRefused) || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), c.path) {
+			if !errors.Is(err, safefile.ErrRefused) || !errors.Is(err, c.kind) || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), c.path) {
 				t.Fatalf("err = %v, want ErrRefused naming %s with %q", err, c.path, c.want)
 			}
 		})

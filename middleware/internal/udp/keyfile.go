@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"github.com/hilrig/hilrig/internal/safefile"
-	"io"
 	"strings"
 )
 
@@ -22,21 +21,12 @@ const maxKeyFile = 2*MaxKeyLen + 256
 // `head -c 32 /dev/urandom | xxd -p -c 64 > key && chmod 600 key`.
 // Errors name the file; a permissive mode is ErrKeyMode.
 func LoadKeyFile(path string) (*Key, error) {
-	limit := fmt.Sprintf("%d bytes (hex of %d..%d bytes)", maxKeyFile, MinKeyLen, MaxKeyLen)
-	f, fi, err := safefile.Open(path, maxKeyFile, limit)
-	if err != nil {
+	raw, err := safefile.ReadPrivate(path, maxKeyFile, fmt.Sprintf("%d bytes (hex of %d..%d bytes)", maxKeyFile, MinKeyLen, MaxKeyLen))
+	switch {
+	case errors.Is(err, safefile.ErrExposed):
+		return nil, fmt.Errorf("%w: %w, want 0600", ErrKeyMode, err)
+	case err != nil:
 		return nil, fmt.Errorf("%w: domain key file: %w", ErrConfig, err)
-	}
-	defer f.Close()
-	if p := fi.Mode().Perm(); p&0o077 != 0 {
-		return nil, fmt.Errorf("%w: %s has mode %#o, want 0600 (chmod 600 %s)", ErrKeyMode, path, p, path)
-	}
-	raw, err := io.ReadAll(io.LimitReader(f, maxKeyFile+1))
-	if err != nil {
-		return nil, fmt.Errorf("%w: domain key file %s: %w", ErrConfig, path, err)
-	}
-	if len(raw) > maxKeyFile {
-		return nil, fmt.Errorf("%w: domain key file %s: grew past %s while read", ErrConfig, path, limit)
 	}
 	txt := strings.Join(strings.Fields(string(raw)), "")
 	k, err := hex.DecodeString(txt)

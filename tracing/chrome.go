@@ -57,8 +57,7 @@ func Chrome(evs []Event) ChromeTrace {
 		prio  int
 	}
 	cur := map[int]*run{}
-	type wakeKey struct{ cpu, pid int }
-	wokeOnto := map[wakeKey]int64{} // last wake-up of a task onto a CPU
+	wokeOnto := wakes{}
 	type irqKey struct{ cpu, kind, irq int }
 	open := map[irqKey]Event{}
 	cpus := map[int]bool{}
@@ -82,17 +81,14 @@ func Chrome(evs []Event) ChromeTrace {
 					// The switch that put prev here is missing (see
 					// Explain): r ran until prev's wake-up onto this CPU,
 					// if one was seen since, and prev from then on.
-					from := r.start
-					if w, ok := wokeOnto[wakeKey{e.CPU, e.PrevPID}]; ok && w >= r.start && w <= e.Ns {
-						from = w
-					}
+					from := wokeOnto.ranSince(e.CPU, e.PrevPID, r.start, e.Ns)
 					slice(r, from, "?")
 					slice(&run{start: from, comm: e.PrevComm, pid: e.PrevPID, prio: e.PrevPrio}, e.Ns, e.PrevState)
 				}
 			}
 			cur[e.CPU] = &run{start: e.Ns, comm: e.NextComm, pid: e.NextPID, prio: e.NextPrio}
 		case Wakeup:
-			wokeOnto[wakeKey{e.TargetCPU, e.NextPID}] = e.Ns
+			wokeOnto.note(e)
 			t.TraceEvents = append(t.TraceEvents, ChromeEvent{Name: "wakeup " + e.NextComm, Cat: "sched", Ph: "i", S: "t", Ts: us(e.Ns),
 				PID: e.CPU, TID: tidTasks, Args: map[string]any{"pid": e.NextPID, "target_cpu": e.TargetCPU, "waker": e.Comm}})
 		case IRQEntry, SoftirqEntry:

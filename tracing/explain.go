@@ -89,7 +89,7 @@ func Explain(evs []Event, w Window) Explanation {
 	}
 	irqs := map[irqKey]*IRQStat{}
 	open := map[irqKey]int64{}
-	wokeOnto := map[int]int64{} // pid → last wake-up targeting w.CPU
+	wokeOnto := wakes{}
 	for _, e := range sorted {
 		if e.CPU != w.CPU && e.Kind != Wakeup {
 			continue
@@ -110,11 +110,8 @@ func Explain(evs []Event, w Window) Explanation {
 					// some CPUs: seen on this VM's CPU 1). prev surely ran
 					// up to now; from its wake-up onto this CPU if one
 					// was seen since, else since the last event known.
-					from := last
-					if t, ok := wokeOnto[e.PrevPID]; ok && t >= last && t <= e.Ns {
-						credit(cur, last, t)
-						from = t
-					}
+					from := wokeOnto.ranSince(w.CPU, e.PrevPID, last, e.Ns)
+					credit(cur, last, from)
 					credit(prev, from, e.Ns)
 				}
 			}
@@ -124,9 +121,7 @@ func Explain(evs []Event, w Window) Explanation {
 				x.RunNs = e.Ns
 			}
 		case Wakeup:
-			if e.TargetCPU == w.CPU {
-				wokeOnto[e.NextPID] = e.Ns
-			}
+			wokeOnto.note(e)
 			if w.WaiterPID != 0 && e.NextPID == w.WaiterPID && e.Ns >= w.FromNs && e.Ns <= w.ToNs && x.WokenNs == 0 {
 				x.WokenNs = e.Ns
 			}
@@ -237,4 +232,25 @@ func (x Explanation) String() string {
 		b.WriteString(" (the trace buffer no longer held the window's start: partial account)")
 	}
 	return b.String()
+}
+
+// wakes remembers each task's last wake-up onto each CPU, for runs whose
+// sched_switch in was not recorded (see Explain).
+type wakes map[[2]int]int64
+
+// note records e if it is a wake-up.
+func (w wakes) note(e Event) {
+	if e.Kind == Wakeup {
+		w[[2]int{e.TargetCPU, e.NextPID}] = e.Ns
+	}
+}
+
+// ranSince says since when pid, seen leaving cpu at now with no recorded
+// switch in after last, ran there: from its wake-up onto cpu if one fell in
+// [last, now], else from last.
+func (w wakes) ranSince(cpu, pid int, last, now int64) int64 {
+	if t, ok := w[[2]int{cpu, pid}]; ok && t >= last && t <= now {
+		return t
+	}
+	return last
 }

@@ -4,7 +4,9 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"github.com/hilrig/hilrig/agentproto"
+	"time"
 
 	"github.com/hilrig/hilrig/peers/iceoryx"
 	"github.com/hilrig/hilrig/peers/iceoryx/roudi"
@@ -15,10 +17,14 @@ func init() {
 	// and outlives a RouDi it was registered with): started here unless
 	// one runs, stopped and cleaned up after the tests.
 	peerSetups = append(peerSetups, func() (func(), error) {
-		if up, err := roudi.Running(); err != nil || up {
-			return func() {}, err
+		// Start waits its turn behind a RouDi another test binary
+		// started; one started by hand is used as it is.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		r, err := roudi.Start(ctx, 1<<20)
+		if errors.Is(err, roudi.ErrRunning) {
+			return func() { iceoryx.Shutdown() }, nil
 		}
-		r, err := roudi.Start(context.Background(), 1<<20)
 		if err != nil {
 			return nil, err
 		}

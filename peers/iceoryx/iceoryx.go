@@ -70,11 +70,15 @@ func Open(ctx context.Context, cfg Config) (*Peer, error) {
 			return nil, fmt.Errorf("%w (start iox-roudi, or let the agent start it)", roudi.ErrNoRouDi)
 		}
 		r, err := roudi.Start(ctx, max(cfg.MaxPayload, 1<<20))
-		if err != nil {
+		switch {
+		case errors.Is(err, roudi.ErrRunning):
+			// One appeared since Running: use it, as if it had run before.
+		case err != nil:
 			return nil, err
+		default:
+			p.roudi = r
+			which = fmt.Sprintf("RouDi pid %d started by this agent, mempools up to %d B", r.PID(), max(cfg.MaxPayload, 1<<20))
 		}
-		p.roudi = r
-		which = fmt.Sprintf("RouDi pid %d started by this agent, mempools up to %d B", r.PID(), max(cfg.MaxPayload, 1<<20))
 	}
 	name := appRE.ReplaceAllString(cfg.App, "_")
 	if name == "" {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/hilrig/hilrig/peers/iceoryx/roudi"
 )
@@ -14,6 +15,15 @@ import (
 // start one) fails at once with roudi.ErrNoRouDi instead of blocking in
 // iox_runtime_init, which waits for RouDi forever.
 func TestOpenWithoutRouDi(t *testing.T) {
+	// Holding the starters' lock keeps another test binary from starting
+	// a RouDi between the check and Open.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	release, err := roudi.Exclusive(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
 	if up, err := roudi.Running(); err != nil || up {
 		t.Skipf("a RouDi runs on this host (%v)", err)
 	}

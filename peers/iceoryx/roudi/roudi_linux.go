@@ -9,9 +9,12 @@ import (
 	"os/signal"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // RouDi files: iceoryx 2.0 holds an flock on lockFile while a RouDi runs,
@@ -21,10 +24,22 @@ const (
 	lockFile   = "/tmp/iox-unique-roudi.lock"
 	socketFile = "/tmp/roudi"
 	mgmtShm    = "/dev/shm/iceoryx_mgmt"
+
+	// hilrigLock is held (flock, exclusive) by the process that started a
+	// RouDi through Start, for the daemon's whole life, and by Exclusive.
+	// RouDi's files have fixed names, so two starters at once — two test
+	// binaries, two agents — would otherwise see "none runs", start two
+	// daemons, and the loser, which aborts, would remove the winner's
+	// socket while cleaning up after itself.
+	hilrigLock = "/tmp/hilrig-roudi.lock"
 )
 
 // ErrNoRouDi: iox-roudi is neither running nor installed.
 var ErrNoRouDi = errors.New("iceoryx: RouDi (iox-roudi) is not running and cannot be started")
+
+// ErrRunning: Start found a RouDi that no hilrig Start owns (one started
+// by hand or by another tool); a caller may use it instead.
+var ErrRunning = errors.New("iceoryx: a RouDi already runs on this host")
 
 // Running reports whether a RouDi daemon runs on this host (its lock
 // is held).
@@ -50,9 +65,93 @@ func Running() (bool, error) {
 
 // RouDi is a daemon this process started.
 type RouDi struct {
-	cmd    *exec.Cmd
-	dir    string // its config
-	exited chan struct{}
+	cmd     *exec.Cmd
+	dir     string // its config
+	exited  chan struct{}
+	release func() // drops hilrigLock
+	owned   bool   // the daemon held lockFile: RouDi's fixed files are ours to remove
+}
+
+// Exclusive takes the host-wide lock hilrig's RouDi starters share and
+// returns its release. It polls (every 20 ms) until the lock is free or
+// ctx ends; a holder is named by PID in the error. While it is held no
+// hilrig process starts or stops a RouDi, so a caller can check Running
+// and act on the answer. The lock dies with the holding process.
+func Exclusive(ctx context.Context) (release func(), err error) {
+	f, err := os.OpenFile(hilrigLock, os.O_RDONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("iceoryx: %w", err)
+	}
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() { syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			f.Close()
+			return nil, fmt.Errorf("iceoryx: lock %s: %w", hilrigLock, err)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, fmt.Errorf("iceoryx: waiting for %s (held by %s): %w", hilrigLock, lockHolders(hilrigLock), context.Cause(ctx))
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// lockHolders names the processes holding an flock on path, from
+// /proc/locks, for error messages ("pid 123", or "an unknown process").
+func lockHolders(path string) string {
+	pids := flockPIDs(path)
+	if len(pids) == 0 {
+		return "an unknown process"
+	}
+	var b strings.Builder
+	for i, p := range pids {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "pid %d", p)
+	}
+	return b.String()
+}
+
+// flockPIDs returns the PIDs /proc/locks lists as holding an flock on
+// path's inode. Lines read "1: FLOCK ADVISORY WRITE 1234 00:1f:5678 0 EOF";
+// a line that does not parse is skipped, not trusted.
+func flockPIDs(path string) []int {
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		return nil
+	}
+	data, err := os.ReadFile("/proc/locks")
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 6 || f[1] != "FLOCK" {
+			continue
+		}
+		dev := strings.Split(f[5], ":")
+		if len(dev) != 3 {
+			continue
+		}
+		var maj, min, ino uint64
+		if _, err := fmt.Sscanf(dev[0]+" "+dev[1]+" "+dev[2], "%x %x %d", &maj, &min, &ino); err != nil {
+			continue
+		}
+		if ino != st.Ino || maj != uint64(unix.Major(st.Dev)) || min != uint64(unix.Minor(st.Dev)) {
+			continue
+		}
+		var pid int
+		if _, err := fmt.Sscanf(f[4], "%d", &pid); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
 
 // mempools returns RouDi's mempool config for payloads up to maxPayload:
@@ -74,25 +173,36 @@ func mempools(maxPayload int) string {
 }
 
 // Start starts iox-roudi with a configuration sized for maxPayload
-// and waits (≤ 10 s, ctx) until it holds its lock. It fails with
-// ErrNoRouDi when iox-roudi is not installed, and if a RouDi already runs.
+// and waits (≤ 10 s, ctx) until it holds its lock and listens. A RouDi
+// another hilrig process started is waited for (ctx) until it is stopped:
+// Start holds hilrig's starter lock from before it looks for a running
+// RouDi until Stop. It fails with ErrNoRouDi when iox-roudi is not
+// installed, and if a RouDi hilrig did not start already runs.
 func Start(ctx context.Context, maxPayload int) (*RouDi, error) {
 	bin, err := exec.LookPath("iox-roudi")
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w (Debian package iceoryx)", ErrNoRouDi, err)
 	}
+	release, err := Exclusive(ctx)
+	if err != nil {
+		return nil, err
+	}
 	if up, err := Running(); err != nil {
+		release()
 		return nil, err
 	} else if up {
-		return nil, errors.New("iceoryx: a RouDi already runs on this host")
+		release()
+		return nil, fmt.Errorf("%w (%s holds %s)", ErrRunning, lockHolders(lockFile), lockFile)
 	}
 	dir, err := os.MkdirTemp("", "hilrig-roudi-")
 	if err != nil {
+		release()
 		return nil, fmt.Errorf("iceoryx: %w", err)
 	}
 	cfg := filepath.Join(dir, "roudi.toml")
 	if err := os.WriteFile(cfg, []byte(mempools(maxPayload)), 0o644); err != nil {
 		os.RemoveAll(dir)
+		release()
 		return nil, fmt.Errorf("iceoryx: %w", err)
 	}
 	// Monitoring on (the default): RouDi frees what a dead client held.
@@ -103,14 +213,19 @@ func Start(ctx context.Context, maxPayload int) (*RouDi, error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		os.RemoveAll(dir)
+		release()
 		return nil, fmt.Errorf("iceoryx: start %s: %w", bin, err)
 	}
-	r := &RouDi{cmd: cmd, dir: dir, exited: make(chan struct{})}
+	r := &RouDi{cmd: cmd, dir: dir, exited: make(chan struct{}), release: release}
 	go func() { cmd.Wait(); close(r.exited) }()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		up, err := Running()
-		if err == nil && up {
+		// Ready when our daemon — by PID, not merely some RouDi — holds
+		// RouDi's lock and its socket exists.
+		if !r.owned && slices.Contains(flockPIDs(lockFile), cmd.Process.Pid) {
+			r.owned = true
+		}
+		if r.owned {
 			if _, err := os.Stat(socketFile); err == nil {
 				// RouDi read its config at start: remove it now, so an
 				// agent killed before Stop leaves no directory behind.
@@ -158,7 +273,14 @@ func (r *RouDi) Stop() error {
 	return r.cleanup()
 }
 
+// cleanup removes the config and, if the daemon ever held RouDi's lock,
+// RouDi's fixed-name files; a daemon that never did (it aborted because
+// another RouDi runs) owns none of them. Then it drops hilrig's lock.
 func (r *RouDi) cleanup() error {
+	defer r.release()
+	if !r.owned {
+		return os.RemoveAll(r.dir)
+	}
 	var errs []error
 	rm := func(p string) {
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {

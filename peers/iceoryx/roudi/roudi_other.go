@@ -11,6 +11,12 @@ import (
 // ErrNoRouDi: iox-roudi is neither running nor installed.
 var ErrNoRouDi = errors.New("iceoryx: RouDi (iox-roudi) is not running and cannot be started")
 
+// ErrRunning: Start found a RouDi that no hilrig Start owns.
+var ErrRunning = errors.New("iceoryx: a RouDi already runs on this host")
+
+// Exclusive is unsupported here.
+func Exclusive(context.Context) (func(), error) { return nil, errUnsupported }
+
 var errUnsupported = fmt.Errorf("iceoryx RouDi: %w (Linux only)", errors.ErrUnsupported)
 
 // Running reports whether a RouDi runs: unsupported here.

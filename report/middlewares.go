@@ -1,0 +1,382 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"regexp"
+	"slices"
+	"strings"
+	"text/tabwriter"
+)
+
+// Transport classes of the middleware comparison (issue 19, seed 000
+// §3.4): a peer is only comparable with hilrig on the same class.
+const (
+	ClassInProcess    = "in-process"
+	ClassSharedMemory = "shared memory"
+	ClassUDPOneHost   = "UDP, one host"
+	ClassUDPBoards    = "UDP, between boards"
+	// ClassUDP is a UDP case whose result does not say whether its two
+	// ends shared a host (e.g. a round trip without a one-way case
+	// between the same boards in the result).
+	ClassUDP = "UDP"
+)
+
+// middlewareHilrig is hilrig's own middleware as cases name it (the
+// report imports nothing of the harness, so not agentproto's constant).
+const middlewareHilrig = "hilrig"
+
+// MiddlewareRow is one cell of the comparison: one suite, method kind,
+// transport class, payload, rate, reliability and subscriber count, with
+// every middleware measured there side by side.
+type MiddlewareRow struct {
+	Suite        string
+	Kind         string // Method.Kind: OneWay or RTTHalf
+	Class        string // ClassSharedMemory, ClassUDPOneHost, …
+	PayloadBytes int64
+	RateHz       float64 // 0: as fast as possible (round trips)
+	Reliability  string
+	Subscribers  int
+	// Entries are hilrig's cases first, then the peers' in the order
+	// their first case appears in the result(s).
+	Entries []MiddlewareEntry
+	// Baseline indexes the hilrig entry the ratios are against; -1 when
+	// the row has no hilrig case.
+	Baseline int
+}
+
+// MiddlewareEntry is one middleware's case in a row.
+type MiddlewareEntry struct {
+	// Middleware is the case's middleware ("hilrig" for an empty one).
+	Middleware string
+	// Label names the entry in tables and plot legends: the middleware,
+	// plus the transport when the row has several, plus the run when the
+	// comparison spans several results.
+	Label string
+	// Run indexes the result the case came from (CompareMiddlewares'
+	// arguments).
+	Run  int
+	Case *Case
+	// DiscoveryNs is the wait for the first matched reader (Extra
+	// "discovery_ns"); HasDiscovery is false when the case has none
+	// (hilrig's own endpoints need no discovery wait).
+	DiscoveryNs  float64
+	HasDiscovery bool
+	// Config is the peer's version, configuration and real transport
+	// (its "peer: " note), empty for hilrig.
+	Config string
+	// Ratio is hilrig's figure over this entry's (below 1: hilrig is
+	// lower, i.e. faster or cheaper); zero for the baseline itself and
+	// for rows without hilrig.
+	Ratio Ratios
+}
+
+// Ratios are hilrig/peer of each statistic; a statistic either side did
+// not measure (zero) has ratio 0, printed as blank.
+type Ratios struct {
+	P50, P99, P999, Max, Jitter, CPU, RSS float64
+}
+
+// TransportClass is the comparison class of c: shared memory for the shm
+// transports, in-process for intra, and for UDP whether both ends were
+// on one host, read from the method's clocks ("same host", "one kernel",
+// "controller host": one host; two boards' clocks: between boards). A
+// round trip names only the pinging board's clock; CompareMiddlewares
+// resolves its class from a one-way case between the same boards.
+func TransportClass(c *Case) string {
+	t := c.Transport
+	switch {
+	case t == "intra":
+		return ClassInProcess
+	case strings.HasPrefix(t, "shm"):
+		return ClassSharedMemory
+	case strings.HasPrefix(t, "udp"):
+		clk := c.Method.Clocks
+		switch {
+		case strings.Contains(clk, "same host") || strings.Contains(clk, "one kernel") || strings.Contains(clk, "controller host"):
+			return ClassUDPOneHost
+		case c.Method.Kind == OneWay && twoClocksRE.MatchString(clk):
+			return ClassUDPBoards
+		}
+		return ClassUDP
+	}
+	return t
+}
+
+// twoClocksRE matches the clocks of a one-way case between two kernels
+// ("CLOCK_REALTIME of board-a and board-b, …", suites/internal/steps).
+var twoClocksRE = regexp.MustCompile(`^CLOCK_[A-Z]+ of \S+ and \S+`)
+
+// endsRE reads the boards of a case from its notes, as the suites write
+// them: "publisher on A, subscriber(s) on B" or "…pinger on A, echo on B".
+var endsRE = regexp.MustCompile(`(?:publisher|pinger) on ([^,;\s]+), (?:subscriber\(s\)|echo) on ([^,;\s]+)`)
+
+func caseEnds(c *Case) (string, bool) {
+	for _, n := range c.Notes {
+		if m := endsRE.FindStringSubmatch(n); m != nil {
+			a, b := m[1], m[2]
+			if a > b {
+				a, b = b, a
+			}
+			return a + "|" + b, true
+		}
+	}
+	return "", false
+}
+
+// CompareMiddlewares groups the cases of rs into comparison rows (one per
+// suite, method kind, transport class, payload, rate, reliability and
+// subscriber count) and keeps the rows where at least one peer
+// middleware (not hilrig) was measured. In each row the baseline is the
+// hilrig case on the peers' transport, preferring one named after its
+// middleware (the comparison's own, measured beside the peers) over
+// another sweep's; every other entry gets the ratios baseline/entry. With
+// several results, entries are labelled with their run: ratios across
+// runs compare different moments of a shared machine, so prefer one run.
+func CompareMiddlewares(rs ...*Result) []MiddlewareRow {
+	type key struct {
+		suite, kind, class, rel string
+		payload                 int64
+		rate                    float64
+		subs                    int
+	}
+	// Round trips name only one clock: borrow the class of a one-way UDP
+	// case between the same boards.
+	hostOf := map[string]string{}
+	for _, r := range rs {
+		for i := range r.Cases {
+			c := &r.Cases[i]
+			if cl := TransportClass(c); cl == ClassUDPOneHost || cl == ClassUDPBoards {
+				if e, ok := caseEnds(c); ok {
+					hostOf[e] = cl
+				}
+			}
+		}
+	}
+	var rows []MiddlewareRow
+	idx := map[key]int{}
+	for ri, r := range rs {
+		for i := range r.Cases {
+			c := &r.Cases[i]
+			cl := TransportClass(c)
+			if cl == ClassUDP {
+				if e, ok := caseEnds(c); ok && hostOf[e] != "" {
+					cl = hostOf[e]
+				}
+			}
+			k := key{c.Suite, c.Method.Kind, cl, c.Reliability, c.PayloadBytes, c.RateHz, c.Subscribers}
+			j, ok := idx[k]
+			if !ok {
+				j = len(rows)
+				idx[k] = j
+				rows = append(rows, MiddlewareRow{Suite: c.Suite, Kind: c.Method.Kind, Class: cl, PayloadBytes: c.PayloadBytes,
+					RateHz: c.RateHz, Reliability: c.Reliability, Subscribers: c.Subscribers, Baseline: -1})
+			}
+			mw := c.Middleware
+			if mw == "" {
+				mw = middlewareHilrig
+			}
+			e := MiddlewareEntry{Middleware: mw, Run: ri, Case: c}
+			if d, ok := c.Extra["discovery_ns"]; ok {
+				e.DiscoveryNs, e.HasDiscovery = d, true
+			}
+			for _, n := range c.Notes {
+				if s, ok := strings.CutPrefix(n, "peer: "); ok {
+					e.Config = s
+				}
+			}
+			rows[j].Entries = append(rows[j].Entries, e)
+		}
+	}
+	out := rows[:0]
+	for _, row := range rows {
+		if !slices.ContainsFunc(row.Entries, func(e MiddlewareEntry) bool { return e.Middleware != middlewareHilrig }) {
+			continue
+		}
+		row.finish(len(rs) > 1)
+		out = append(out, row)
+	}
+	return out
+}
+
+// finish orders the entries (hilrig first, stable otherwise), labels
+// them, picks the baseline and computes the ratios.
+func (row *MiddlewareRow) finish(manyRuns bool) {
+	es := row.Entries
+	slices.SortStableFunc(es, func(a, b MiddlewareEntry) int {
+		ha, hb := a.Middleware == middlewareHilrig, b.Middleware == middlewareHilrig
+		switch {
+		case ha && !hb:
+			return -1
+		case hb && !ha:
+			return 1
+		}
+		return 0
+	})
+	// The peers' transport: the one their cases ran on (the suites give
+	// a peer the transport of its class, e.g. shm-copy).
+	peerTransport := ""
+	for _, e := range es {
+		if e.Middleware != middlewareHilrig {
+			peerTransport = e.Case.Transport
+			break
+		}
+	}
+	row.Baseline = -1
+	best := -1
+	for i, e := range es {
+		if e.Middleware != middlewareHilrig {
+			continue
+		}
+		score := 0
+		if e.Case.Transport == peerTransport {
+			score += 2
+		}
+		if strings.HasPrefix(e.Case.Name, middlewareHilrig+" ") {
+			score++
+		}
+		if score > best {
+			best, row.Baseline = score, i
+		}
+	}
+	transports := map[string]bool{}
+	count := map[string]int{}
+	for _, e := range es {
+		transports[e.Case.Transport] = true
+	}
+	for i := range es {
+		e := &es[i]
+		e.Label = e.Middleware
+		if len(transports) > 1 && e.Middleware == middlewareHilrig {
+			e.Label += " " + e.Case.Transport
+		}
+		if manyRuns {
+			e.Label += fmt.Sprintf(" [run %d]", e.Run+1)
+		}
+		count[e.Label]++
+		if n := count[e.Label]; n > 1 {
+			e.Label += fmt.Sprintf(" #%d", n)
+		}
+		if row.Baseline >= 0 && i != row.Baseline {
+			e.Ratio = ratios(es[row.Baseline].Case, e.Case)
+		}
+	}
+}
+
+func ratios(h, p *Case) Ratios {
+	r := func(a, b float64) float64 {
+		if a <= 0 || b <= 0 {
+			return 0
+		}
+		return a / b
+	}
+	hs, ps := h.Summary, p.Summary
+	return Ratios{
+		P50: r(float64(hs.P50), float64(ps.P50)), P99: r(float64(hs.P99), float64(ps.P99)),
+		P999: r(float64(hs.P999), float64(ps.P999)), Max: r(float64(hs.Max), float64(ps.Max)),
+		Jitter: r(float64(hs.Jitter), float64(ps.Jitter)), CPU: r(h.CPUPercent, p.CPUPercent),
+		RSS: r(float64(h.RSSBytes), float64(p.RSSBytes)),
+	}
+}
+
+// KindName renders a method kind for tables: "one-way", "RTT/2".
+func KindName(kind string) string {
+	if kind == RTTHalf {
+		return "RTT/2"
+	}
+	if kind == "" {
+		return "method unknown"
+	}
+	return kind
+}
+
+// RateName renders a row's rate: "1000 Hz", or "max" for 0 (round trips
+// and saturation run as fast as they can).
+func RateName(hz float64) string {
+	if hz <= 0 {
+		return "max"
+	}
+	return fmt.Sprintf("%g Hz", hz)
+}
+
+// Title names the row: "latency · one-way · shared memory · 64 B · 1000 Hz · reliable".
+func (row *MiddlewareRow) Title() string {
+	parts := []string{row.Suite, KindName(row.Kind), row.Class, SizeName(row.PayloadBytes), RateName(row.RateHz)}
+	if row.Reliability != "" {
+		parts = append(parts, row.Reliability)
+	}
+	if row.Subscribers > 1 {
+		parts = append(parts, fmt.Sprintf("%d subscribers", row.Subscribers))
+	}
+	return strings.Join(parts, " · ")
+}
+
+// SizeName renders a payload: "64 B", "4 KiB", "1 MiB" (exact
+// multiples only, so 1000 B stays "1000 B").
+func SizeName(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+// FormatRatio renders a ratio with two decimals, blank when not computable.
+func FormatRatio(r float64) string {
+	if r == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%.2f", r)
+}
+
+// WriteMiddlewareTable prints rows as aligned text: per row a title line,
+// then one line per middleware with p50, p99, p99.9, max, jitter,
+// lost/sent, CPU, RSS, discovery and the ratios hilrig/entry of p50 and
+// p99 (below 1: hilrig is faster), then each peer's configuration.
+func WriteMiddlewareTable(w io.Writer, rows []MiddlewareRow) error {
+	if len(rows) == 0 {
+		_, err := fmt.Fprintln(w, "no case of a peer middleware in the result(s): nothing to compare")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	configs := map[string]string{}
+	var order []string
+	for _, row := range rows {
+		fmt.Fprintf(tw, "\n%s\n", row.Title())
+		fmt.Fprintln(tw, "  MIDDLEWARE\tP50\tP99\tP99.9\tMAX\tJITTER\tLOST/SENT\tCPU\tRSS\tDISCOVERY\tHILRIG/X P50\tHILRIG/X P99\tHILRIG/X P99.9\tHILRIG/X MAX")
+		for i, e := range row.Entries {
+			c, s := e.Case, e.Case.Summary
+			disc := "-"
+			if e.HasDiscovery {
+				disc = FormatNs(int64(e.DiscoveryNs))
+			}
+			cpu, rss := "-", "-"
+			if c.CPUPercent > 0 {
+				cpu = fmt.Sprintf("%.1f%%", c.CPUPercent)
+			}
+			if c.RSSBytes > 0 {
+				rss = fmt.Sprintf("%.1fMiB", float64(c.RSSBytes)/(1<<20))
+			}
+			r50, r99, r999, rmax := FormatRatio(e.Ratio.P50), FormatRatio(e.Ratio.P99), FormatRatio(e.Ratio.P999), FormatRatio(e.Ratio.Max)
+			if i == row.Baseline {
+				r50, r99, r999, rmax = "(base)", "(base)", "(base)", "(base)"
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Label,
+				FormatNs(s.P50), FormatNs(s.P99), FormatNs(s.P999), FormatNs(s.Max), FormatNs(s.Jitter),
+				c.Lost, c.Sent, cpu, rss, disc, r50, r99, r999, rmax)
+			if e.Config != "" {
+				if _, ok := configs[e.Middleware]; !ok {
+					order = append(order, e.Middleware)
+				}
+				configs[e.Middleware] = e.Config
+			}
+		}
+	}
+	fmt.Fprintln(tw, "\nratios are hilrig/middleware of the same row: below 1 hilrig is lower (faster).")
+	for _, mw := range order {
+		fmt.Fprintf(tw, "%s: %s\n", mw, configs[mw])
+	}
+	return tw.Flush()
+}

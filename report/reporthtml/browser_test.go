@@ -104,6 +104,22 @@ func TestReportInChromium(t *testing.T) {
 	}
 }
 
+// The middleware comparison as a browser renders it: every row's table
+// and its CDF chart drawn with a curve per middleware, no console error.
+func TestMiddlewaresInChromium(t *testing.T) {
+	page := filepath.Join(t.TempDir(), "peers.html")
+	var b bytes.Buffer
+	if err := reporthtml.Render(&b, reporthtml.Input{Title: "peers", Result: peerResult()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(page, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root, log := chromiumDOM(t, page)
+	noConsoleErrors(t, log)
+	checkMiddlewareSection(t, root)
+}
+
 func hasAttr(n *html.Node, k string) bool {
 	for _, a := range n.Attr {
 		if a.Key == k {

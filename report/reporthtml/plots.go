@@ -131,9 +131,22 @@ func (ninesTicks) Ticks(min, max float64) []plot.Tick {
 // latencyCDF plots the cumulative distribution: log latency on x, the
 // fraction of samples at or below it on a "nines" y axis.
 func latencyCDF(h *report.Histogram) (string, error) {
+	return latencyCDFs("Cumulative distribution", []cdfCurve{{h: h}})
+}
+
+// cdfCurve is one distribution of a CDF plot; name is its legend entry
+// ("" for a single curve, which needs no legend).
+type cdfCurve struct {
+	name string
+	h    *report.Histogram
+}
+
+// cdfXY is h's CDF as plot points, starting at (first value, 0) and with
+// the last point capped below 1 (it would be +∞ on the nines axis).
+func cdfXY(h *report.Histogram) plotter.XYs {
 	pts := h.CDF()
 	if len(pts) == 0 {
-		return "", nil
+		return nil
 	}
 	xy := make(plotter.XYs, 0, len(pts)+1)
 	first := float64(pts[0].ValueNs)
@@ -147,32 +160,67 @@ func latencyCDF(h *report.Histogram) (string, error) {
 			x = 1
 		}
 		y := c.Fraction
-		if cap := 1 - 1/float64(10*h.Count()); y > cap { // the last point would be +∞ on this axis
+		if cap := 1 - 1/float64(10*h.Count()); y > cap {
 			y = cap
 		}
 		xy = append(xy, plotter.XY{X: x, Y: y})
 	}
+	return xy
+}
+
+// latencyCDFs plots the CDFs of curves on one chart (log latency on x,
+// nines on y), one colour per curve and a legend when there are several:
+// the middleware comparison's chart per row. Curves without samples are
+// left out; "" when none has any.
+func latencyCDFs(title string, curves []cdfCurve) (string, error) {
 	p := plot.New()
-	p.Title.Text = "Cumulative distribution"
+	p.Title.Text = title
 	p.X.Label.Text = "latency (log)"
 	p.Y.Label.Text = "fraction ≤ latency"
 	p.X.Scale = plot.LogScale{}
 	p.X.Tick.Marker = nsLogTicks{}
 	p.Y.Scale = ninesScale{}
 	p.Y.Tick.Marker = ninesTicks{}
-	l, err := plotter.NewLine(xy)
-	if err != nil {
-		return "", fmt.Errorf("reporthtml: cdf: %w", err)
+	p.Legend.Top, p.Legend.Left = false, true // the tail (top right) stays visible
+	p.Add(plotter.NewGrid())
+	xmax, drawn := 0.0, 0
+	for i, c := range curves {
+		if c.h == nil {
+			continue
+		}
+		xy := cdfXY(c.h)
+		if len(xy) == 0 {
+			continue
+		}
+		l, err := plotter.NewLine(xy)
+		if err != nil {
+			return "", fmt.Errorf("reporthtml: cdf %s: %w", c.name, err)
+		}
+		l.Color = palette[1]
+		if len(curves) > 1 {
+			l.Color = palette[i%len(palette)]
+			l.Dashes = dashes[(i/len(palette))%len(dashes)]
+		}
+		l.StepStyle = plotter.PostStep
+		l.Width = vg.Points(1.5)
+		p.Add(l)
+		if c.name != "" {
+			p.Legend.Add(c.name, l)
+		}
+		xmax = max(xmax, xy[len(xy)-1].X)
+		drawn++
 	}
-	l.Color = palette[1]
-	l.StepStyle = plotter.PostStep
-	l.Width = vg.Points(1.5)
-	p.Add(l, plotter.NewGrid())
-	if xmax := xy[len(xy)-1].X; p.X.Max < xmax*1.1 {
+	if drawn == 0 {
+		return "", nil
+	}
+	if p.X.Max < xmax*1.1 {
 		p.X.Max = xmax * 1.1
 	}
 	return svgOf(p, 14*vg.Centimeter, 8*vg.Centimeter)
 }
+
+// dashes tell curves apart once the palette's colours repeat.
+var dashes = [][]vg.Length{nil, {vg.Points(4), vg.Points(2)}, {vg.Points(1), vg.Points(2)}}
 
 // series is one time series for a soak plot; NaN breaks the line (a gap).
 type series struct {

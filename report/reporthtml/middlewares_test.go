@@ -1,0 +1,131 @@
+package reporthtml_test
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/net/html"
+
+	"github.com/hilrig/hilrig/report"
+	"github.com/hilrig/hilrig/report/reporthtml"
+)
+
+// peerResult is a latency run with hilrig and two peers on one shm row
+// and one UDP row (as the latency suite's comparison writes them), plus a
+// hilrig-only case that makes no row.
+func peerResult() *report.Result {
+	t0 := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	r := report.NewResult(report.RunInfo{Rack: "sim", Start: t0, End: t0.Add(time.Minute)})
+	add := func(name, mw, transport string, base int64) {
+		h := report.NewHistogram()
+		for k := int64(0); k < 3000; k++ {
+			h.Record(base + k*k%(4*base))
+		}
+		c := report.Case{Name: name, Suite: "latency", Middleware: mw, Transport: transport, PayloadBytes: 64, RateHz: 1000,
+			Reliability: "reliable", Subscribers: 1, Sent: 3000, Delivered: 3000, Histogram: h, CPUPercent: 5, RSSBytes: 30 << 20,
+			Method: report.Method{Kind: report.OneWay, Clocks: "CLOCK_MONOTONIC of one kernel (board-b → board-c on the same host)"},
+			Notes:  []string{"publisher on board-b, subscriber(s) on board-c"}}
+		if mw != "hilrig" {
+			c.Notes = append(c.Notes, "peer: "+mw+" <v1> on lo")
+			c.Extra = map[string]float64{"discovery_ns": 3e6}
+		}
+		c.Finalize()
+		r.Cases = append(r.Cases, c)
+	}
+	add("hilrig shm-copy reliable 64B @ 1000 Hz one-way", "hilrig", "shm-copy", 20_000)
+	add("iceoryx shm-copy reliable 64B @ 1000 Hz one-way", "iceoryx", "shm-copy", 15_000)
+	add("hilrig udp reliable 64B @ 1000 Hz one-way", "hilrig", "udp", 40_000)
+	add("cyclonedds udp reliable 64B @ 1000 Hz one-way", "cyclonedds", "udp", 90_000)
+	add("fastdds-udp udp reliable 64B @ 1000 Hz one-way", "fastdds-udp", "udp", 150_000)
+	add("shm-loan reliable 64B @ 1000 Hz one-way", "hilrig", "shm-loan", 10_000)
+	r.Cases[len(r.Cases)-1].PayloadBytes = 4096 // hilrig alone: no row
+	return r
+}
+
+// mwRows returns the comparison's row sections.
+func mwRows(root *html.Node) []*html.Node {
+	var out []*html.Node
+	walk(root, func(n *html.Node) {
+		if n.Type == html.ElementNode && n.Data == "section" && attr(n, "class") == "mw-row" {
+			out = append(out, n)
+		}
+	})
+	return out
+}
+
+// checkMiddlewareSection asserts the comparison as rendered: two rows,
+// hilrig first and marked as base, the peers' ratios, configuration
+// lines escaped, and one CDF per row with a curve and a legend entry per
+// middleware.
+func checkMiddlewareSection(t *testing.T, root *html.Node) {
+	t.Helper()
+	if byID(root, "middlewares") == nil {
+		t.Fatal("no middleware comparison section")
+	}
+	rows := mwRows(root)
+	if len(rows) != 2 {
+		t.Fatalf("%d comparison rows, want 2 (shm 64 B, UDP 64 B)", len(rows))
+	}
+	for i, want := range []struct {
+		title string
+		mws   []string
+	}{
+		{"latency · one-way · shared memory · 64 B · 1000 Hz · reliable", []string{"hilrig", "iceoryx"}},
+		{"latency · one-way · UDP, one host · 64 B · 1000 Hz · reliable", []string{"hilrig", "cyclonedds", "fastdds-udp"}},
+	} {
+		sec := rows[i]
+		if h := text(elems(sec, "h3")[0]); h != want.title {
+			t.Errorf("row %d title %q, want %q", i, h, want.title)
+		}
+		trs := elems(elems(sec, "tbody")[0], "tr")
+		if len(trs) != len(want.mws) {
+			t.Fatalf("row %d: %d middlewares, want %v", i, len(trs), want.mws)
+		}
+		for j, mw := range want.mws {
+			cells := elems(trs[j], "td")
+			if text(cells[0]) != mw {
+				t.Errorf("row %d entry %d %q, want %s", i, j, text(cells[0]), mw)
+			}
+			switch {
+			case j == 0 && (attr(trs[j], "class") != "mw-base" || text(cells[len(cells)-1]) != "base"):
+				t.Errorf("row %d: hilrig not marked as the base", i)
+			case j > 0 && (len(cells) != 17 || text(cells[10]) == "" || text(cells[9]) != "3.00ms"):
+				t.Errorf("row %d %s: %d cells, ratio p50 %q, discovery %q", i, mw, len(cells), text(cells[10]), text(cells[9]))
+			}
+		}
+		cdf := elems(sec, "svg")
+		if len(cdf) != 1 || !nonEmptySVG(sec) {
+			t.Fatalf("row %d: %d CDF charts, want 1 drawn", i, len(cdf))
+		}
+		for _, mw := range want.mws {
+			if !strings.Contains(text(cdf[0]), mw) {
+				t.Errorf("row %d: CDF legend lacks %s: %q", i, mw, text(cdf[0]))
+			}
+		}
+	}
+	if cfg := text(rows[1]); !strings.Contains(cfg, "cyclonedds: cyclonedds <v1> on lo") {
+		t.Errorf("configuration lines: %q", cfg)
+	}
+}
+
+func TestRenderMiddlewares(t *testing.T) {
+	var out bytes.Buffer
+	if err := reporthtml.Render(&out, reporthtml.Input{Result: peerResult()}); err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(out.Bytes(), []byte("<v1>")) {
+		t.Error("a configuration note reached the page unescaped")
+	}
+	checkMiddlewareSection(t, doc(t, out.Bytes()))
+
+	// A run without peers has no comparison section.
+	out.Reset()
+	if err := reporthtml.Render(&out, reporthtml.Input{Result: fixedResult()}); err != nil {
+		t.Fatal(err)
+	}
+	if byID(doc(t, out.Bytes()), "middlewares") != nil {
+		t.Error("comparison section rendered for a run without peer cases")
+	}
+}

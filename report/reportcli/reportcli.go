@@ -28,6 +28,7 @@ var ErrUsage = cli.ErrUsage
 const usage = `usage:
   hilrig report html RESULT.json|SOAK.jsonl [-o out.html] [--soak SOAK.jsonl] [--title T]
   hilrig report compare BASE.json NEW.json [--threshold 10%] [--min-delta 0ns]
+  hilrig report compare --by middleware RESULT.json [OTHER.json]
   hilrig report compare --baseline last-pass|rev:PREFIX|RACK/RUN-ID [--rack R] NEW.json [--results DSN]
   hilrig report import RESULT.json|REPORT_DIR... [--results DSN]
   hilrig report trend [--case C] [--board B] [--rack R] [--middleware M] [--revision REV] [--since 30d]
@@ -181,10 +182,21 @@ func runCompare(ctx context.Context, o Options, args []string, stdout, stderr io
 	minDelta := fs.Duration("min-delta", 0, "ignore latency changes smaller than this")
 	base := fs.String("baseline", "", "take BASE from the results store: last-pass, rev:PREFIX or RACK/RUN-ID")
 	rack := fs.String("rack", "", "with --baseline: the rack to pick from (default: NEW's)")
+	by := fs.String("by", "", "middleware: the middlewares side by side within RESULT (or across two results), not deltas between runs")
 	dsn := o.storeFlag(fs)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
+	}
+	switch *by {
+	case "":
+	case "middleware":
+		if *base != "" {
+			return fmt.Errorf("%w: report compare --by middleware takes result files, not --baseline", ErrUsage)
+		}
+		return compareMiddlewares(pos, stdout)
+	default:
+		return fmt.Errorf("%w: report compare --by %q: want middleware", ErrUsage, *by)
 	}
 	want := 2
 	if *base != "" {
@@ -225,4 +237,31 @@ func runCompare(ctx context.Context, o Options, args []string, stdout, stderr io
 		return err
 	}
 	return c.Err()
+}
+
+// compareMiddlewares prints the middleware comparison of one result, or
+// of two read as one (e.g. hilrig's run and a peers' run). Not a verdict:
+// it never fails on the figures.
+func compareMiddlewares(files []string, stdout io.Writer) error {
+	if len(files) < 1 || len(files) > 2 {
+		return fmt.Errorf("%w: report compare --by middleware wants RESULT.json [OTHER.json], got %d file(s)", ErrUsage, len(files))
+	}
+	var rs []*report.Result
+	for i, f := range files {
+		r, err := report.ReadFile(f)
+		if err != nil {
+			return fmt.Errorf("report compare --by middleware: %w", err)
+		}
+		if len(files) > 1 {
+			fmt.Fprintf(stdout, "run %d: %s (rack %s, run %s, rev %s)\n", i+1, f, r.Run.Rack, r.Run.ID, short(r.Run.GitRevision))
+		}
+		rs = append(rs, r)
+	}
+	if len(rs) > 1 {
+		fmt.Fprintln(stdout, "note: ratios across two runs compare two moments of the machines; within one run they are fairer")
+	}
+	if err := report.WriteMiddlewareTable(stdout, report.CompareMiddlewares(rs...)); err != nil {
+		return fmt.Errorf("report compare --by middleware: %w", err)
+	}
+	return nil
 }

@@ -107,3 +107,76 @@ func TestParseThreshold(t *testing.T) {
 		t.Error("negative threshold accepted")
 	}
 }
+
+// writePeerResult writes a result with hilrig and one peer on one row:
+// hilrig's p50 about half the peer's.
+func writePeerResult(t *testing.T, dir, name, peer string, peerBase int64) string {
+	t.Helper()
+	r := report.NewResult(report.RunInfo{Rack: "sim", ID: "run-" + name, Start: time.Unix(0, 0).UTC(), End: time.Unix(60, 0).UTC()})
+	for _, mc := range []struct {
+		mw   string
+		base int64
+	}{{"hilrig", 20_000}, {peer, peerBase}} {
+		if mc.mw == "" {
+			continue
+		}
+		h := report.NewHistogram()
+		for k := int64(0); k < 1000; k++ {
+			h.Record(mc.base + k*mc.base/1000)
+		}
+		c := report.Case{Name: mc.mw + " udp reliable 64B round trip", Suite: "latency", Middleware: mc.mw, Transport: "udp", PayloadBytes: 64,
+			Reliability: "reliable", Subscribers: 1, Sent: 1000, Delivered: 1000, Histogram: h,
+			Method: report.Method{Kind: report.RTTHalf, Clocks: "CLOCK_MONOTONIC of the pinging end (controller host)"}}
+		if mc.mw != "hilrig" {
+			c.Notes = []string{"peer: " + mc.mw + " 0.10.2, lo only"}
+			c.Extra = map[string]float64{"discovery_ns": 5e6}
+		}
+		c.Finalize()
+		r.Cases = append(r.Cases, c)
+	}
+	p := filepath.Join(dir, name)
+	if err := r.WriteFile(p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestCompareByMiddleware(t *testing.T) {
+	dir := t.TempDir()
+	one := writePeerResult(t, dir, "one.json", "cyclonedds", 40_000)
+	var out, errb bytes.Buffer
+	if err := reportcli.Run(context.Background(), []string{"compare", "--by", "middleware", one}, &out, &errb); err != nil {
+		t.Fatalf("one result: %v", err)
+	}
+	for _, want := range []string{"latency · RTT/2 · UDP, one host · 64 B · max · reliable", "cyclonedds", "(base)", "0.50", "5.00ms", "cyclonedds: cyclonedds 0.10.2, lo only"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	// Across two results: hilrig from the first, a peer from the second.
+	out.Reset()
+	other := writePeerResult(t, dir, "other.json", "fastdds-udp", 10_000)
+	if err := reportcli.Run(context.Background(), []string{"compare", one, "--by", "middleware", other}, &out, &errb); err != nil {
+		t.Fatalf("two results: %v", err)
+	}
+	for _, want := range []string{"run 2: " + other, "fastdds-udp [run 2]", "cyclonedds [run 1]", "2.00", "across two runs"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("two results: output lacks %q:\n%s", want, out.String())
+		}
+	}
+	// No peer case: said so, not an error.
+	out.Reset()
+	plain := writeResult(t, dir, "plain.json", 1)
+	if err := reportcli.Run(context.Background(), []string{"compare", "--by", "middleware", plain}, &out, &errb); err != nil || !strings.Contains(out.String(), "nothing to compare") {
+		t.Errorf("no peers: %v %q", err, out.String())
+	}
+	for _, bad := range [][]string{{"compare", "--by", "middleware"}, {"compare", "--by", "middleware", one, one, one},
+		{"compare", "--by", "board", one, one}, {"compare", "--by", "middleware", "--baseline", "last-pass", one}} {
+		if err := reportcli.Run(context.Background(), bad, &out, &errb); !errors.Is(err, reportcli.ErrUsage) {
+			t.Errorf("%q: err = %v, want ErrUsage", bad, err)
+		}
+	}
+	if err := reportcli.Run(context.Background(), []string{"compare", "--by", "middleware", filepath.Join(dir, "nope.json")}, &out, &errb); err == nil || !strings.Contains(err.Error(), "nope.json") {
+		t.Errorf("missing file: %v", err)
+	}
+}

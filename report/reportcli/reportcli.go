@@ -1,6 +1,7 @@
 // Package reportcli is the logic of "hilrig report": html (regenerate the
 // HTML report from a result JSON or a soak checkpoint JSONL) and compare
-// (per-case deltas between two results, with a regression verdict). The
+// (per-case deltas between two results, with a regression verdict; with
+// --by middleware, the middlewares side by side within a result). The
 // command file in cmd/hilrig only maps its errors to exit codes.
 package reportcli
 

@@ -42,6 +42,8 @@ type Agent struct {
 	killed   bool // by Kill: the rig replaces it on the next Agent call
 	// probes are the running PTP probes by id (ptpprobe.go).
 	probes map[string]*PTPProbe
+	// shm is the rig's record of its peers' Fast DDS segments (peershm.go).
+	shm *peerShm
 }
 
 // maxAgentErrors bounds the agent-level errors kept for diagnostics.
@@ -226,6 +228,13 @@ func (a *Agent) Start(ctx context.Context, s agentproto.Start) (*Endpoint, error
 	case <-ep.startedCh:
 		if ep.startErr != nil {
 			return nil, ep.startErr
+		}
+		if err := a.recordPeerShm(s.Middleware); err != nil {
+			// The endpoint runs; only the clean-up after a kill would
+			// miss its files, so say so instead of failing the start.
+			a.mu.Lock()
+			a.addErr(agentproto.Error{Message: "record Fast DDS shared memory for clean-up: " + err.Error()})
+			a.mu.Unlock()
 		}
 		return ep, nil
 	case <-ctx.Done():

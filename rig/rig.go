@@ -149,6 +149,7 @@ type Rig struct {
 	pairs     []*netns.Pair
 	linkAddrs map[string][2]netip.Addr
 	agents    map[string]*Agent
+	peerShm   peerShm // Fast DDS segments of the peer agents, removed by Close
 	chips     []*gpiosim.Chip
 	closers   []func() error // scope simulator and its sources, closed in reverse
 	// simChips maps a rack's "sim:NAME" chip to the chip the rig made,
@@ -555,6 +556,9 @@ func (r *Rig) startAgent(ctx context.Context, b *fixtures.Board) (*Agent, error)
 		}
 	}
 	a, err := newAgent(ctx, b, proc, sshc, r.opts.StartTimeout, r.opts.MaxWindows)
+	if err == nil {
+		a.shm = &r.peerShm
+	}
 	if err != nil {
 		_ = proc.Kill()
 		if sshc != nil {
@@ -619,7 +623,7 @@ func (r *Rig) Close() error {
 			}()
 		}
 		wg.Wait()
-		errs = append(errs, r.removeSegments())
+		errs = append(errs, r.removeSegments(), r.peerShm.clean())
 		for i := len(r.closers) - 1; i >= 0; i-- {
 			errs = append(errs, r.closers[i]())
 		}

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hilrig/hilrig/agentproto"
 	"github.com/hilrig/hilrig/internal/ddsshm"
 	"github.com/hilrig/hilrig/peers/peerbench"
 )
@@ -44,15 +45,12 @@ func TestDDSConfinement(t *testing.T) {
 	if len(mws) == 0 {
 		t.Skip("built without the DDS peers (tags cyclonedds, fastdds)")
 	}
-	ns := newConfineNS(t)
+	ns := newConfineNS(t, "a")
 	// The bench starts "<Exe> agent …": a wrapper runs this test binary
 	// (whose TestMain serves `agent`) inside the namespace. ip netns exec
 	// execs it, so the PIDs the bench reports are the agents'.
 	wrapper := filepath.Join(t.TempDir(), "agent-in-netns")
-	script := fmt.Sprintf("#!/bin/sh\nexec ip netns exec %s %q \"$@\"\n", ns.name, os.Args[0])
-	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	writeWrapper(t, wrapper, ns.name)
 	for _, mw := range mws {
 		t.Run(mw, func(t *testing.T) {
 			tx0 := ns.txPackets(t)
@@ -84,6 +82,7 @@ func TestDDSConfinement(t *testing.T) {
 				t.Fatalf("%d pings sent, %d agents inspected: the peers did not run", res.Sent, len(got))
 			}
 			for _, pn := range got {
+				t.Logf("agent %d: inet sockets %v", pn.pid, pn.sockets)
 				for _, v := range violations(mw, pn) {
 					t.Error(v)
 				}
@@ -95,15 +94,118 @@ func TestDDSConfinement(t *testing.T) {
 	}
 }
 
-// violations lists how process pn, running peer mw, leaves loopback.
-func violations(mw string, pn procNet) []string {
+// writeWrapper writes an executable that runs this test binary (its
+// TestMain serves `agent`) inside namespace ns. ip netns exec execs it, so
+// the PID the bench reports is the agent's.
+func writeWrapper(t *testing.T, path, ns string) {
+	t.Helper()
+	script := fmt.Sprintf("#!/bin/sh\nexec ip netns exec %s %q \"$@\"\n", ns, os.Args[0])
+	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDDSConfinementVeth: the DDS peers between two boards in two network
+// namespaces joined by a veth link, configured as the rig configures them
+// (rig.peerNets: each participant binds its link address only and
+// discovers the other's by unicast). Each namespace also has its veth
+// "default interface" (address, default route, multicast): every socket
+// is on loopback or the agent's own link address, talking to the other's,
+// no group is joined off lo and neither default interface sends a packet.
+// fastdds-shm is not run: the rig refuses it between namespaces
+// (ErrPeerRoute, docs/peers.md).
+func TestDDSConfinementVeth(t *testing.T) {
+	var mws []string
+	for _, mw := range []string{"cyclonedds", "fastdds-udp"} {
+		if peers[mw] != nil {
+			mws = append(mws, mw)
+		}
+	}
+	if len(mws) == 0 {
+		t.Skip("built without the DDS peers (tags cyclonedds, fastdds)")
+	}
+	nsA, nsB := newConfineNS(t, "a"), newConfineNS(t, "b")
+	id := os.Getpid() % 100000
+	devA, devB := fmt.Sprintf("hclA%d", id), fmt.Sprintf("hclB%d", id)
+	ipCmd(t, "link", "add", devA, "netns", nsA.name, "type", "veth", "peer", "name", devB, "netns", nsB.name)
+	sub := 1 + id%250
+	addrA, addrB := net.IPv4(10, 252, byte(sub), 1).To4(), net.IPv4(10, 252, byte(sub), 2).To4()
+	for _, n := range []struct {
+		ns, dev string
+		addr    net.IP
+	}{{nsA.name, devA, addrA}, {nsB.name, devB, addrB}} {
+		ipCmd(t, "netns", "exec", n.ns, "sysctl", "-q", "-w", "net.ipv6.conf."+n.dev+".disable_ipv6=1")
+		ipCmd(t, "-n", n.ns, "addr", "add", n.addr.String()+"/24", "dev", n.dev)
+		ipCmd(t, "-n", n.ns, "link", "set", n.dev, "up")
+	}
+	dir := t.TempDir()
+	wA, wB := filepath.Join(dir, "agent-in-a"), filepath.Join(dir, "agent-in-b")
+	writeWrapper(t, wA, nsA.name)
+	writeWrapper(t, wB, nsB.name)
+	for _, mw := range mws {
+		t.Run(mw, func(t *testing.T) {
+			txA, txB := nsA.txPackets(t), nsB.txPackets(t)
+			var got []procNet
+			var inspectErr error
+			o := peerbench.Options{EchoExe: wA, PingerExe: wB, Count: 2000, WarmUp: 10, Wait: "futex", Reliable: true,
+				EchoNet:   &agentproto.PeerNet{Address: addrA.String(), Peers: []string{addrB.String()}},
+				PingerNet: &agentproto.PeerNet{Address: addrB.String(), Peers: []string{addrA.String()}},
+				Started: func(echo, pinger *os.Process) {
+					for _, p := range []*os.Process{echo, pinger} {
+						pn, err := inspectProc(p.Pid)
+						if err != nil {
+							inspectErr = err
+							return
+						}
+						got = append(got, pn)
+					}
+				}}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			res, err := peerbench.RunCase(ctx, o, mw, peerbench.Class(mw), 256)
+			if err != nil {
+				t.Fatalf("ping-pong on %s over %s–%s: %v", mw, devA, devB, err)
+			}
+			if inspectErr != nil {
+				t.Fatal(inspectErr)
+			}
+			if res.Sent == 0 || len(got) != 2 {
+				t.Fatalf("%d pings sent, %d agents inspected: the peers did not run", res.Sent, len(got))
+			}
+			for _, pn := range got {
+				t.Logf("agent %d: inet sockets %v", pn.pid, pn.sockets)
+			}
+			// The echo runs in a, the pinger in b; each may use its own
+			// link address and talk to the other's.
+			for _, v := range violations(mw, got[0], addrA, addrB) {
+				t.Error(v)
+			}
+			for _, v := range violations(mw, got[1], addrB, addrA) {
+				t.Error(v)
+			}
+			if tx := nsA.txPackets(t); tx != txA {
+				t.Errorf("%s: %s's default interface %s sent %d packet(s)", mw, nsA.name, nsA.dev, tx-txA)
+			}
+			if tx := nsB.txPackets(t); tx != txB {
+				t.Errorf("%s: %s's default interface %s sent %d packet(s)", mw, nsB.name, nsB.dev, tx-txB)
+			}
+		})
+	}
+}
+
+// violations lists how process pn, running peer mw, leaves loopback and
+// the addresses in link (a namespace veth the rig gave it).
+func violations(mw string, pn procNet, link ...net.IP) []string {
+	ok := func(ip net.IP) bool {
+		return ip.IsLoopback() || slices.ContainsFunc(link, ip.Equal)
+	}
 	var out []string
 	if len(pn.sockets) == 0 {
 		out = append(out, fmt.Sprintf("agent %d: no inet socket found: the inspection saw nothing to judge", pn.pid))
 	}
 	for _, s := range pn.sockets {
 		switch {
-		case s.local.IsLoopback() && (s.remote.IsUnspecified() || s.remote.IsLoopback()):
+		case ok(s.local) && (s.remote.IsUnspecified() || ok(s.remote)):
 		case s.local.IsUnspecified() && mw == "cyclonedds" && s.proto == "udp":
 			// By design: Cyclone DDS 0.10 binds its UDP sockets to the
 			// wildcard address and confines what it sends instead
@@ -112,7 +214,7 @@ func violations(mw string, pn procNet) []string {
 			// interface must send nothing during the run (the caller
 			// checks its packet counter).
 		default:
-			out = append(out, fmt.Sprintf("agent %d (%s): socket %s %s is not on loopback", pn.pid, mw, s.proto, s))
+			out = append(out, fmt.Sprintf("agent %d (%s): socket %s %s is not on loopback or %v", pn.pid, mw, s.proto, s, link))
 		}
 	}
 	for _, g := range pn.groups {
@@ -173,7 +275,7 @@ func leak(dev string) int {
 // process that binds the default interface's address, joins a multicast
 // group on it and sends there.
 func TestConfinementDetectsLeak(t *testing.T) {
-	ns := newConfineNS(t)
+	ns := newConfineNS(t, "a")
 	tx0 := ns.txPackets(t)
 	cmd := exec.Command("ip", "netns", "exec", ns.name, os.Args[0], leakArg, ns.dev)
 	stdin, err := cmd.StdinPipe()
@@ -220,7 +322,7 @@ func ipCmd(t *testing.T, args ...string) {
 	}
 }
 
-func newConfineNS(t *testing.T) *confineNS {
+func newConfineNS(t *testing.T, tag string) *confineNS {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: creates network namespaces")
@@ -229,8 +331,8 @@ func newConfineNS(t *testing.T) *confineNS {
 		t.Skip("ip (iproute2) not installed")
 	}
 	id := os.Getpid() % 100000
-	ns := &confineNS{name: fmt.Sprintf("hlr-confine-%d", id), far: fmt.Sprintf("hlr-confine-%d-far", id), dev: fmt.Sprintf("hcfd%d", id)}
-	farDev := fmt.Sprintf("hcff%d", id)
+	ns := &confineNS{name: fmt.Sprintf("hlr-confine-%d%s", id, tag), far: fmt.Sprintf("hlr-confine-%d%s-far", id, tag), dev: fmt.Sprintf("hcfd%s%d", tag, id)}
+	farDev := fmt.Sprintf("hcff%s%d", tag, id)
 	ipCmd(t, "netns", "add", ns.name)
 	t.Cleanup(func() { exec.Command("ip", "netns", "del", ns.name).Run() })
 	ipCmd(t, "netns", "add", ns.far)
@@ -242,7 +344,7 @@ func newConfineNS(t *testing.T) *confineNS {
 	for _, n := range []struct{ ns, dev string }{{ns.name, ns.dev}, {ns.far, farDev}} {
 		ipCmd(t, "netns", "exec", n.ns, "sysctl", "-q", "-w", "net.ipv6.conf."+n.dev+".disable_ipv6=1")
 	}
-	sub := 1 + id%250
+	sub := 1 + (id+int(tag[0]))%250
 	ipCmd(t, "-n", ns.name, "link", "set", "lo", "up")
 	ipCmd(t, "-n", ns.name, "addr", "add", fmt.Sprintf("10.251.%d.1/24", sub), "dev", ns.dev)
 	ipCmd(t, "-n", ns.name, "link", "set", ns.dev, "up", "multicast", "on")

@@ -59,6 +59,13 @@ type Options struct {
 	// Started, if set, is called with the echo's and the pinger's
 	// processes once both endpoints run (fault injection in tests).
 	Started func(echo, pinger *os.Process)
+	// EchoExe and PingerExe, if set, replace Exe for that agent, and
+	// EchoNet and PingerNet are the agents' peer networks (nil:
+	// loopback), as the rig gives them to boards in two network
+	// namespaces joined by a veth link (tests: each agent started in its
+	// own namespace).
+	EchoExe, PingerExe string
+	EchoNet, PingerNet *agentproto.PeerNet
 }
 
 // Result is one case.
@@ -238,12 +245,19 @@ func RunCase(ctx context.Context, o Options, mw, class string, size int) (*Resul
 	if err != nil {
 		return nil, err
 	}
-	echo, err := startAgent(ctx, o.Exe, "echo-"+mw, mw)
+	echoExe, pingerExe := o.Exe, o.Exe
+	if o.EchoExe != "" {
+		echoExe = o.EchoExe
+	}
+	if o.PingerExe != "" {
+		pingerExe = o.PingerExe
+	}
+	echo, err := startAgent(ctx, echoExe, "echo-"+mw, mw)
 	if err != nil {
 		return nil, err
 	}
 	defer echo.close()
-	pinger, err := startAgent(ctx, o.Exe, "ping-"+mw, mw)
+	pinger, err := startAgent(ctx, pingerExe, "ping-"+mw, mw)
 	if err != nil {
 		return nil, err
 	}
@@ -258,14 +272,14 @@ func RunCase(ctx context.Context, o Options, mw, class string, size int) (*Resul
 	}
 	domain := "pb" + strconv.Itoa(os.Getpid())
 	if err := echo.enc.Encode(agentproto.NewStart(agentproto.Start{Endpoint: "echo", Role: agentproto.Echo, Middleware: mwName, Domain: domain,
-		Contract: echoIn, Echo: &agentproto.EchoSpec{Reply: echoOut}, Wait: o.Wait, CPU: cpuE, Count: uint64(count)})); err != nil {
+		Contract: echoIn, Echo: &agentproto.EchoSpec{Reply: echoOut}, Wait: o.Wait, CPU: cpuE, Count: uint64(count), PeerNet: o.EchoNet})); err != nil {
 		return nil, err
 	}
 	if _, err := echo.expect(ctx, agentproto.KindStarted, 20*time.Second, nil); err != nil {
 		return nil, err
 	}
 	if err := pinger.enc.Encode(agentproto.NewStart(agentproto.Start{Endpoint: "ping", Role: agentproto.Pinger, Middleware: mwName, Domain: domain,
-		Contract: pingOut, Echo: &agentproto.EchoSpec{Reply: pingIn}, Payload: size, Count: uint64(count), WarmUp: uint64(o.WarmUp), Wait: o.Wait, CPU: cpuP})); err != nil {
+		Contract: pingOut, Echo: &agentproto.EchoSpec{Reply: pingIn}, Payload: size, Count: uint64(count), WarmUp: uint64(o.WarmUp), Wait: o.Wait, CPU: cpuP, PeerNet: o.PingerNet})); err != nil {
 		return nil, err
 	}
 	st, err := pinger.expect(ctx, agentproto.KindStarted, 30*time.Second, echo)

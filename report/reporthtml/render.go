@@ -166,7 +166,9 @@ func middlewareViews(r *report.Result, caseIDs map[*report.Case]string) ([]middl
 			v.Entries = append(v.Entries, middlewareEntryView{MiddlewareEntry: e, CaseID: caseIDs[e.Case], Baseline: j == row.Baseline})
 			curves = append(curves, cdfCurve{name: e.Label, h: e.Case.Histogram})
 		}
-		s, err := latencyCDFs(row.Title(), curves)
+		// The row's title is the section's heading; the chart's own is short
+		// so it fits the chart's width.
+		s, err := latencyCDFs("Cumulative distribution per middleware", curves)
 		if err != nil {
 			return nil, fmt.Errorf("reporthtml: middleware row %q: %w", row.Title(), err)
 		}

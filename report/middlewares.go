@@ -63,7 +63,7 @@ type MiddlewareEntry struct {
 	DiscoveryNs  float64
 	HasDiscovery bool
 	// Config is the peer's version, configuration and real transport
-	// (its "peer: " note), empty for hilrig.
+	// (its first "peer: " note), empty for hilrig.
 	Config string
 	// Ratio is hilrig's figure over this entry's (below 1: hilrig is
 	// lower, i.e. faster or cheaper); zero for the baseline itself and
@@ -180,9 +180,13 @@ func CompareMiddlewares(rs ...*Result) []MiddlewareRow {
 			if d, ok := c.Extra["discovery_ns"]; ok {
 				e.DiscoveryNs, e.HasDiscovery = d, true
 			}
+			// The first "peer: " note is the configuration the agent
+			// reported (suites/internal/steps writes it when it builds
+			// the case); later ones are the suite's remarks on the peer.
 			for _, n := range c.Notes {
 				if s, ok := strings.CutPrefix(n, "peer: "); ok {
 					e.Config = s
+					break
 				}
 			}
 			rows[j].Entries = append(rows[j].Entries, e)

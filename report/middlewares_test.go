@@ -26,7 +26,7 @@ func peerCase(name, mw, transport, kind string, payload int64, rate float64, bas
 		c.Notes = append(c.Notes, "round trip between the rack's boards: pinger on "+from+", echo on "+to+"; the echo republishes")
 	}
 	if mw != "hilrig" {
-		c.Notes = append(c.Notes, "peer: "+mw+" 1.0, lo only")
+		c.Notes = append(c.Notes, "peer: "+mw+" 1.0, lo only", "peer: a remark of the suite, not the configuration")
 		c.Extra = map[string]float64{"discovery_ns": 2e6}
 	}
 	c.Finalize()

@@ -101,3 +101,9 @@ func (tc *TestContext) serveMetrics(w io.Writer) {
 	metrics = m
 	fmt.Fprintf(w, "hilrig metrics: http://%s/metrics\n", addr)
 }
+
+// Live is this suite process's live metrics endpoint, for the steps and
+// the soak runner to feed while they run. It is nil when metrics_listen
+// is not set; a nil *live.Metrics ignores updates, so callers feed it
+// unconditionally.
+func Live() *live.Metrics { return metrics }

@@ -101,6 +101,9 @@ type Filter struct {
 	Middleware string
 	// Revision matches runs whose git revision starts with it.
 	Revision string
+	// Branch matches runs made on this git branch (exactly); Tag runs
+	// whose revision carried this git tag (exactly).
+	Branch, Tag string
 	// Since keeps runs that started at or after it.
 	Since time.Time
 	// Verdict keeps runs with this overall verdict.
@@ -117,6 +120,7 @@ type RunRow struct {
 	Start    time.Time
 	End      time.Time
 	Revision string
+	Branch   string
 	Version  string
 	Verdict  report.Verdict
 	Cases    int

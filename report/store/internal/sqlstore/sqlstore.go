@@ -45,6 +45,10 @@ type Store struct {
 	d       Dialect
 	name    string
 	version string // hilrig version written into the schema table
+	// schema is the database's schema version once opened: Version,
+	// except for the old schemas tests build with OpenAt, whose writes
+	// leave out the columns a later migration added.
+	schema int
 }
 
 // Open wraps db (already opened with the backend's driver), migrates its
@@ -137,10 +141,19 @@ func (s *Store) upsertRun(ctx context.Context, tx *sql.Tx, ri report.RunInfo, no
 	if ri.End.IsZero() || end < start {
 		end = start
 	}
+	// git_branch exists from schema 3 on.
+	branchCol, branchVal, branchSet := "", "", ""
+	args := []any{k.Rack, k.ID, ri.Machine, ri.Kernel, ri.CPUModel, ri.CPUGovernor, ri.Version, ri.GitRevision}
+	if s.schema >= 3 {
+		branchCol, branchVal = " git_branch,", " ?,"
+		branchSet = "git_branch = CASE WHEN excluded.git_branch <> '' THEN excluded.git_branch ELSE runs.git_branch END,"
+		args = append(args, ri.GitBranch)
+	}
+	args = append(args, configHash(ri.Config), start, end, string(ij), string(nj))
 	var id int64
 	err = tx.QueryRowContext(ctx, s.rebind(`INSERT INTO runs (rack, run_id, machine, kernel, cpu_model, cpu_governor,
-			hilrig_version, git_revision, config_hash, start_ns, end_ns, info_json, notes_json)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			hilrig_version, git_revision,`+branchCol+` config_hash, start_ns, end_ns, info_json, notes_json)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?,`+branchVal+` ?, ?, ?, ?, ?)
 		ON CONFLICT (rack, run_id) DO UPDATE SET
 			machine = CASE WHEN excluded.machine <> '' THEN excluded.machine ELSE runs.machine END,
 			kernel = CASE WHEN excluded.kernel <> '' THEN excluded.kernel ELSE runs.kernel END,
@@ -148,16 +161,24 @@ func (s *Store) upsertRun(ctx context.Context, tx *sql.Tx, ri report.RunInfo, no
 			cpu_governor = CASE WHEN excluded.cpu_governor <> '' THEN excluded.cpu_governor ELSE runs.cpu_governor END,
 			hilrig_version = CASE WHEN excluded.hilrig_version NOT IN ('', '(devel)') THEN excluded.hilrig_version ELSE runs.hilrig_version END,
 			git_revision = CASE WHEN excluded.git_revision <> '' THEN excluded.git_revision ELSE runs.git_revision END,
+			`+branchSet+`
 			config_hash = CASE WHEN excluded.config_hash <> '' THEN excluded.config_hash ELSE runs.config_hash END,
 			start_ns = CASE WHEN excluded.start_ns < runs.start_ns THEN excluded.start_ns ELSE runs.start_ns END,
 			end_ns = CASE WHEN excluded.end_ns > runs.end_ns THEN excluded.end_ns ELSE runs.end_ns END,
 			info_json = excluded.info_json,
 			notes_json = CASE WHEN excluded.notes_json <> '[]' THEN excluded.notes_json ELSE runs.notes_json END
-		RETURNING id`),
-		k.Rack, k.ID, ri.Machine, ri.Kernel, ri.CPUModel, ri.CPUGovernor, ri.Version, ri.GitRevision,
-		configHash(ri.Config), start, end, string(ij), string(nj)).Scan(&id)
+		RETURNING id`), args...).Scan(&id)
 	if err != nil {
 		return 0, fmt.Errorf("run %s: %w", k, err)
+	}
+	if s.schema < 3 {
+		ri.GitTags = nil // no run_tags table yet
+	}
+	for _, tag := range ri.GitTags {
+		if _, err := tx.ExecContext(ctx, s.rebind(`INSERT INTO run_tags (run, tag) VALUES (?, ?) ON CONFLICT (run, tag) DO NOTHING`),
+			id, tag); err != nil {
+			return 0, fmt.Errorf("run %s tag %s: %w", k, tag, err)
+		}
 	}
 	for _, b := range ri.Boards {
 		if _, err := tx.ExecContext(ctx, s.rebind(`INSERT INTO run_boards (run, name, kernel, cpu_model, cpu_governor, agent_version)
@@ -343,6 +364,12 @@ func (s *Store) where(f store.Filter, withCases bool) (string, []any) {
 	if f.Verdict != "" {
 		add("r.verdict = ?", string(f.Verdict))
 	}
+	if f.Branch != "" {
+		add("r.git_branch = ?", f.Branch)
+	}
+	if f.Tag != "" {
+		add("EXISTS (SELECT 1 FROM run_tags t WHERE t.run = r.id AND t.tag = ?)", f.Tag)
+	}
 	if f.Board != "" {
 		add("EXISTS (SELECT 1 FROM run_boards b WHERE b.run = r.id AND b.name = ?)", f.Board)
 	}
@@ -373,7 +400,7 @@ func likePrefix(s string) string { return likeEscape(s) + "%" }
 func (s *Store) Runs(ctx context.Context, f store.Filter) ([]store.RunRow, error) {
 	w, args := s.where(f, false)
 	w = strings.ReplaceAll(w, "LIKE ?", `LIKE ? ESCAPE '\'`)
-	q := `SELECT r.id, r.rack, r.run_id, r.start_ns, r.end_ns, r.git_revision, r.hilrig_version, r.verdict,
+	q := `SELECT r.id, r.rack, r.run_id, r.start_ns, r.end_ns, r.git_revision, r.git_branch, r.hilrig_version, r.verdict,
 			(SELECT COUNT(*) FROM cases c WHERE c.run = r.id)
 		FROM runs r` + w + ` ORDER BY r.start_ns DESC, r.id DESC`
 	if f.Limit > 0 {
@@ -390,7 +417,7 @@ func (s *Store) Runs(ctx context.Context, f store.Filter) ([]store.RunRow, error
 		var rr store.RunRow
 		var id, st, en int64
 		var v string
-		if err := rows.Scan(&id, &rr.Key.Rack, &rr.Key.ID, &st, &en, &rr.Revision, &rr.Version, &v, &rr.Cases); err != nil {
+		if err := rows.Scan(&id, &rr.Key.Rack, &rr.Key.ID, &st, &en, &rr.Revision, &rr.Branch, &rr.Version, &v, &rr.Cases); err != nil {
 			return nil, s.wrap("list runs", err)
 		}
 		rr.Start, rr.End, rr.Verdict = time.Unix(0, st).UTC(), time.Unix(0, en).UTC(), report.Verdict(v)
@@ -502,8 +529,8 @@ func (s *Store) loadBoards(ctx context.Context, id int64, r *report.Result) erro
 // here: SQLite's sorter over 86,000 wide rows took seconds, Go's takes
 // milliseconds, and each run's strings are read once instead of per case.
 func (s *Store) Points(ctx context.Context, f store.Filter) ([]store.Point, error) {
-	rw, rargs := s.where(store.Filter{Rack: f.Rack, Revision: f.Revision, Since: f.Since, Verdict: f.Verdict,
-		Board: f.Board, CompleteOnly: f.CompleteOnly}, false)
+	rw, rargs := s.where(store.Filter{Rack: f.Rack, Revision: f.Revision, Branch: f.Branch, Tag: f.Tag, Since: f.Since,
+		Verdict: f.Verdict, Board: f.Board, CompleteOnly: f.CompleteOnly}, false)
 	rw = strings.ReplaceAll(rw, "LIKE ?", `LIKE ? ESCAPE '\'`)
 	type runInfo struct {
 		key      store.RunKey

@@ -34,6 +34,9 @@ type Dialect struct {
 	// LockMigrations, when set, is run first in the migration transaction
 	// to serialise migrations across processes.
 	LockMigrations string
+	// Explain is the statement prefix that returns a query's plan
+	// ("EXPLAIN QUERY PLAN " for SQLite, "EXPLAIN " for PostgreSQL).
+	Explain string
 	// Classify adds a human reading to a driver error (e.g. "disk full");
 	// it returns err unchanged when it has nothing to add.
 	Classify func(error) error
@@ -368,7 +371,9 @@ func (s *Store) where(f store.Filter, withCases bool) (string, []any) {
 		add("r.git_branch = ?", f.Branch)
 	}
 	if f.Tag != "" {
-		add("EXISTS (SELECT 1 FROM run_tags t WHERE t.run = r.id AND t.tag = ?)", f.Tag)
+		// IN, not a correlated EXISTS: SQLite then drives the query from
+		// the tag's index entries instead of probing it once per run.
+		add("r.id IN (SELECT t.run FROM run_tags t WHERE t.tag = ?)", f.Tag)
 	}
 	if f.Board != "" {
 		add("EXISTS (SELECT 1 FROM run_boards b WHERE b.run = r.id AND b.name = ?)", f.Board)
@@ -396,8 +401,8 @@ func likeEscape(s string) string {
 
 func likePrefix(s string) string { return likeEscape(s) + "%" }
 
-// Runs implements store.Store.
-func (s *Store) Runs(ctx context.Context, f store.Filter) ([]store.RunRow, error) {
+// runsQuery is the query Runs sends for f.
+func (s *Store) runsQuery(f store.Filter) (string, []any) {
 	w, args := s.where(f, false)
 	w = strings.ReplaceAll(w, "LIKE ?", `LIKE ? ESCAPE '\'`)
 	q := `SELECT r.id, r.rack, r.run_id, r.start_ns, r.end_ns, r.git_revision, r.git_branch, r.hilrig_version, r.verdict,
@@ -406,6 +411,12 @@ func (s *Store) Runs(ctx context.Context, f store.Filter) ([]store.RunRow, error
 	if f.Limit > 0 {
 		q += " LIMIT " + strconv.Itoa(f.Limit)
 	}
+	return q, args
+}
+
+// Runs implements store.Store.
+func (s *Store) Runs(ctx context.Context, f store.Filter) ([]store.RunRow, error) {
+	q, args := s.runsQuery(f)
 	rows, err := s.db.QueryContext(ctx, s.rebind(q), args...)
 	if err != nil {
 		return nil, s.wrap("list runs", err)
@@ -529,16 +540,14 @@ func (s *Store) loadBoards(ctx context.Context, id int64, r *report.Result) erro
 // here: SQLite's sorter over 86,000 wide rows took seconds, Go's takes
 // milliseconds, and each run's strings are read once instead of per case.
 func (s *Store) Points(ctx context.Context, f store.Filter) ([]store.Point, error) {
-	rw, rargs := s.where(store.Filter{Rack: f.Rack, Revision: f.Revision, Branch: f.Branch, Tag: f.Tag, Since: f.Since,
-		Verdict: f.Verdict, Board: f.Board, CompleteOnly: f.CompleteOnly}, false)
-	rw = strings.ReplaceAll(rw, "LIKE ?", `LIKE ? ESCAPE '\'`)
+	runsQ, rargs, casesQ, cargs := s.pointsQueries(f)
 	type runInfo struct {
 		key      store.RunKey
 		start    int64
 		revision string
 	}
 	runs := map[int64]*runInfo{}
-	rows, err := s.db.QueryContext(ctx, s.rebind(`SELECT r.id, r.rack, r.run_id, r.start_ns, r.git_revision FROM runs r`+rw), rargs...)
+	rows, err := s.db.QueryContext(ctx, s.rebind(runsQ), rargs...)
 	if err != nil {
 		return nil, s.wrap("trend query", err)
 	}
@@ -558,25 +567,7 @@ func (s *Store) Points(ctx context.Context, f store.Filter) ([]store.Point, erro
 	if len(runs) == 0 {
 		return nil, nil
 	}
-	var cl []string
-	var args []any
-	if rw != "" {
-		cl = append(cl, "c.run IN (SELECT r.id FROM runs r"+rw+")")
-		args = append(args, rargs...)
-	}
-	if f.Case != "" {
-		cl = append(cl, `(c.suite || '/' || c.name) LIKE ? ESCAPE '\'`)
-		args = append(args, "%"+likeEscape(f.Case)+"%")
-	}
-	if f.Middleware != "" {
-		cl = append(cl, `c.transport LIKE ? ESCAPE '\'`)
-		args = append(args, likePrefix(f.Middleware))
-	}
-	q := `SELECT c.run, c.suite, c.name, c.transport, c.verdict, c.count, c.p50, c.p99, c.max, c.sent, c.lost FROM cases c`
-	if len(cl) > 0 {
-		q += " WHERE " + strings.Join(cl, " AND ")
-	}
-	rows, err = s.db.QueryContext(ctx, s.rebind(q), args...)
+	rows, err = s.db.QueryContext(ctx, s.rebind(casesQ), cargs...)
 	if err != nil {
 		return nil, s.wrap("trend query", err)
 	}
@@ -634,6 +625,85 @@ func (s *Store) Points(ctx context.Context, f store.Filter) ([]store.Point, erro
 		}
 		return cmp.Compare(a.Run.String(), b.Run.String())
 	})
+	return out, nil
+}
+
+// pointsQueries are the two queries Points sends for f: the matching
+// runs, then their matching cases.
+func (s *Store) pointsQueries(f store.Filter) (runsQ string, rargs []any, casesQ string, cargs []any) {
+	rw, rargs := s.where(store.Filter{Rack: f.Rack, Revision: f.Revision, Branch: f.Branch, Tag: f.Tag, Since: f.Since,
+		Verdict: f.Verdict, Board: f.Board, CompleteOnly: f.CompleteOnly}, false)
+	rw = strings.ReplaceAll(rw, "LIKE ?", `LIKE ? ESCAPE '\'`)
+	runsQ = `SELECT r.id, r.rack, r.run_id, r.start_ns, r.git_revision FROM runs r` + rw
+	// With run filters the cases are joined to the matching runs, so the
+	// planner walks those runs by index and each run's cases by the
+	// cases primary key (run, ...); "c.run IN (subquery)" made SQLite
+	// scan every case through a bloom filter instead.
+	from := " FROM cases c"
+	var cl []string
+	if rw != "" {
+		from = " FROM runs r JOIN cases c ON c.run = r.id"
+		cl = append(cl, strings.TrimPrefix(rw, " WHERE "))
+		cargs = append(cargs, rargs...)
+	}
+	if f.Case != "" {
+		cl = append(cl, `(c.suite || '/' || c.name) LIKE ? ESCAPE '\'`)
+		cargs = append(cargs, "%"+likeEscape(f.Case)+"%")
+	}
+	if f.Middleware != "" {
+		cl = append(cl, `c.transport LIKE ? ESCAPE '\'`)
+		cargs = append(cargs, likePrefix(f.Middleware))
+	}
+	casesQ = `SELECT c.run, c.suite, c.name, c.transport, c.verdict, c.count, c.p50, c.p99, c.max, c.sent, c.lost` + from
+	if len(cl) > 0 {
+		casesQ += " WHERE " + strings.Join(cl, " AND ")
+	}
+	return runsQ, rargs, casesQ, cargs
+}
+
+// Explain returns the database's plans for the queries Runs and Points
+// send for f, one text per query ("runs", "points-runs",
+// "points-cases"), each plan's lines joined by newlines: to check that
+// the indexes serve them (tests, and a lab diagnosing a slow store).
+func (s *Store) Explain(ctx context.Context, f store.Filter) (map[string]string, error) {
+	rq, ra := s.runsQuery(f)
+	prq, pra, pcq, pca := s.pointsQueries(f)
+	out := map[string]string{}
+	for name, q := range map[string]struct {
+		sql  string
+		args []any
+	}{"runs": {rq, ra}, "points-runs": {prq, pra}, "points-cases": {pcq, pca}} {
+		rows, err := s.db.QueryContext(ctx, s.rebind(s.d.Explain+q.sql), q.args...)
+		if err != nil {
+			return nil, s.wrap("explain "+name, err)
+		}
+		cols, err := rows.Columns()
+		if err != nil {
+			rows.Close()
+			return nil, s.wrap("explain "+name, err)
+		}
+		var lines []string
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		for rows.Next() {
+			if err := rows.Scan(ptrs...); err != nil {
+				rows.Close()
+				return nil, s.wrap("explain "+name, err)
+			}
+			// SQLite: id, parent, notused, detail; PostgreSQL: one text
+			// column. The last column is the readable one in both.
+			lines = append(lines, fmt.Sprint(vals[len(vals)-1]))
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, s.wrap("explain "+name, err)
+		}
+		out[name] = strings.Join(lines, "\n")
+	}
 	return out, nil
 }
 

@@ -57,6 +57,10 @@ type Store interface {
 	// part complete, in one transaction: either every case of the part is
 	// stored or none. A case already stored for the run (same suite and
 	// name) is replaced. The run's environment is updated from r.Run.
+	// Parts are named by suite (the harness does so); a begun part named
+	// like the suite of any case in r is marked complete too, so
+	// importing a run's result.json after a store outage completes the
+	// suites it holds.
 	Put(ctx context.Context, r *report.Result, part string) error
 	// PutSoak stores the windows of a soak checkpoint (summaries) for the
 	// stored run k, replacing windows of the same index and agent.

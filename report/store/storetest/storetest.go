@@ -149,6 +149,23 @@ func Conformance(t *testing.T, open Opener, exec Exec) {
 		}
 	})
 
+	t.Run("import completes the parts whose suites it holds", func(t *testing.T) {
+		r := Run("imp", 1, 2, 20000) // suite "latency"
+		for _, part := range []string{"latency", "soak"} {
+			if err := s.Begin(ctx, r.Run, part); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// The store failed at the suites' Put; result.json is imported.
+		if err := s.Put(ctx, r, "import"); err != nil {
+			t.Fatal(err)
+		}
+		runs, err := s.Runs(ctx, store.Filter{Rack: "imp"})
+		if err != nil || len(runs) != 1 || strings.Join(runs[0].Incomplete, ",") != "soak" || runs[0].Cases != 2 {
+			t.Fatalf("runs = %+v, %v; want latency completed by the import, soak (no cases) still incomplete", runs, err)
+		}
+	})
+
 	t.Run("racks writing at once never conflict", func(t *testing.T) {
 		const racks, runs = 6, 5
 		var wg sync.WaitGroup

@@ -327,6 +327,21 @@ func (s *Store) Put(ctx context.Context, r *report.Result, part string) error {
 			ON CONFLICT (run, part) DO UPDATE SET complete = 1`), id, part, time.Now().UnixNano()); err != nil {
 			return err
 		}
+		// A begun part named like a suite whose cases this Put holds is
+		// complete too: importing result.json after the store failed
+		// mid-run (down, full) finishes the parts the file holds, while a
+		// suite killed before its report (no cases in the file) stays
+		// incomplete.
+		done := map[string]bool{}
+		for i := range r.Cases {
+			if sn := r.Cases[i].Suite; sn != part && !done[sn] {
+				done[sn] = true
+				if _, err := tx.ExecContext(ctx, s.rebind(`UPDATE run_parts SET complete = 1 WHERE run = ? AND part = ? AND complete = 0`),
+					id, sn); err != nil {
+					return err
+				}
+			}
+		}
 		_, err = tx.ExecContext(ctx, s.rebind(`UPDATE runs SET verdict = CASE
 				WHEN EXISTS (SELECT 1 FROM cases WHERE run = ? AND verdict = 'fail') THEN 'fail'
 				WHEN EXISTS (SELECT 1 FROM cases WHERE run = ? AND verdict = 'pass') THEN 'pass'

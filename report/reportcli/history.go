@@ -176,6 +176,8 @@ func runTrend(ctx context.Context, o Options, args []string, stdout, stderr io.W
 	fs.StringVar(&f.Rack, "rack", "", "runs on this rack")
 	fs.StringVar(&f.Middleware, "middleware", "", "cases of this transport (prefix: shm matches shm-copy and shm-loan)")
 	fs.StringVar(&f.Revision, "revision", "", "runs whose git revision starts with this")
+	fs.StringVar(&f.Branch, "branch", "", "runs made on this git branch")
+	fs.StringVar(&f.Tag, "tag", "", "runs at a revision carrying this git tag")
 	since := fs.String("since", "", "runs since: 2006-01-02, RFC 3339, or 30d / 72h back")
 	p := trend.DefaultParams
 	fs.IntVar(&p.Window, "window", p.Window, "change points: runs on each side (W)")

@@ -122,6 +122,21 @@ func TestImportTrendBaseline(t *testing.T) {
 			t.Fatalf("compare --baseline %s: %v\n%s\nwant %q", spec, err, out.String(), want)
 		}
 	}
+	// trend over a branch: only its 2 runs (8 and 9).
+	out.Reset()
+	if err := reportcli.RunWith(ctx, o, []string{"trend", "--branch", "release/1.x", "--all", "--case", "case-00"}, &out, &errb); err != nil {
+		t.Fatalf("trend --branch: %v", err)
+	}
+	if !strings.Contains(strings.Join(strings.Fields(out.String()), " "), "latency/case-00 shm-loan 2 ") {
+		t.Fatalf("trend --branch output:\n%s", out.String())
+	}
+	out.Reset()
+	if err := reportcli.RunWith(ctx, o, []string{"trend", "--tag", "no-such-tag", "--all"}, &out, &errb); err != nil {
+		t.Fatalf("trend --tag: %v", err)
+	}
+	if strings.Contains(out.String(), "latency/case-00") {
+		t.Fatalf("trend --tag of an unknown tag listed cases:\n%s", out.String())
+	}
 	err = reportcli.RunWith(ctx, o, []string{"compare", "--baseline", "tag:v1.2", newest}, &out, &errb)
 	if !errors.Is(err, store.ErrNotFound) || !strings.Contains(err.Error(), "results.db") || !strings.Contains(err.Error(), "tag:v1.2") {
 		t.Fatalf("tag with no passing run: %v", err)

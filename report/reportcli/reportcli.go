@@ -30,7 +30,7 @@ const usage = `usage:
   hilrig report compare BASE.json NEW.json [--threshold 10%] [--min-delta 0ns]
   hilrig report compare --baseline last-pass|branch:NAME|tag:NAME|rev:PREFIX|RACK/RUN-ID [--rack R] NEW.json [--results DSN]
   hilrig report import RESULT.json|REPORT_DIR... [--results DSN]
-  hilrig report trend [--case C] [--board B] [--rack R] [--middleware M] [--revision REV] [--since 30d]
+  hilrig report trend [--case C] [--board B] [--rack R] [--middleware M] [--revision REV] [--branch B] [--tag T] [--since 30d]
                       [--window 8] [--alpha 0.001] [--min-shift 5%] [--html trend.html] [--all]
                       [--fail-on-regression] [--results DSN]`
 

@@ -208,8 +208,8 @@ func (m *Metrics) boardLocked(name string, ptp *soak.PTPSample, rssBytes int64, 
 	}
 }
 
-// flowLocked exports one window of flow at board; ok is false when the
-// MaxFlows cap dropped it. Called with m.mu held.
+// flowLocked exports one window of flow at board (sent < 0: not known),
+// or counts it as dropped past the MaxFlows cap. Called with m.mu held.
 func (m *Metrics) flowLocked(board, flow string, s report.Summary, sent, delivered, lost int64) {
 	k := [2]string{board, flow}
 	if !m.flows[k] && len(m.flows) >= MaxFlows {

@@ -103,8 +103,9 @@ func (tc *TestContext) serveMetrics(w io.Writer) {
 
 // ServeMetrics makes a fresh live endpoint this process's [Live] and
 // serves it on listen (host:port) until ctx ends; it returns the bound
-// address. The suites start it from metrics_listen; tests of the feeding
-// start it on 127.0.0.1:0.
+// address. The suites start it from metrics_listen before any spec runs
+// (Live is then read, never written, while specs run); tests of the
+// feeding start it on 127.0.0.1:0.
 func ServeMetrics(ctx context.Context, listen string) (net.Addr, error) {
 	m := live.New()
 	addr, err := m.Serve(ctx, listen)

@@ -169,6 +169,7 @@ func TestDocsPromtool(t *testing.T) {
 	for _, args := range [][]string{
 		{"check", "config", filepath.Join(docs, "prometheus.yml")},
 		{"check", "rules", filepath.Join(docs, "hilrig-rules.yml")},
+		{"test", "rules", filepath.Join(docs, "hilrig-rules.test.yml")},
 	} {
 		out, err := exec.Command(pt, args...).CombinedOutput()
 		if err != nil {

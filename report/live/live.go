@@ -184,6 +184,17 @@ func (m *Metrics) Board(name string, ptpLocked bool, offset time.Duration, rssBy
 	m.boardLocked(name, &soak.PTPSample{Locked: ptpLocked, OffsetNs: int64(offset)}, rssBytes, cpuPercent)
 }
 
+// BoardPTP exports a board's PTP lock state and last offset from its
+// master (a suite flow's PTP gate, between soak windows). Does not block.
+func (m *Metrics) BoardPTP(name string, locked bool, offset time.Duration) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.boardLocked(name, &soak.PTPSample{Locked: locked, OffsetNs: int64(offset)}, 0, -1)
+}
+
 // boardLocked exports a board's resources, and its PTP state when ptp is
 // not nil (a board without PTP gets no PTP series rather than a false
 // "unlocked"). Called with m.mu held.

@@ -279,6 +279,7 @@ func TestFlowWindowAndNil(t *testing.T) {
 	none.FlowWindow("b", "f", &agentproto.Window{})
 	none.SoakWindow(soakWindow(0, 1, 0, true, 1))
 	none.SoakProgress(time.Second, time.Minute)
+	none.BoardPTP("b", true, time.Microsecond)
 	none.ObserveCase(testCase("x", 0))
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/hilrig/hilrig/agentproto"
 	"github.com/hilrig/hilrig/fixtures"
 	"github.com/hilrig/hilrig/report"
+	"github.com/hilrig/hilrig/report/live"
 	"github.com/hilrig/hilrig/rig"
 	"github.com/hilrig/hilrig/suites/internal/harness"
 )
@@ -137,7 +138,11 @@ func Measure(ctx context.Context, env *Env, name string, p Params) (*Ran, error)
 	for i, e := range f.Subscribers {
 		subs[i] = e
 	}
-	stopLive := feedLive(harness.Live(), name, subs, period)
+	var ptpFeed func(*live.Metrics)
+	if gate != nil {
+		ptpFeed = gate.feedLive
+	}
+	stopLive := feedLive(harness.Live(), name, subs, period, ptpFeed)
 	res, werr := f.Wait(ctx)
 	stopLive()
 	run := &Ran{Result: res, Flow: f, From: from, To: to, Started: t0}

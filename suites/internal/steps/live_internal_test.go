@@ -2,6 +2,7 @@ package steps
 
 import (
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -52,7 +53,15 @@ func scrapeLine(m *live.Metrics, series string) string {
 func TestFeedLiveExportsWindowsWhileRunning(t *testing.T) {
 	m := live.New()
 	sub := &fakeSub{board: "board-b"}
-	stop := feedLive(m, "udp 64", []windowSource{sub}, 10*time.Millisecond)
+	var ptpPasses int
+	var ptpMu sync.Mutex
+	stop := feedLive(m, "udp 64", []windowSource{sub}, 10*time.Millisecond, func(m *live.Metrics) {
+		ptpMu.Lock()
+		ptpPasses++
+		n := ptpPasses
+		ptpMu.Unlock()
+		m.BoardPTP("board-b", n%2 == 0, time.Duration(n)*time.Nanosecond)
+	})
 	defer stop()
 	const total = `hilrig_flow_messages_total{board="board-b",flow="udp 64",kind="delivered"}`
 	wait := func(want string) {
@@ -77,8 +86,21 @@ func TestFeedLiveExportsWindowsWhileRunning(t *testing.T) {
 	if got := scrapeLine(m, `hilrig_flow_window_latency_seconds{board="board-b",flow="udp 64",quantile="1"}`); !strings.HasPrefix(got, "3.00") {
 		t.Fatalf("last window max %q, want ~3e-05", got)
 	}
+	// The PTP callback ran on every pass, the last one included.
+	ptpMu.Lock()
+	n := ptpPasses
+	ptpMu.Unlock()
+	if n < 3 {
+		t.Fatalf("ptp fed on %d passes", n)
+	}
+	if got := scrapeLine(m, `hilrig_board_ptp_offset_seconds{board="board-b"}`); got != strconv.FormatFloat(float64(n)/1e9, 'g', -1, 64) {
+		t.Fatalf("ptp offset %q after %d passes", got, n)
+	}
+	if got, want := scrapeLine(m, `hilrig_board_ptp_locked{board="board-b"}`), map[bool]string{true: "1", false: "0"}[n%2 == 0]; got != want {
+		t.Fatalf("ptp locked %q after %d passes, want %s", got, n, want)
+	}
 	stop() // idempotent
-	if s := feedLive(nil, "x", []windowSource{sub}, time.Millisecond); s == nil {
+	if s := feedLive(nil, "x", []windowSource{sub}, time.Millisecond, nil); s == nil {
 		t.Fatal("nil stop")
 	} else {
 		s()

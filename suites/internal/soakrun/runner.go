@@ -38,6 +38,17 @@ type Finisher interface {
 	Finish(ctx context.Context) (map[*Track][]agentproto.Window, error)
 }
 
+// LiveSink receives the soak while it runs: the live metrics endpoint
+// (report/live.Metrics). Called on the runner goroutine; implementations
+// must not block.
+type LiveSink interface {
+	// SoakWindow is called with every window appended to the checkpoint.
+	SoakWindow(w *soak.Window)
+	// SoakProgress is called at every drain, so progress and ETA move
+	// between checkpoint windows.
+	SoakProgress(elapsed, planned time.Duration)
+}
+
 // Runner runs one soak. Fill the exported fields, then call Run once.
 // Status may be called from any goroutine (Ginkgo progress reports).
 type Runner struct {
@@ -86,6 +97,9 @@ type Runner struct {
 	// of that name to every window, with its RSS and CPU, so the memory
 	// verdict covers the controller as well as the boards.
 	Controller string
+	// Live, if set, is fed every closed window and the progress (nil: no
+	// live metrics).
+	Live LiveSink
 
 	mu       sync.Mutex
 	stopOnce sync.Once
@@ -233,6 +247,9 @@ func (r *Runner) Run(ctx context.Context, tracks []*Track) error {
 		case <-stop:
 			final = true
 		case <-drain.C:
+			if r.Live != nil {
+				r.Live.SoakProgress(time.Since(now), r.Until.Sub(now))
+			}
 			for _, t := range tracks {
 				r.fold(agg, t, t.Src.Take())
 			}
@@ -456,6 +473,13 @@ func (r *Runner) closeWindow(agg *aggregator, tracks []*Track, gated map[subKey]
 		st.Unlocked++
 	}
 	r.mu.Unlock()
+	if r.Live != nil {
+		r.Live.SoakWindow(&w)
+		r.mu.Lock()
+		elapsed, planned := end.Sub(r.started), r.Until.Sub(r.started)
+		r.mu.Unlock()
+		r.Live.SoakProgress(elapsed, planned)
+	}
 	if r.OnWindow != nil {
 		r.OnWindow(&w)
 	}

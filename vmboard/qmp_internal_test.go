@@ -2,6 +2,7 @@ package vmboard
 
 import (
 	"context"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,7 +33,17 @@ func TestQMPAgainstQEMU(t *testing.T) {
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
-	testkit.Eventually(t, 30*time.Second, "QEMU's QMP socket", func() bool { _, err := os.Stat(sock); return err == nil })
+	// The socket file appears at bind(), before QEMU listens on it: a
+	// connect between the two is refused (seen on a loaded CI host), so
+	// wait for a connect that succeeds, not for the file.
+	testkit.Eventually(t, 30*time.Second, "QEMU's QMP socket", func() bool {
+		c, err := net.Dial("unix", sock)
+		if err != nil {
+			return false
+		}
+		_ = c.Close()
+		return true
+	})
 	b := &Board{qmpSock: sock}
 	for _, step := range []struct{ cmd, want string }{{"", "prelaunch"}, {"cont", "running"}, {"stop", "paused"}, {"cont", "running"}} {
 		if step.cmd != "" {

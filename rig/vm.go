@@ -13,6 +13,7 @@ import (
 
 	"github.com/hilrig/hilrig/deploy"
 	"github.com/hilrig/hilrig/fixtures"
+	"github.com/hilrig/hilrig/rig/power"
 	"github.com/hilrig/hilrig/vmboard"
 )
 
@@ -21,6 +22,36 @@ import (
 type vmState struct {
 	mu  sync.Mutex
 	img map[vmboard.Arch]*vmboard.Image
+	// running is each vm board's QEMU process while it runs (its power,
+	// for the vm power driver); guarded by mu.
+	running map[string]*vmProc
+}
+
+// vmProc is a running vm board's QEMU process: power.VM.
+type vmProc struct {
+	*vmboard.Board
+	exited chan struct{}
+}
+
+// Exited is closed once QEMU has been reaped.
+func (p *vmProc) Exited() <-chan struct{} { return p.exited }
+
+var _ power.VM = (*vmProc)(nil)
+
+// vmRunning is board's running QEMU process (nil when none runs).
+func (r *Rig) vmRunning(board string) *vmProc {
+	r.vm.mu.Lock()
+	defer r.vm.mu.Unlock()
+	p := r.vm.running[board]
+	if p == nil {
+		return nil
+	}
+	select {
+	case <-p.exited:
+		return nil
+	default:
+		return p
+	}
 }
 
 // vmLife bounds a VM board's life when nothing stops it earlier; the rig's
@@ -137,6 +168,13 @@ func (r *Rig) startVMAgent(ctx context.Context, b *fixtures.Board, args []string
 	}
 	conn := board.Stdio().(net.Conn)
 	proc.Stdin, proc.Stdout = halfCloser{conn}, conn
+	vp := &vmProc{Board: board, exited: make(chan struct{})}
+	r.vm.mu.Lock()
+	if r.vm.running == nil {
+		r.vm.running = map[string]*vmProc{}
+	}
+	r.vm.running[b.Name] = vp
+	r.vm.mu.Unlock()
 	go func() {
 		// Wait follows the console for the board's whole life (the
 		// console must be drained or the guest stalls on it) and always
@@ -146,6 +184,7 @@ func (r *Rig) startVMAgent(ctx context.Context, b *fixtures.Board, args []string
 		if errors.Is(werr, vmboard.ErrBoardTimeout) && killed.Load() {
 			werr = nil // stopped by the rig, as intended
 		}
+		close(vp.exited)
 		exited(werr)
 	}()
 	return proc, nil

@@ -63,6 +63,16 @@ func Cases(suite, name string, lg *soak.Log, v soak.Verdicts, b soak.Bounds) []r
 	vc := report.Case{Suite: suite, Name: name + " verdicts", Delivered: sumMap(delivered), Sent: sumMap(sent), Lost: sumMap(lost),
 		Extra: map[string]float64{"windows": float64(v.Windows), "unlocked_windows": float64(v.UnlockedWindows)}}
 	vc.Checks = append(vc.Checks, v.Checks...)
+	if v.FaultWindows > 0 {
+		vc.Extra["fault_windows"] = float64(v.FaultWindows)
+	}
+	for _, f := range v.Faults {
+		n := fmt.Sprintf("fault window %s → %s: %s; %s", f.From.UTC().Format(time.RFC3339), f.To.UTC().Format(time.RFC3339), f.Cause, f.Recovery)
+		if f.Console != "" {
+			n += "\nconsole:\n" + f.Console
+		}
+		vc.Notes = append(vc.Notes, n)
+	}
 	for _, tr := range v.Trends {
 		vc.Extra["trend "+tr.Subject+" ("+tr.Unit+")"] = tr.Slope
 		if tr.Note != "" {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"net"
 	"runtime"
 	"sync"
@@ -25,6 +26,9 @@ type vmState struct {
 	// running is each vm board's QEMU process while it runs (its power,
 	// for the vm power driver); guarded by mu.
 	running map[string]*vmProc
+	// console is each vm board's console capture input (Options.ConsoleDir
+	// and a console: {device: vm} block); guarded by mu.
+	console map[string]io.Writer
 }
 
 // vmProc is a running vm board's QEMU process: power.VM.
@@ -129,6 +133,9 @@ func (r *Rig) startVMAgent(ctx context.Context, b *fixtures.Board, args []string
 		return nil, fmt.Errorf("rig: board %s: agent binary: %w", b.Name, err)
 	}
 	accel := vmboard.DetectAccelFor(arch)
+	r.vm.mu.Lock()
+	capture := r.vm.console[b.Name]
+	r.vm.mu.Unlock()
 	var board *vmboard.Board
 	var killed atomic.Bool
 	proc, console, exited := deploy.Attach(fmt.Sprintf("vm %s (qemu, %s)", b.Name, accel.Accel), func() error {
@@ -136,6 +143,9 @@ func (r *Rig) startVMAgent(ctx context.Context, b *fixtures.Board, args []string
 		board.Kill()
 		return nil
 	})
+	if capture != nil {
+		console = io.MultiWriter(console, capture)
+	}
 	// The board outlives this call: its life is bounded by Kill (the
 	// rig's Close) and vmLife, not by ctx; ctx only cancels a start that
 	// is still connecting.

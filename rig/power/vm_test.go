@@ -25,7 +25,9 @@ type fakeQEMU struct {
 	once   sync.Once
 }
 
-func newFakeQEMU(frozen bool) *fakeQEMU { return &fakeQEMU{frozen: frozen, exited: make(chan struct{})} }
+func newFakeQEMU(frozen bool) *fakeQEMU {
+	return &fakeQEMU{frozen: frozen, exited: make(chan struct{})}
+}
 
 func (q *fakeQEMU) QMP(ctx context.Context, cmd string) (json.RawMessage, error) {
 	q.mu.Lock()

@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"io"
 	"net"
+	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -37,8 +38,15 @@ type vmProc struct {
 	exited chan struct{}
 }
 
-// Exited is closed once QEMU has been reaped.
-func (p *vmProc) Exited() <-chan struct{} { return p.exited }
+// WaitExit blocks until QEMU has been reaped or ctx ends.
+func (p *vmProc) WaitExit(ctx context.Context) error {
+	select {
+	case <-p.exited:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
 
 var _ power.VM = (*vmProc)(nil)
 
@@ -179,6 +187,13 @@ func (r *Rig) startVMAgent(ctx context.Context, b *fixtures.Board, args []string
 	conn := board.Stdio().(net.Conn)
 	proc.Stdin, proc.Stdout = halfCloser{conn}, conn
 	vp := &vmProc{Board: board, exited: make(chan struct{})}
+	// Published, so `hilrig power` in another process drives this QEMU.
+	unpublish, perr := power.Publish(r.Rack.Name, b.Name, power.Published{Socket: board.QMPSocket(), PID: board.PID(),
+		RigPID: os.Getpid(), Since: time.Now()})
+	if perr != nil {
+		r.opts.Logger.Warn("vm board not published for hilrig power", "board", b.Name, "err", perr)
+		unpublish = func() {}
+	}
 	r.vm.mu.Lock()
 	if r.vm.running == nil {
 		r.vm.running = map[string]*vmProc{}
@@ -194,6 +209,7 @@ func (r *Rig) startVMAgent(ctx context.Context, b *fixtures.Board, args []string
 		if errors.Is(werr, vmboard.ErrBoardTimeout) && killed.Load() {
 			werr = nil // stopped by the rig, as intended
 		}
+		unpublish()
 		close(vp.exited)
 		exited(werr)
 	}()

@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/hilrig/hilrig/fixtures"
+	"github.com/hilrig/hilrig/vmboard"
 )
 
 // VM is a vm board's running QEMU process as the vm driver drives it
@@ -18,8 +21,8 @@ type VM interface {
 	QMP(ctx context.Context, command string) (json.RawMessage, error)
 	// Kill ends QEMU at once (SIGKILL); it does not block.
 	Kill()
-	// Exited is closed once QEMU has exited and been reaped.
-	Exited() <-chan struct{}
+	// WaitExit blocks until QEMU has exited and been reaped, or ctx ends.
+	WaitExit(ctx context.Context) error
 }
 
 // VMOwner is what owns a vm board's QEMU process (the rig): the vm
@@ -70,20 +73,14 @@ func (d *vmDriver) end(ctx context.Context, command string) error {
 	wctx, cancel := context.WithTimeout(ctx, vmQuitWait(d.cfg))
 	defer cancel()
 	_, qerr := vm.QMP(wctx, command)
-	if qerr == nil {
-		select {
-		case <-vm.Exited():
-			return nil
-		case <-wctx.Done():
-		}
+	if qerr == nil && vm.WaitExit(wctx) == nil {
+		return nil
 	}
 	vm.Kill()
-	select {
-	case <-vm.Exited():
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("QEMU did not exit after qmp %s (%v) and SIGKILL: %w", command, qerr, ctx.Err())
+	if err := vm.WaitExit(ctx); err != nil {
+		return fmt.Errorf("QEMU did not exit after qmp %s (%v) and SIGKILL: %w", command, qerr, err)
 	}
+	return nil
 }
 
 func (d *vmDriver) set(ctx context.Context, on bool) error {
@@ -108,11 +105,6 @@ func (d *vmDriver) status(ctx context.Context) (State, error) {
 	if vm == nil {
 		return Off, nil
 	}
-	select {
-	case <-vm.Exited():
-		return Off, nil
-	default:
-	}
 	raw, err := vm.QMP(ctx, "query-status")
 	if err != nil {
 		return Unknown, err
@@ -131,4 +123,82 @@ func (d *vmDriver) status(ctx context.Context) (State, error) {
 
 func (d *vmDriver) close() error { return nil }
 
-var errNoVM = errors.New("a vm board's power is its QEMU process, owned by the rig that runs it (hilrig power runs it: see docs/lab-rack.md)")
+// Published is what a rig records of a vm board's running QEMU process,
+// so that `hilrig power` in another process can drive it.
+type Published struct {
+	Socket string `json:"qmp"` // QMP socket
+	PID    int    `json:"pid"` // QEMU's process id
+	// RigPID is the controller running the board.
+	RigPID int       `json:"rig_pid"`
+	Since  time.Time `json:"since"`
+}
+
+// PublishedPath is where the record of rack's vm board board is kept:
+// <tmp>/hilrig-power/<rack>/<board>.json.
+func PublishedPath(rack, board string) string {
+	return filepath.Join(os.TempDir(), "hilrig-power", rack, board+".json")
+}
+
+// Publish records p for rack's board and returns the function removing
+// the record (only while it is still p's: a later boot replaces it).
+func Publish(rack, board string, p Published) (unpublish func(), err error) {
+	path := PublishedPath(rack, board)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("%w: board %s: publish: %w", ErrPower, board, err)
+	}
+	raw, _ := json.Marshal(p)
+	tmp := path + fmt.Sprintf(".%d.tmp", os.Getpid())
+	if err := os.WriteFile(tmp, raw, 0o644); err != nil {
+		return nil, fmt.Errorf("%w: board %s: publish: %w", ErrPower, board, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return nil, fmt.Errorf("%w: board %s: publish: %w", ErrPower, board, err)
+	}
+	return func() {
+		if cur, err := os.ReadFile(path); err == nil && string(cur) == string(raw) {
+			_ = os.Remove(path)
+		}
+	}, nil
+}
+
+// ErrNotOwner: a vm board can be booted only by the rig that runs it.
+var ErrNotOwner = errors.New("a vm board is booted by the rig that runs it (a suite, or hilrig vm run); this process can reset, stop and read it back")
+
+// publishedOwner drives the QEMU process a rig published.
+type publishedOwner struct{ rack, board string }
+
+func (o publishedOwner) Running() VM {
+	raw, err := os.ReadFile(PublishedPath(o.rack, o.board))
+	if err != nil {
+		return nil
+	}
+	var p Published
+	if json.Unmarshal(raw, &p) != nil || p.PID <= 0 || !alive(p.PID) {
+		return nil
+	}
+	return publishedVM(p)
+}
+
+func (o publishedOwner) Boot(context.Context) error { return ErrNotOwner }
+
+type publishedVM Published
+
+func (p publishedVM) QMP(ctx context.Context, command string) (json.RawMessage, error) {
+	return vmboard.QMPAt(ctx, p.Socket, command)
+}
+
+func (p publishedVM) Kill() { killPID(p.PID) }
+
+// WaitExit polls the process (not our child: no wait status to block on).
+func (p publishedVM) WaitExit(ctx context.Context) error {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for alive(p.PID) {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+	return nil
+}

@@ -54,7 +54,14 @@ func (q *fakeQEMU) Kill() {
 	q.once.Do(func() { close(q.exited) })
 }
 
-func (q *fakeQEMU) Exited() <-chan struct{} { return q.exited }
+func (q *fakeQEMU) WaitExit(ctx context.Context) error {
+	select {
+	case <-q.exited:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
 
 // owner runs one fakeQEMU at a time; Boot starts a fresh one.
 type owner struct {

@@ -229,3 +229,12 @@ func (h halfCloser) Close() error {
 	}
 	return h.c.Close()
 }
+
+// VMPID is the process id of vm board board's running QEMU (0 when none
+// runs): what a test freezes to hang the board.
+func (r *Rig) VMPID(board string) int {
+	if p := r.vmRunning(board); p != nil {
+		return p.PID()
+	}
+	return 0
+}

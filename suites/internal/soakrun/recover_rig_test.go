@@ -84,10 +84,28 @@ func recoveryRack(t *testing.T, power bool) (*fixtures.Rack, string) {
 func runRigSoak(t *testing.T, power bool, budget int) (lg *soak.Log, runErr error, cycles string, took time.Duration) {
 	t.Helper()
 	rack, cycles := recoveryRack(t, power)
+	hang := func(r *rig.Rig, board string) error {
+		a, err := r.Agent(context.Background(), board)
+		if err != nil {
+			return err
+		}
+		// A hung board: its agent stops answering, the process stays.
+		return syscall.Kill(a.PID(), syscall.SIGSTOP)
+	}
+	lg, runErr, took = soakWithHang(t, rack, "board-a", "board-b", 12*time.Second, time.Second, budget, hang)
+	return lg, runErr, cycles, took
+}
+
+// soakWithHang runs a soak of length d of one shm flow (or, on vm
+// boards, udp) from → to on rack, calls hang on board to once 3 windows
+// are durable, and returns the checkpoint and Run's error.
+func soakWithHang(t *testing.T, rack *fixtures.Rack, from, to string, d, heartbeat time.Duration, budget int,
+	hang func(r *rig.Rig, board string) error) (lg *soak.Log, runErr error, took time.Duration) {
+	t.Helper()
 	bin := agentBinary(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), d+10*time.Minute)
 	defer cancel()
-	r, err := rig.Open(ctx, rack, &rig.Options{Binary: bin, MaxWindows: 1024})
+	r, err := rig.Open(ctx, rack, &rig.Options{Binary: bin, MaxWindows: 1024, ConsoleDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,18 +114,22 @@ func runRigSoak(t *testing.T, power bool, budget int) (lg *soak.Log, runErr erro
 			t.Errorf("rig Close: %v", err)
 		}
 	})
+	link := rack.Links[0]
 	plan := &soakrun.Plan{Window: time.Second, AgentWindow: 100 * time.Millisecond,
-		Flows: []soakrun.Flow{{Name: "shm-64B-200Hz-0", Transport: fixtures.Shm, Link: "a-b-shm", Payload: 64, RateHz: 200}}}
-	until := time.Now().Add(12 * time.Second)
+		Flows: []soakrun.Flow{{Name: string(link.Transport) + "-64B-200Hz-0", Transport: link.Transport, Link: link.Name, Payload: 64, RateHz: 200}}}
+	// Agents first (a vm board boots), so the soak's clock starts with
+	// traffic running.
+	for _, b := range []string{from, to} {
+		if _, err := r.Agent(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	until := time.Now().Add(d)
 	feed, tracks, err := soakrun.StartRig(ctx, r, plan, until)
 	if err != nil {
 		t.Fatal(err)
 	}
 	feed.Until = until
-	hung, err := r.Agent(ctx, "board-b")
-	if err != nil {
-		t.Fatal(err)
-	}
 	path := filepath.Join(t.TempDir(), "soak.jsonl")
 	cp, err := soak.Create(path, soak.Header{Name: "rig recovery", Window: plan.Window})
 	if err != nil {
@@ -116,13 +138,23 @@ func runRigSoak(t *testing.T, power bool, budget int) (lg *soak.Log, runErr erro
 	defer cp.Close()
 	stopped := false
 	run := &soakrun.Runner{Name: "rig recovery", Window: plan.Window, Drain: 100 * time.Millisecond, Progress: time.Hour, Until: until,
-		Checkpoint: cp, Heartbeat: time.Second, Recoverer: feed, Finisher: feed, Recoveries: budget,
+		Checkpoint: cp, Heartbeat: heartbeat, Recoverer: feed, Finisher: feed, Recoveries: budget,
+		ConsoleTail: func(board string) string {
+			c, ok := r.Console(board)
+			if !ok {
+				return ""
+			}
+			var b strings.Builder
+			for _, l := range c.Tail(40) {
+				b.WriteString(l.String() + "\n")
+			}
+			return b.String()
+		},
 		OnWindow: func(w *soak.Window) {
 			if w.Index == 2 && !stopped {
 				stopped = true
-				// A hung board: its agent stops answering, the process stays.
-				if err := syscall.Kill(hung.PID(), syscall.SIGSTOP); err != nil {
-					t.Errorf("SIGSTOP board-b's agent: %v", err)
+				if err := hang(r, to); err != nil {
+					t.Errorf("hanging %s: %v", to, err)
 				}
 			}
 		}}
@@ -136,7 +168,7 @@ func runRigSoak(t *testing.T, power bool, budget int) (lg *soak.Log, runErr erro
 	if err != nil {
 		t.Fatal(err)
 	}
-	return lg, runErr, cycles, took
+	return lg, runErr, took
 }
 
 // TestRigSoakRecoversHungProcessBoard: the recovery path on a real rig

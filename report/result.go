@@ -48,8 +48,14 @@ type RunInfo struct {
 	MemTotal    int64  `json:"mem_total_bytes,omitempty"`
 	Rack        string `json:"rack"`
 	GitRevision string `json:"git_revision"` // "<sha>" or "<sha>-dirty"
-	Version     string `json:"hilrig_version"`
-	GoVersion   string `json:"go_version,omitempty"`
+	// GitBranch is the branch checked out ("" on a detached HEAD) and
+	// GitTags the tags pointing at the revision (see report.GitRef); a
+	// results store picks baselines by them (compare --baseline
+	// branch:NAME, tag:NAME).
+	GitBranch string   `json:"git_branch,omitempty"`
+	GitTags   []string `json:"git_tags,omitempty"`
+	Version   string   `json:"hilrig_version"`
+	GoVersion string   `json:"go_version,omitempty"`
 	// Config is the run configuration as given (e.g. the text of
 	// ginkgo.config and the rack fixture), stored verbatim.
 	Config     string    `json:"config,omitempty"`

@@ -8,11 +8,23 @@
 // series per recorded case; a run has ~86, capped at MaxCases — cases
 // past the cap are counted in hilrig_live_dropped_cases_total, not
 // exported), quantile (0.5, 0.99, 1), kind (sent, delivered, lost) and
-// board (the rack's boards, capped at MaxBoards). No label takes a
-// sequence number, a time, a payload or an error text.
+// board (the rack's boards, capped at MaxBoards), and flow (a suite
+// flow's case name or a soak stream, per subscribing board: capped at
+// MaxFlows board/flow pairs, the rest counted in
+// hilrig_live_dropped_flows_total). No label takes a sequence number, a
+// time, a payload or an error text.
+//
+// # Feeding
+//
+// The suites feed it as they run, not only when a case ends: every agent
+// window of a running flow ([Metrics.FlowWindow], from the suite steps),
+// every closed soak window ([Metrics.SoakWindow], from the soak runner),
+// soak progress at every drain ([Metrics.SoakProgress]) and every
+// finished case ([Metrics.ObserveCase]).
 //
 // Metrics is safe for concurrent use; its update methods never block on
-// the network.
+// the network. A nil *Metrics ignores every update, so callers feed it
+// unconditionally whether or not metrics_listen is set.
 package live
 
 import (
@@ -27,13 +39,16 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/hilrig/hilrig/agentproto"
 	"github.com/hilrig/hilrig/report"
+	"github.com/hilrig/hilrig/report/soak"
 )
 
 // Caps on label values (see the package comment).
 const (
 	MaxCases  = 1024
 	MaxBoards = 64
+	MaxFlows  = 512
 )
 
 // Metrics is the registry the endpoint serves.
@@ -52,14 +67,22 @@ type Metrics struct {
 	cpu        *prometheus.GaugeVec
 	dropped    prometheus.Counter
 
+	flowLatency  *prometheus.GaugeVec
+	flowWindow   *prometheus.GaugeVec
+	flowTotal    *prometheus.CounterVec
+	soakWindows  prometheus.Counter
+	droppedFlows prometheus.Counter
+
 	mu     sync.Mutex
 	cases  map[string]report.Verdict
 	boards map[string]bool
+	flows  map[[2]string]bool
 }
 
 // New returns a registry with every metric registered.
 func New() *Metrics {
-	m := &Metrics{reg: prometheus.NewRegistry(), cases: map[string]report.Verdict{}, boards: map[string]bool{}}
+	m := &Metrics{reg: prometheus.NewRegistry(), cases: map[string]report.Verdict{}, boards: map[string]bool{},
+		flows: map[[2]string]bool{}}
 	f := func(c prometheus.Collector) { m.reg.MustRegister(c) }
 	m.latency = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "hilrig_case_latency_seconds",
 		Help: "Latency of a recorded case at a quantile (1 = max), by the case's method."}, []string{"suite", "case", "quantile"})
@@ -76,8 +99,16 @@ func New() *Metrics {
 	m.rss = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "hilrig_board_rss_bytes", Help: "RSS of the board's measured endpoints."}, []string{"board"})
 	m.cpu = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "hilrig_board_cpu_ratio", Help: "CPU of the board's measured endpoints, in cores."}, []string{"board"})
 	m.dropped = prometheus.NewCounter(prometheus.CounterOpts{Name: "hilrig_live_dropped_cases_total", Help: "Cases not exported because MaxCases was reached."})
+	m.flowLatency = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "hilrig_flow_window_latency_seconds",
+		Help: "Latency of a running flow's last closed window at the subscribing board, at a quantile (1 = max)."}, []string{"board", "flow", "quantile"})
+	m.flowWindow = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "hilrig_flow_window_messages",
+		Help: "Messages of a running flow's last closed window at the subscribing board: sent, delivered, lost."}, []string{"board", "flow", "kind"})
+	m.flowTotal = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hilrig_flow_messages_total",
+		Help: "Messages of a flow so far at the subscribing board (sum of its windows): sent, delivered, lost."}, []string{"board", "flow", "kind"})
+	m.soakWindows = prometheus.NewCounter(prometheus.CounterOpts{Name: "hilrig_soak_windows_total", Help: "Soak windows closed (appended to the checkpoint)."})
+	m.droppedFlows = prometheus.NewCounter(prometheus.CounterOpts{Name: "hilrig_live_dropped_flows_total", Help: "Flow windows not exported because MaxFlows was reached."})
 	for _, c := range []prometheus.Collector{m.latency, m.messages, m.caseResult, m.verdict, m.soakDone, m.soakETA,
-		m.ptpLocked, m.ptpOffset, m.rss, m.cpu, m.dropped} {
+		m.ptpLocked, m.ptpOffset, m.rss, m.cpu, m.dropped, m.flowLatency, m.flowWindow, m.flowTotal, m.soakWindows, m.droppedFlows} {
 		f(c)
 	}
 	m.verdict.Set(-1)
@@ -97,6 +128,9 @@ func verdictValue(v report.Verdict) float64 {
 // ObserveCase exports a finished (Finalized) case and updates the run's
 // verdict.
 func (m *Metrics) ObserveCase(c *report.Case) {
+	if m == nil {
+		return
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	k := c.Key()
@@ -133,7 +167,7 @@ func (m *Metrics) ObserveCase(c *report.Case) {
 
 // SoakProgress exports a soak's progress: elapsed of planned, and the ETA.
 func (m *Metrics) SoakProgress(elapsed, planned time.Duration) {
-	if planned <= 0 {
+	if m == nil || planned <= 0 {
 		return
 	}
 	m.soakDone.Set(min(1, float64(elapsed)/float64(planned)))
@@ -142,24 +176,126 @@ func (m *Metrics) SoakProgress(elapsed, planned time.Duration) {
 
 // Board exports a board's PTP state and resource use.
 func (m *Metrics) Board(name string, ptpLocked bool, offset time.Duration, rssBytes int64, cpuPercent float64) {
+	if m == nil {
+		return
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.boardLocked(name, &soak.PTPSample{Locked: ptpLocked, OffsetNs: int64(offset)}, rssBytes, cpuPercent)
+}
+
+// BoardPTP exports a board's PTP lock state and last offset from its
+// master (a suite flow's PTP gate, between soak windows). Does not block.
+func (m *Metrics) BoardPTP(name string, locked bool, offset time.Duration) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.boardLocked(name, &soak.PTPSample{Locked: locked, OffsetNs: int64(offset)}, 0, -1)
+}
+
+// boardLocked exports a board's resources, and its PTP state when ptp is
+// not nil (a board without PTP gets no PTP series rather than a false
+// "unlocked"). Called with m.mu held.
+func (m *Metrics) boardLocked(name string, ptp *soak.PTPSample, rssBytes int64, cpuPercent float64) {
 	if !m.boards[name] && len(m.boards) >= MaxBoards {
 		return
 	}
 	m.boards[name] = true
-	l := 0.0
-	if ptpLocked {
-		l = 1
+	if ptp != nil {
+		l := 0.0
+		if ptp.Locked {
+			l = 1
+		}
+		m.ptpLocked.WithLabelValues(name).Set(l)
+		m.ptpOffset.WithLabelValues(name).Set(float64(ptp.OffsetNs) / 1e9)
 	}
-	m.ptpLocked.WithLabelValues(name).Set(l)
-	m.ptpOffset.WithLabelValues(name).Set(offset.Seconds())
-	m.rss.WithLabelValues(name).Set(float64(rssBytes))
-	m.cpu.WithLabelValues(name).Set(cpuPercent / 100)
+	if rssBytes > 0 {
+		m.rss.WithLabelValues(name).Set(float64(rssBytes))
+	}
+	if cpuPercent >= 0 {
+		m.cpu.WithLabelValues(name).Set(cpuPercent / 100)
+	}
+}
+
+// flowLocked exports one window of flow at board (sent < 0: not known),
+// or counts it as dropped past the MaxFlows cap. Called with m.mu held.
+func (m *Metrics) flowLocked(board, flow string, s report.Summary, sent, delivered, lost int64) {
+	k := [2]string{board, flow}
+	if !m.flows[k] && len(m.flows) >= MaxFlows {
+		m.droppedFlows.Inc()
+		return
+	}
+	m.flows[k] = true
+	if s.Count > 0 {
+		m.flowLatency.WithLabelValues(board, flow, "0.5").Set(float64(s.P50) / 1e9)
+		m.flowLatency.WithLabelValues(board, flow, "0.99").Set(float64(s.P99) / 1e9)
+		m.flowLatency.WithLabelValues(board, flow, "1").Set(float64(s.Max) / 1e9)
+	}
+	for _, kv := range []struct {
+		kind string
+		n    int64
+	}{{"sent", sent}, {"delivered", delivered}, {"lost", lost}} {
+		if kv.kind == "sent" && sent < 0 {
+			continue // a subscriber's window does not know what was sent
+		}
+		m.flowWindow.WithLabelValues(board, flow, kv.kind).Set(float64(kv.n))
+		m.flowTotal.WithLabelValues(board, flow, kv.kind).Add(float64(max(kv.n, 0)))
+	}
+}
+
+// FlowWindow exports one agent window of a running flow's subscriber on
+// board: the window's latency quantiles, delivered and lost, and the
+// board's RSS and CPU over the window. Call it once per window (the
+// totals add up). Does not block.
+func (m *Metrics) FlowWindow(board, flow string, w *agentproto.Window) {
+	if m == nil || w == nil {
+		return
+	}
+	var s report.Summary
+	if w.Latency != nil {
+		s = w.Latency.Summary()
+	}
+	cpu := -1.0
+	if span := w.EndNs - w.StartNs; span > 0 && w.CPUUserNs+w.CPUSysNs > 0 {
+		cpu = 100 * float64(w.CPUUserNs+w.CPUSysNs) / float64(span)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.flowLocked(board, flow, s, -1, int64(w.Received), int64(w.Lost))
+	m.boardLocked(board, nil, w.RSSBytes, cpu)
+}
+
+// SoakWindow exports a closed soak window: per agent (board) its PTP
+// state and offset, RSS and CPU, and per stream its window latency and
+// messages. Call it once per window (the totals add up). Does not block.
+func (m *Metrics) SoakWindow(w *soak.Window) {
+	if m == nil || w == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.soakWindows.Inc()
+	for i := range w.Agents {
+		a := &w.Agents[i]
+		m.boardLocked(a.Agent, a.PTP, a.RSSBytes, a.CPUPercent)
+		for j := range a.Streams {
+			st := &a.Streams[j]
+			s := st.Summary
+			if s.Count == 0 && st.Histogram != nil {
+				s = st.Histogram.Summary()
+			}
+			m.flowLocked(a.Agent, st.Stream, s, st.Sent, st.Delivered, st.Lost)
+		}
+	}
 }
 
 // Handler serves the metrics (OpenMetrics when the scraper asks for it).
 func (m *Metrics) Handler() http.Handler {
+	if m == nil {
+		return http.NotFoundHandler()
+	}
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{EnableOpenMetrics: true})
 }
 

@@ -15,8 +15,12 @@ import (
 	"testing"
 	"time"
 
+	"net/http/httptest"
+
+	"github.com/hilrig/hilrig/agentproto"
 	"github.com/hilrig/hilrig/report"
 	"github.com/hilrig/hilrig/report/live"
+	"github.com/hilrig/hilrig/report/soak"
 )
 
 func testCase(name string, lost int64) *report.Case {
@@ -165,10 +169,128 @@ func TestDocsPromtool(t *testing.T) {
 	for _, args := range [][]string{
 		{"check", "config", filepath.Join(docs, "prometheus.yml")},
 		{"check", "rules", filepath.Join(docs, "hilrig-rules.yml")},
+		{"test", "rules", filepath.Join(docs, "hilrig-rules.test.yml")},
 	} {
 		out, err := exec.Command(pt, args...).CombinedOutput()
 		if err != nil {
 			t.Errorf("promtool %v: %v\n%s", args, err, out)
 		}
+	}
+}
+
+// gauge reads one series' value from the registry's exposition (-1 when
+// absent), so a test can tell a series that moved from one that is merely
+// registered.
+func gauge(t *testing.T, m *live.Metrics, series string) float64 {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	for _, l := range strings.Split(rec.Body.String(), "\n") {
+		if v, ok := strings.CutPrefix(l, series+" "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				t.Fatalf("%s: %v", l, err)
+			}
+			return f
+		}
+	}
+	return -1
+}
+
+func soakWindow(i int, p50 int64, lost int64, locked bool, rss int64) *soak.Window {
+	h := report.NewHistogram()
+	for k := range int64(100) {
+		h.Record(p50 + k)
+	}
+	return &soak.Window{Index: i, Agents: []soak.AgentWindow{{Agent: "board-b", RSSBytes: rss, CPUPercent: 25,
+		PTP:     &soak.PTPSample{Locked: locked, OffsetNs: 300 + int64(i)},
+		Streams: []soak.StreamWindow{{Stream: "imu", Sent: 100, Delivered: 100 - lost, Lost: lost, Summary: h.Summary()}}},
+		{Agent: "controller", RSSBytes: 5 << 20}}}
+}
+
+// Every per-window series moves with the windows fed: latency, messages
+// (per window and totals), PTP lock and offset, RSS and CPU, windows
+// closed; a board without PTP gets no PTP series.
+func TestSoakWindowsMoveSeries(t *testing.T) {
+	m := live.New()
+	m.SoakWindow(soakWindow(0, 20000, 0, true, 10<<20))
+	const lat = `hilrig_flow_window_latency_seconds{board="board-b",flow="imu",quantile="0.5"}`
+	const lostW = `hilrig_flow_window_messages{board="board-b",flow="imu",kind="lost"}`
+	const lostT = `hilrig_flow_messages_total{board="board-b",flow="imu",kind="lost"}`
+	const sentT = `hilrig_flow_messages_total{board="board-b",flow="imu",kind="sent"}`
+	first := map[string]float64{}
+	for _, s := range []string{lat, lostW, lostT, sentT, `hilrig_board_ptp_locked{board="board-b"}`,
+		`hilrig_board_ptp_offset_seconds{board="board-b"}`, `hilrig_board_rss_bytes{board="board-b"}`,
+		`hilrig_board_cpu_ratio{board="board-b"}`, "hilrig_soak_windows_total", `hilrig_board_rss_bytes{board="controller"}`} {
+		first[s] = gauge(t, m, s)
+		if first[s] < 0 {
+			t.Errorf("%s absent after the first window", s)
+		}
+	}
+	if v := gauge(t, m, `hilrig_board_ptp_locked{board="controller"}`); v != -1 {
+		t.Errorf("controller reports no PTP yet has ptp_locked %v", v)
+	}
+	second := soakWindow(1, 40000, 3, false, 12<<20)
+	m.SoakWindow(second)
+	for _, c := range []struct {
+		series string
+		want   float64
+	}{
+		{lat, float64(second.Agents[0].Streams[0].Summary.P50) / 1e9}, {lostW, 3}, {lostT, 3}, {sentT, 200},
+		{`hilrig_board_ptp_locked{board="board-b"}`, 0},
+		{`hilrig_board_ptp_offset_seconds{board="board-b"}`, 301e-9},
+		{`hilrig_board_rss_bytes{board="board-b"}`, 12 << 20},
+		{`hilrig_board_cpu_ratio{board="board-b"}`, 0.25},
+		{"hilrig_soak_windows_total", 2},
+	} {
+		if got := gauge(t, m, c.series); got != c.want {
+			t.Errorf("%s = %v after the second window, want %v (first %v)", c.series, got, c.want, first[c.series])
+		}
+	}
+}
+
+// A suite flow's agent windows feed the per-flow series and the board's
+// resources; a nil *Metrics (metrics_listen unset) ignores every update.
+func TestFlowWindowAndNil(t *testing.T) {
+	m := live.New()
+	for i, p50 := range []int64{10000, 30000} {
+		h := report.NewHistogram()
+		h.Record(p50)
+		m.FlowWindow("board-b", "udp 64", &agentproto.Window{Index: uint64(i), StartNs: 0, EndNs: 1e9, Received: 50, Lost: 1,
+			Latency: h, RSSBytes: int64(i+1) << 20, CPUUserNs: 1e8, CPUSysNs: 1e8})
+		if got := gauge(t, m, `hilrig_flow_window_latency_seconds{board="board-b",flow="udp 64",quantile="1"}`); got < float64(p50)/1e9 || got > float64(p50)*1.001/1e9 {
+			t.Errorf("window %d: max %v, want ~%v", i, got, float64(p50)/1e9)
+		}
+	}
+	for s, want := range map[string]float64{
+		`hilrig_flow_messages_total{board="board-b",flow="udp 64",kind="delivered"}`: 100,
+		`hilrig_flow_messages_total{board="board-b",flow="udp 64",kind="lost"}`:      2,
+		`hilrig_board_rss_bytes{board="board-b"}`:                                    2 << 20,
+		`hilrig_board_cpu_ratio{board="board-b"}`:                                    0.2,
+	} {
+		if got := gauge(t, m, s); got != want {
+			t.Errorf("%s = %v, want %v", s, got, want)
+		}
+	}
+	if v := gauge(t, m, `hilrig_flow_messages_total{board="board-b",flow="udp 64",kind="sent"}`); v != -1 {
+		t.Errorf("a subscriber window exported sent = %v", v)
+	}
+	var none *live.Metrics
+	none.FlowWindow("b", "f", &agentproto.Window{})
+	none.SoakWindow(soakWindow(0, 1, 0, true, 1))
+	none.SoakProgress(time.Second, time.Minute)
+	none.BoardPTP("b", true, time.Microsecond)
+	none.ObserveCase(testCase("x", 0))
+}
+
+// The flow cap holds: past MaxFlows board/flow pairs windows are counted,
+// not exported.
+func TestFlowCap(t *testing.T) {
+	m := live.New()
+	for i := range live.MaxFlows + 3 {
+		m.FlowWindow("b", strconv.Itoa(i), &agentproto.Window{Received: 1})
+	}
+	if got := gauge(t, m, "hilrig_live_dropped_flows_total"); got != 3 {
+		t.Fatalf("dropped flows %v, want 3", got)
 	}
 }

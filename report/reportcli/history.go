@@ -176,6 +176,8 @@ func runTrend(ctx context.Context, o Options, args []string, stdout, stderr io.W
 	fs.StringVar(&f.Rack, "rack", "", "runs on this rack")
 	fs.StringVar(&f.Middleware, "middleware", "", "cases of this transport (prefix: shm matches shm-copy and shm-loan)")
 	fs.StringVar(&f.Revision, "revision", "", "runs whose git revision starts with this")
+	fs.StringVar(&f.Branch, "branch", "", "runs made on this git branch")
+	fs.StringVar(&f.Tag, "tag", "", "runs at a revision carrying this git tag")
 	since := fs.String("since", "", "runs since: 2006-01-02, RFC 3339, or 30d / 72h back")
 	p := trend.DefaultParams
 	fs.IntVar(&p.Window, "window", p.Window, "change points: runs on each side (W)")
@@ -282,6 +284,8 @@ func short(rev string) string {
 
 // baseline picks the baseline run for cur from the store: spec is
 // "last-pass" (the newest complete passing run on cur's rack, or --rack),
+// "branch:NAME" or "tag:NAME" (the newest complete passing run made on
+// that git branch, or at a revision carrying that tag, on the rack),
 // "rev:PREFIX" (the newest run at that git revision) or "RACK/ID".
 func baseline(ctx context.Context, s store.Store, spec, rack string, cur *report.Result) (*report.Result, error) {
 	self := store.KeyOf(cur.Run)
@@ -292,13 +296,17 @@ func baseline(ctx context.Context, s store.Store, spec, rack string, cur *report
 	switch {
 	case spec == "last-pass":
 		f = store.Filter{Rack: rack, Verdict: report.Pass, CompleteOnly: true}
+	case strings.HasPrefix(spec, "branch:") && len(spec) > len("branch:"):
+		f = store.Filter{Rack: rack, Branch: strings.TrimPrefix(spec, "branch:"), Verdict: report.Pass, CompleteOnly: true}
+	case strings.HasPrefix(spec, "tag:") && len(spec) > len("tag:"):
+		f = store.Filter{Rack: rack, Tag: strings.TrimPrefix(spec, "tag:"), Verdict: report.Pass, CompleteOnly: true}
 	case strings.HasPrefix(spec, "rev:"):
 		f = store.Filter{Rack: rack, Revision: strings.TrimPrefix(spec, "rev:"), CompleteOnly: true}
 	case strings.Contains(spec, "/"):
 		i := strings.LastIndex(spec, "/")
 		return s.Load(ctx, store.RunKey{Rack: spec[:i], ID: spec[i+1:]})
 	default:
-		return nil, fmt.Errorf("%w: --baseline %q: want last-pass, rev:PREFIX or RACK/RUN-ID", ErrUsage, spec)
+		return nil, fmt.Errorf("%w: --baseline %q: want last-pass, branch:NAME, tag:NAME, rev:PREFIX or RACK/RUN-ID", ErrUsage, spec)
 	}
 	runs, err := s.Runs(ctx, f)
 	if err != nil {

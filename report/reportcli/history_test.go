@@ -12,6 +12,7 @@ import (
 
 	"github.com/hilrig/hilrig/report"
 	"github.com/hilrig/hilrig/report/reportcli"
+	"github.com/hilrig/hilrig/report/store"
 	"github.com/hilrig/hilrig/report/store/storetest"
 )
 
@@ -26,6 +27,18 @@ func TestImportTrendBaseline(t *testing.T) {
 	for i := range 24 {
 		r := storetest.Run("sim", i, 3, 20000)
 		r.Run.ID = "" // as written before run IDs: the directory names the run
+		r.Run.GitBranch = "main"
+		switch i {
+		case 5:
+			r.Run.GitTags = []string{"v1.0"}
+		case 8, 9:
+			r.Run.GitBranch = "release/1.x"
+			if i == 9 {
+				r.Run.GitTags = []string{"v1.1"}
+			}
+		case 14:
+			r.Run.GitTags = []string{"v1.2"} // fails (see below): no passing run at v1.2
+		}
 		if i >= 12 {
 			h := report.NewHistogram()
 			for s := range int64(200) {
@@ -96,6 +109,40 @@ func TestImportTrendBaseline(t *testing.T) {
 	err = reportcli.RunWith(ctx, o, []string{"compare", "--baseline", "sim/run-0013", newest}, &out, &errb)
 	if err != nil || !strings.Contains(out.String(), "baseline: run sim/run-0013") {
 		t.Fatalf("compare vs run 3: %v\n%s", err, out.String())
+	}
+	// The last passing complete run of a branch or tag.
+	for spec, want := range map[string]string{
+		"branch:release/1.x": "baseline: run sim/run-0009 (rev 0abc009 on release/1.x tags v1.1,",
+		"branch:main":        "baseline: run sim/run-0011 (rev 0abc00b on main,",
+		"tag:v1.0":           "baseline: run sim/run-0005 (rev 0abc005 on main tags v1.0,",
+	} {
+		out.Reset()
+		err := reportcli.RunWith(ctx, o, []string{"compare", "--baseline", spec, newest}, &out, &errb)
+		if !errors.Is(err, report.ErrRegression) || !strings.Contains(out.String(), want) {
+			t.Fatalf("compare --baseline %s: %v\n%s\nwant %q", spec, err, out.String(), want)
+		}
+	}
+	// trend over a branch: only its 2 runs (8 and 9).
+	out.Reset()
+	if err := reportcli.RunWith(ctx, o, []string{"trend", "--branch", "release/1.x", "--all", "--case", "case-00"}, &out, &errb); err != nil {
+		t.Fatalf("trend --branch: %v", err)
+	}
+	if !strings.Contains(strings.Join(strings.Fields(out.String()), " "), "latency/case-00 shm-loan 2 ") {
+		t.Fatalf("trend --branch output:\n%s", out.String())
+	}
+	out.Reset()
+	if err := reportcli.RunWith(ctx, o, []string{"trend", "--tag", "no-such-tag", "--all"}, &out, &errb); err != nil {
+		t.Fatalf("trend --tag: %v", err)
+	}
+	if strings.Contains(out.String(), "latency/case-00") {
+		t.Fatalf("trend --tag of an unknown tag listed cases:\n%s", out.String())
+	}
+	err = reportcli.RunWith(ctx, o, []string{"compare", "--baseline", "tag:v1.2", newest}, &out, &errb)
+	if !errors.Is(err, store.ErrNotFound) || !strings.Contains(err.Error(), "results.db") || !strings.Contains(err.Error(), "tag:v1.2") {
+		t.Fatalf("tag with no passing run: %v", err)
+	}
+	if err := reportcli.RunWith(ctx, o, []string{"compare", "--baseline", "branch:", newest}, &out, &errb); !errors.Is(err, reportcli.ErrUsage) {
+		t.Fatalf("empty branch: %v", err)
 	}
 	err = reportcli.RunWith(ctx, o, []string{"compare", "--baseline", "sim/nope", newest}, &out, &errb)
 	if err == nil || !strings.Contains(err.Error(), "results.db") {

@@ -28,9 +28,9 @@ var ErrUsage = cli.ErrUsage
 const usage = `usage:
   hilrig report html RESULT.json|SOAK.jsonl [-o out.html] [--soak SOAK.jsonl] [--title T]
   hilrig report compare BASE.json NEW.json [--threshold 10%] [--min-delta 0ns]
-  hilrig report compare --baseline last-pass|rev:PREFIX|RACK/RUN-ID [--rack R] NEW.json [--results DSN]
+  hilrig report compare --baseline last-pass|branch:NAME|tag:NAME|rev:PREFIX|RACK/RUN-ID [--rack R] NEW.json [--results DSN]
   hilrig report import RESULT.json|REPORT_DIR... [--results DSN]
-  hilrig report trend [--case C] [--board B] [--rack R] [--middleware M] [--revision REV] [--since 30d]
+  hilrig report trend [--case C] [--board B] [--rack R] [--middleware M] [--revision REV] [--branch B] [--tag T] [--since 30d]
                       [--window 8] [--alpha 0.001] [--min-shift 5%] [--html trend.html] [--all]
                       [--fail-on-regression] [--results DSN]`
 
@@ -179,7 +179,7 @@ func runCompare(ctx context.Context, o Options, args []string, stdout, stderr io
 	fs.SetOutput(stderr)
 	thr := fs.String("threshold", "10%", "relative change that counts as a regression")
 	minDelta := fs.Duration("min-delta", 0, "ignore latency changes smaller than this")
-	base := fs.String("baseline", "", "take BASE from the results store: last-pass, rev:PREFIX or RACK/RUN-ID")
+	base := fs.String("baseline", "", "take BASE from the results store: last-pass, branch:NAME, tag:NAME (the last passing complete run of that git branch or tag), rev:PREFIX or RACK/RUN-ID")
 	rack := fs.String("rack", "", "with --baseline: the rack to pick from (default: NEW's)")
 	dsn := o.storeFlag(fs)
 	pos, err := parse(fs, args)
@@ -214,7 +214,14 @@ func runCompare(ctx context.Context, o Options, args []string, stdout, stderr io
 		if b, err = baseline(ctx, s, *base, *rack, cur); err != nil {
 			return fmt.Errorf("report compare: %w", err)
 		}
-		fmt.Fprintf(stdout, "baseline: run %s/%s (rev %s, %s) from %s\n", b.Run.Rack, b.Run.ID, short(b.Run.GitRevision),
+		ref := ""
+		if b.Run.GitBranch != "" {
+			ref = " on " + b.Run.GitBranch
+		}
+		if len(b.Run.GitTags) > 0 {
+			ref += " tags " + strings.Join(b.Run.GitTags, ",")
+		}
+		fmt.Fprintf(stdout, "baseline: run %s/%s (rev %s%s, %s) from %s\n", b.Run.Rack, b.Run.ID, short(b.Run.GitRevision), ref,
 			b.Run.Start.UTC().Format("2006-01-02 15:04Z"), s.Name())
 	} else if b, err = report.ReadFile(pos[0]); err != nil {
 		return fmt.Errorf("report compare: %w", err)

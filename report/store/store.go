@@ -57,6 +57,10 @@ type Store interface {
 	// part complete, in one transaction: either every case of the part is
 	// stored or none. A case already stored for the run (same suite and
 	// name) is replaced. The run's environment is updated from r.Run.
+	// Parts are named by suite (the harness does so); a begun part named
+	// like the suite of any case in r is marked complete too, so
+	// importing a run's result.json after a store outage completes the
+	// suites it holds.
 	Put(ctx context.Context, r *report.Result, part string) error
 	// PutSoak stores the windows of a soak checkpoint (summaries) for the
 	// stored run k, replacing windows of the same index and agent.
@@ -101,6 +105,9 @@ type Filter struct {
 	Middleware string
 	// Revision matches runs whose git revision starts with it.
 	Revision string
+	// Branch matches runs made on this git branch (exactly); Tag runs
+	// whose revision carried this git tag (exactly).
+	Branch, Tag string
 	// Since keeps runs that started at or after it.
 	Since time.Time
 	// Verdict keeps runs with this overall verdict.
@@ -117,6 +124,7 @@ type RunRow struct {
 	Start    time.Time
 	End      time.Time
 	Revision string
+	Branch   string
 	Version  string
 	Verdict  report.Verdict
 	Cases    int

@@ -73,7 +73,7 @@ func runSoak(ctx context.Context, profile string) {
 	run := &soakrun.Runner{Name: "soak " + profile, Window: plan.Window, Progress: plan.Progress, Until: until,
 		Checkpoint: cp, Out: progressOut(), Churn: plan.Churn, Restarter: feed, Finisher: feed, Controller: "controller",
 		HeapProfile: soakrun.HeapProfilePath(), Heartbeat: plan.Heartbeat, ConsoleTail: consoleTail(r),
-		ConsolePanic: consolePanic(r), Recoverer: feed, Recoveries: plan.Recoveries}
+		ConsolePanic: consolePanic(r), Recoverer: feed, Recoveries: plan.Recoveries, Live: harness.Live()}
 	DeferCleanup(AttachProgressReporter(run.ProgressReport))
 	runErr := run.Run(ctx, tracks)
 

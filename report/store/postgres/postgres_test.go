@@ -4,10 +4,12 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hilrig/hilrig/report"
 	"github.com/hilrig/hilrig/report/store"
 	"github.com/hilrig/hilrig/report/store/pgtest"
 	"github.com/hilrig/hilrig/report/store/postgres"
@@ -117,4 +119,49 @@ func BenchmarkPostgres(b *testing.B) {
 	defer s.Close()
 	b.Run("put-86", func(b *testing.B) { storetest.BenchmarkPut(b, s, 86) })
 	b.Run("trend-1000x86", func(b *testing.B) { storetest.BenchmarkTrend(b, s, 1000, 86) })
+}
+
+// With planner statistics (autovacuum's ANALYZE), a baseline pick by
+// branch or tag and a trend over a tagged run are served by indexes on
+// a store of 1,000 runs, not by scanning every run or case.
+func TestQueryPlansUseIndexes(t *testing.T) {
+	c := pgtest.Start(t)
+	ctx := context.Background()
+	s, err := postgres.Open(ctx, c.NewDatabase("plans"), "test", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for i := range 1000 {
+		r := storetest.Run(fmt.Sprintf("rack-%d", i%10), i, 2, 20000)
+		r.Run.GitBranch, r.Run.GitTags = "main", []string{fmt.Sprintf("t%d", i)}
+		if i%200 == 0 {
+			r.Run.GitBranch = "release"
+		}
+		if err := s.Put(ctx, r, "latency"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.DB().ExecContext(ctx, "ANALYZE"); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		f    store.Filter
+		plan string
+		want string
+	}{
+		{store.Filter{Branch: "release", Verdict: report.Pass, CompleteOnly: true}, "runs", "runs_branch"},
+		{store.Filter{Tag: "t7"}, "runs", "run_tags_tag"},
+		{store.Filter{Tag: "t7"}, "points-cases", "cases_pkey"},
+	} {
+		plans, err := s.Explain(ctx, tc.f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := plans[tc.plan]
+		if !strings.Contains(got, tc.want) || strings.Contains(got, "Seq Scan on cases") || strings.Contains(got, "Seq Scan on runs") {
+			t.Errorf("filter %+v, %s: want %s and no sequential scan of runs or cases:\n%s", tc.f, tc.plan, tc.want, got)
+		}
+		t.Logf("%s %+v:\n%s", tc.plan, tc.f, got)
+	}
 }

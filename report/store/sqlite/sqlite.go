@@ -53,7 +53,7 @@ func Open(ctx context.Context, path, version string, o Options) (*sqlstore.Store
 	if err != nil {
 		return nil, fmt.Errorf("%w %s: %w", store.ErrStore, name, err)
 	}
-	d := sqlstore.Dialect{IDColumn: "INTEGER PRIMARY KEY", Classify: classify}
+	d := sqlstore.Dialect{IDColumn: "INTEGER PRIMARY KEY", Explain: "EXPLAIN QUERY PLAN ", Classify: classify}
 	target := o.SchemaTarget
 	if target == 0 {
 		target = sqlstore.Version

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/hilrig/hilrig/report"
 	"github.com/hilrig/hilrig/report/store"
 	"github.com/hilrig/hilrig/report/store/sqlite"
 	"github.com/hilrig/hilrig/report/store/storetest"
@@ -136,4 +138,53 @@ func BenchmarkSQLite(b *testing.B) {
 	defer s.Close()
 	b.Run("put-86", func(b *testing.B) { storetest.BenchmarkPut(b, s, 86) })
 	b.Run("trend-1000x86", func(b *testing.B) { storetest.BenchmarkTrend(b, s, 1000, 86) })
+}
+
+// The queries of a baseline pick (Runs by rack, branch, tag) and of a
+// trend over some runs (Points by rack) are served by indexes, not by
+// scanning every run or every case. (A trend over every run reads every
+// case: a scan is right there.)
+func TestQueryPlansUseIndexes(t *testing.T) {
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "results.db"), "test", sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for i := range 50 {
+		r := storetest.Run("rack-"+strconv.Itoa(i%10), i, 10, 20000)
+		r.Run.GitBranch, r.Run.GitTags = "main", []string{"t" + strconv.Itoa(i)}
+		if err := s.Put(ctx, r, "latency"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.DB().ExecContext(ctx, "ANALYZE"); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		f    store.Filter
+		plan string // query → substrings its plan must hold
+		want []string
+	}{
+		{store.Filter{Rack: "rack-3"}, "runs", []string{"SEARCH r USING INDEX sqlite_autoindex_runs_1 (rack=?)"}},
+		{store.Filter{Branch: "main", Verdict: report.Pass, CompleteOnly: true}, "runs", []string{"USING INDEX runs_branch (git_branch=?)"}},
+		{store.Filter{Tag: "t7"}, "runs", []string{"run_tags_tag (tag=?"}},
+		{store.Filter{Rack: "rack-3"}, "points-runs", []string{"SEARCH r USING INDEX sqlite_autoindex_runs_1 (rack=?)"}},
+		{store.Filter{Rack: "rack-3"}, "points-cases", []string{"SEARCH c USING INDEX sqlite_autoindex_cases_1 (run=?)"}},
+		{store.Filter{Tag: "t7"}, "points-cases", []string{"SEARCH c USING INDEX sqlite_autoindex_cases_1 (run=?)"}},
+	} {
+		plans, err := s.Explain(ctx, c.f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := plans[c.plan]
+		for _, w := range c.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("filter %+v, %s: plan lacks %q:\n%s", c.f, c.plan, w, got)
+			}
+		}
+		if strings.Contains(got, "SCAN r\n") || strings.HasSuffix(got, "SCAN r") || strings.Contains(got, "SCAN c") {
+			t.Errorf("filter %+v, %s: scans a table:\n%s", c.f, c.plan, got)
+		}
+	}
 }

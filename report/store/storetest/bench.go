@@ -2,8 +2,10 @@ package storetest
 
 import (
 	"context"
+	"database/sql"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -25,6 +27,38 @@ func BenchmarkTrend(b *testing.B, s store.Store, runs, cases int) {
 			b.Fatal(err)
 		}
 	}
+	// Planner statistics, as PostgreSQL's autovacuum keeps them (and
+	// SQLite's PRAGMA optimize): a freshly filled database has none.
+	if d, ok := s.(interface{ DB() *sql.DB }); ok {
+		if _, err := d.DB().ExecContext(ctx, "ANALYZE"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	// The plans of a trend over the newest tenth of the runs: the runs
+	// by their start index, their cases by the cases primary key.
+	recent := store.Filter{Rack: "bench", Since: T0.Add(time.Duration(runs-runs/10) * time.Hour)}
+	if ex, ok := s.(interface {
+		Explain(context.Context, store.Filter) (map[string]string, error)
+	}); ok {
+		plans, err := ex.Explain(ctx, recent)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, q := range []string{"points-runs", "points-cases"} {
+			b.Logf("plan of %s (last %d runs):\n%s", q, runs/10, plans[q])
+			if !strings.Contains(strings.ToLower(plans[q]), "index") {
+				b.Errorf("%s uses no index:\n%s", q, plans[q])
+			}
+		}
+	}
+	b.Run("recent-tenth", func(b *testing.B) {
+		for b.Loop() {
+			ps, err := s.Points(ctx, recent)
+			if err != nil || len(ps) != runs/10*cases {
+				b.Fatalf("%d points, %v", len(ps), err)
+			}
+		}
+	})
 	b.Run("all-cases", func(b *testing.B) {
 		c0 := cpuTime()
 		for b.Loop() {

@@ -16,6 +16,7 @@ import (
 	"github.com/hilrig/hilrig/report"
 	"github.com/hilrig/hilrig/report/soak"
 	"github.com/hilrig/hilrig/report/store"
+	"github.com/hilrig/hilrig/report/store/internal/sqlstore"
 )
 
 // Opener opens the backend's database under test: the same database on
@@ -148,6 +149,23 @@ func Conformance(t *testing.T, open Opener, exec Exec) {
 		}
 	})
 
+	t.Run("import completes the parts whose suites it holds", func(t *testing.T) {
+		r := Run("imp", 1, 2, 20000) // suite "latency"
+		for _, part := range []string{"latency", "soak"} {
+			if err := s.Begin(ctx, r.Run, part); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// The store failed at the suites' Put; result.json is imported.
+		if err := s.Put(ctx, r, "import"); err != nil {
+			t.Fatal(err)
+		}
+		runs, err := s.Runs(ctx, store.Filter{Rack: "imp"})
+		if err != nil || len(runs) != 1 || strings.Join(runs[0].Incomplete, ",") != "soak" || runs[0].Cases != 2 {
+			t.Fatalf("runs = %+v, %v; want latency completed by the import, soak (no cases) still incomplete", runs, err)
+		}
+	})
+
 	t.Run("racks writing at once never conflict", func(t *testing.T) {
 		const racks, runs = 6, 5
 		var wg sync.WaitGroup
@@ -262,6 +280,69 @@ func Conformance(t *testing.T, open Opener, exec Exec) {
 		}
 	})
 
+	t.Run("branch and tags", func(t *testing.T) {
+		// Runs 0..4 on rack "ref": 0, 1 on main (1 tagged v1.0 and
+		// lab-ok), 2 on main failing, 3 on feature/x, 4 on main tagged
+		// v1.0 again (a re-run at the tag) but incomplete.
+		for i := range 5 {
+			r := Run("ref", i, 2, 20000)
+			r.Run.GitBranch = "main"
+			switch i {
+			case 1:
+				r.Run.GitTags = []string{"lab-ok", "v1.0"}
+			case 2:
+				r.Cases[0].Verdict = report.Fail
+			case 3:
+				r.Run.GitBranch = "feature/x"
+			case 4:
+				r.Run.GitTags = []string{"v1.0"}
+				if err := s.Begin(ctx, r.Run, "soak"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.Put(ctx, r, "latency"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ids := func(f store.Filter) []string {
+			t.Helper()
+			f.Rack = "ref"
+			rs, err := s.Runs(ctx, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out []string
+			for _, r := range rs {
+				out = append(out, r.Key.ID+"@"+r.Branch)
+			}
+			return out
+		}
+		for _, c := range []struct {
+			f    store.Filter
+			want string
+		}{
+			{store.Filter{Branch: "main"}, "run-0004@main run-0002@main run-0001@main run-0000@main"},
+			{store.Filter{Branch: "main", Verdict: report.Pass, CompleteOnly: true}, "run-0001@main run-0000@main"},
+			{store.Filter{Branch: "feature/x"}, "run-0003@feature/x"},
+			{store.Filter{Branch: "mai"}, ""}, // exact, not a prefix
+			{store.Filter{Tag: "v1.0"}, "run-0004@main run-0001@main"},
+			{store.Filter{Tag: "v1.0", Verdict: report.Pass, CompleteOnly: true}, "run-0001@main"},
+			{store.Filter{Tag: "lab-ok"}, "run-0001@main"},
+			{store.Filter{Tag: "v1"}, ""},
+		} {
+			if got := strings.Join(ids(c.f), " "); got != c.want {
+				t.Errorf("filter %+v: %q, want %q", c.f, got, c.want)
+			}
+		}
+		if ps, err := s.Points(ctx, store.Filter{Rack: "ref", Tag: "v1.0"}); err != nil || len(ps) != 4 {
+			t.Errorf("points at tag v1.0: %d, %v", len(ps), err)
+		}
+		got, err := s.Load(ctx, store.RunKey{Rack: "ref", ID: "run-0001"})
+		if err != nil || got.Run.GitBranch != "main" || strings.Join(got.Run.GitTags, ",") != "lab-ok,v1.0" {
+			t.Fatalf("loaded %+v, %v", got.Run, err)
+		}
+	})
+
 	t.Run("missing run", func(t *testing.T) {
 		_, err := s.Load(ctx, store.RunKey{Rack: "x", ID: "y"})
 		if !errors.Is(err, store.ErrNotFound) || !strings.Contains(err.Error(), s.Name()) {
@@ -281,7 +362,7 @@ func Conformance(t *testing.T, open Opener, exec Exec) {
 
 	t.Run("newer schema is refused", func(t *testing.T) {
 		exec(t, "UPDATE hilrig_schema SET version = 99, written_by = 'hilrig v9.9.9'")
-		defer exec(t, "UPDATE hilrig_schema SET version = 2")
+		defer exec(t, fmt.Sprintf("UPDATE hilrig_schema SET version = %d", sqlstore.Version))
 		_, err := open(t, 0)
 		if !errors.Is(err, store.ErrNewerSchema) || !strings.Contains(err.Error(), "v9.9.9") || !strings.Contains(err.Error(), s.Name()) {
 			t.Fatalf("err = %v, want ErrNewerSchema naming the store and the writer", err)
@@ -317,5 +398,18 @@ func Migration(t *testing.T, open Opener) {
 	}
 	if err := s.PutSoak(ctx, store.KeyOf(r.Run), &soak.Log{Windows: []soak.Window{{Agents: []soak.AgentWindow{{Agent: "a"}}}}}); err != nil {
 		t.Fatalf("after migration: %v", err)
+	}
+	// Schema 3: a run from before branches has none; a new one is found
+	// by its branch and tag.
+	if rs, err := s.Runs(ctx, store.Filter{Rack: "mig"}); err != nil || len(rs) != 1 || rs[0].Branch != "" {
+		t.Fatalf("migrated run: %+v, %v", rs, err)
+	}
+	r2 := Run("mig", 2, 1, 20000)
+	r2.Run.GitBranch, r2.Run.GitTags = "main", []string{"v2"}
+	if err := s.Put(ctx, r2, "latency"); err != nil {
+		t.Fatalf("after migration: %v", err)
+	}
+	if rs, err := s.Runs(ctx, store.Filter{Rack: "mig", Branch: "main", Tag: "v2"}); err != nil || len(rs) != 1 || rs[0].Key.ID != "run-0002" {
+		t.Fatalf("by branch and tag after migration: %+v, %v", rs, err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"time"
 
@@ -92,12 +93,31 @@ func (tc *TestContext) serveMetrics(w io.Writer) {
 	if tc.Config == nil || tc.Config.MetricsListen == "" {
 		return
 	}
-	m := live.New()
-	addr, err := m.Serve(context.Background(), tc.Config.MetricsListen)
+	addr, err := ServeMetrics(context.Background(), tc.Config.MetricsListen)
 	if err != nil {
 		fmt.Fprintf(w, "hilrig: %v (no live metrics this run)\n", err)
 		return
 	}
-	metrics = m
 	fmt.Fprintf(w, "hilrig metrics: http://%s/metrics\n", addr)
 }
+
+// ServeMetrics makes a fresh live endpoint this process's [Live] and
+// serves it on listen (host:port) until ctx ends; it returns the bound
+// address. The suites start it from metrics_listen before any spec runs
+// (Live is then read, never written, while specs run); tests of the
+// feeding start it on 127.0.0.1:0.
+func ServeMetrics(ctx context.Context, listen string) (net.Addr, error) {
+	m := live.New()
+	addr, err := m.Serve(ctx, listen)
+	if err != nil {
+		return nil, err
+	}
+	metrics = m
+	return addr, nil
+}
+
+// Live is this suite process's live metrics endpoint, for the steps and
+// the soak runner to feed while they run. It is nil when metrics_listen
+// is not set; a nil *live.Metrics ignores updates, so callers feed it
+// unconditionally.
+func Live() *live.Metrics { return metrics }

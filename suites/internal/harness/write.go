@@ -122,6 +122,7 @@ func (tc *TestContext) RunInfo(start, end time.Time) report.RunInfo {
 	ri.Rack = tc.rackLabel()
 	ri.ID = tc.RunID
 	ri.GitRevision = report.GitRevision(filepath.Dir(tc.ConfigPath))
+	ri.GitBranch, ri.GitTags = report.GitRef(filepath.Dir(tc.ConfigPath))
 	ri.Version = "(devel)" // replaced by the agents' build when preflight reports it
 	ri.ConfigFile = tc.ConfigPath
 	var cfg strings.Builder

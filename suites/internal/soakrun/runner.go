@@ -50,6 +50,17 @@ type Recoverer interface {
 	Recover(ctx context.Context, board string, tracks []*Track) ([]*Track, error)
 }
 
+// LiveSink receives the soak while it runs: the live metrics endpoint
+// (report/live.Metrics). Called on the runner goroutine; implementations
+// must not block.
+type LiveSink interface {
+	// SoakWindow is called with every window appended to the checkpoint.
+	SoakWindow(w *soak.Window)
+	// SoakProgress is called at every drain, so progress and ETA move
+	// between checkpoint windows.
+	SoakProgress(elapsed, planned time.Duration)
+}
+
 // Runner runs one soak. Fill the exported fields, then call Run once.
 // Status may be called from any goroutine (Ginkgo progress reports).
 type Runner struct {
@@ -111,6 +122,9 @@ type Runner struct {
 	// of that name to every window, with its RSS and CPU, so the memory
 	// verdict covers the controller as well as the boards.
 	Controller string
+	// Live, if set, is fed every closed window and the progress (nil: no
+	// live metrics).
+	Live LiveSink
 
 	mu       sync.Mutex
 	stopOnce sync.Once
@@ -270,6 +284,9 @@ func (r *Runner) Run(ctx context.Context, tracks []*Track) error {
 		case <-stop:
 			final = true
 		case <-drain.C:
+			if r.Live != nil {
+				r.Live.SoakProgress(time.Since(now), r.Until.Sub(now))
+			}
 			for _, t := range tracks {
 				r.fold(agg, t, t.Src.Take())
 			}
@@ -593,6 +610,13 @@ func (r *Runner) closeWindow(agg *aggregator, tracks []*Track, gated map[subKey]
 		st.Unlocked++
 	}
 	r.mu.Unlock()
+	if r.Live != nil {
+		r.Live.SoakWindow(&w)
+		r.mu.Lock()
+		elapsed, planned := end.Sub(r.started), r.Until.Sub(r.started)
+		r.mu.Unlock()
+		r.Live.SoakProgress(elapsed, planned)
+	}
 	if r.OnWindow != nil {
 		r.OnWindow(&w)
 	}

@@ -8,7 +8,9 @@ import (
 	"github.com/hilrig/hilrig/agentproto"
 	"github.com/hilrig/hilrig/fixtures"
 	"github.com/hilrig/hilrig/report"
+	"github.com/hilrig/hilrig/report/live"
 	"github.com/hilrig/hilrig/rig"
+	"github.com/hilrig/hilrig/suites/internal/harness"
 )
 
 // BandwidthCap bounds payload × rate of a paced latency case (bytes/s):
@@ -128,7 +130,21 @@ func Measure(ctx context.Context, env *Env, name string, p Params) (*Ran, error)
 	if err != nil {
 		return nil, err
 	}
+	period := p.Window
+	if period == 0 && env.Config != nil {
+		period = env.Config.Window
+	}
+	subs := make([]windowSource, len(f.Subscribers))
+	for i, e := range f.Subscribers {
+		subs[i] = e
+	}
+	var ptpFeed func(*live.Metrics)
+	if gate != nil {
+		ptpFeed = gate.feedLive
+	}
+	stopLive := feedLive(harness.Live(), name, subs, period, ptpFeed)
 	res, werr := f.Wait(ctx)
+	stopLive()
 	run := &Ran{Result: res, Flow: f, From: from, To: to, Started: t0}
 	if res == nil {
 		return run, werr

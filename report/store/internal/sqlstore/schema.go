@@ -9,7 +9,7 @@ import (
 )
 
 // Version is the newest schema version this build writes and reads.
-const Version = 2
+const Version = 3
 
 // migrations[i] takes the schema from version i to i+1. {{ID}} is the
 // dialect's auto-increment primary key column type. Never edit a released
@@ -87,6 +87,18 @@ var migrations = [][]string{
 			window_json TEXT NOT NULL,
 			PRIMARY KEY (run, idx, stream))`,
 	},
+	// 2 → 3: the git branch and tags of a run, so a baseline can be "the
+	// last passing run of branch B / tag T". Runs stored before have no
+	// branch and no tags (their result.json had none to give).
+	{
+		`ALTER TABLE runs ADD COLUMN git_branch TEXT NOT NULL DEFAULT ''`,
+		`CREATE INDEX runs_branch ON runs (git_branch, start_ns)`,
+		`CREATE TABLE run_tags (
+			run BIGINT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+			tag TEXT NOT NULL,
+			PRIMARY KEY (run, tag))`,
+		`CREATE INDEX run_tags_tag ON run_tags (tag, run)`,
+	},
 }
 
 // migrate brings the schema to target (Version outside tests) in one
@@ -133,5 +145,6 @@ func (s *Store) migrate(ctx context.Context, target int) error {
 			return err
 		}
 	}
+	s.schema = max(cur, target)
 	return tx.Commit()
 }

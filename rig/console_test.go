@@ -41,7 +41,14 @@ func TestRigCapturesBoardConsoles(t *testing.T) {
 		t.Fatal("no console capture for board dut")
 	}
 	fmt.Fprint(ptmx, "[ 1.0] Out of memory: Killed process 42 (hilrig)\r\n")
-	testkit.Eventually(t, 10*time.Second, "the OOM line flagged", func() bool { return len(c.Flags()) == 1 })
+	fmt.Fprint(ptmx, "login: \r\n")
+	testkit.Eventually(t, 10*time.Second, "the OOM line flagged", func() bool { return len(c.Flags()) == 1 && len(c.Tail(5)) == 2 })
+	// What a failing case carries: the flagged line and the tail.
+	rep := r.ConsoleReport(5)
+	if !strings.Contains(rep, "console dut") || !strings.Contains(rep, "flagged:\n    ") || !strings.Contains(rep, "[oom] [ 1.0] Out of memory") ||
+		!strings.Contains(rep, "last 2 lines:") || !strings.Contains(rep, "login:") {
+		t.Errorf("ConsoleReport:\n%s\nwant board dut, the flagged OOM line and the last 2 lines", rep)
+	}
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"net"
@@ -221,16 +222,72 @@ func (r *Rig) startConsoles() error {
 	r.consoles = map[string]*console.Capture{}
 	for i := range r.Rack.Boards {
 		b := &r.Rack.Boards[i]
-		if b.Console == nil || b.Console.Device == fixtures.ConsoleVM {
+		if b.Console == nil {
 			continue
 		}
-		c, err := console.Open(b.Name, *b.Console, filepath.Join(r.opts.ConsoleDir, "console-"+b.Name+".log"))
+		path := filepath.Join(r.opts.ConsoleDir, "console-"+b.Name+".log")
+		if b.Console.Device == fixtures.ConsoleVM {
+			// The QEMU serial console: every boot of the board writes
+			// into the same capture (startVMAgent tees it here).
+			pr, pw := io.Pipe()
+			c, err := console.Start(b.Name, pr, console.Options{Path: path, MaxBytes: int64(b.Console.MaxBytes)})
+			if err != nil {
+				pw.Close()
+				return fmt.Errorf("rig: %w", err)
+			}
+			r.consoles[b.Name] = c
+			r.vm.mu.Lock()
+			if r.vm.console == nil {
+				r.vm.console = map[string]io.Writer{}
+			}
+			r.vm.console[b.Name] = lossyWriter{pw}
+			r.vm.mu.Unlock()
+			continue
+		}
+		c, err := console.Open(b.Name, *b.Console, path)
 		if err != nil {
 			return fmt.Errorf("rig: %w", err)
 		}
 		r.consoles[b.Name] = c
 	}
 	return nil
+}
+
+// lossyWriter never fails a write: a closed capture must not stop the
+// board whose console it read.
+type lossyWriter struct{ w io.Writer }
+
+func (l lossyWriter) Write(p []byte) (int, error) {
+	_, _ = l.w.Write(p)
+	return len(p), nil
+}
+
+// ConsoleReport is, for every board with a captured console, its flagged
+// lines (panic, oops, watchdog, OOM; at most 10) and its last n lines:
+// what a failing case carries ("" without captures). Safe for concurrent
+// use.
+func (r *Rig) ConsoleReport(n int) string {
+	var b strings.Builder
+	for _, name := range slices.Sorted(maps.Keys(r.consoles)) {
+		c := r.consoles[name]
+		flags := c.Flags()
+		tail := c.Tail(n)
+		if len(flags) == 0 && len(tail) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "console %s (%s):\n", name, c.Path())
+		if len(flags) > 0 {
+			b.WriteString("  flagged:\n")
+			for _, l := range flags[max(len(flags)-10, 0):] {
+				b.WriteString("    " + l.String() + "\n")
+			}
+		}
+		fmt.Fprintf(&b, "  last %d lines:\n", len(tail))
+		for _, l := range tail {
+			b.WriteString("    " + l.String() + "\n")
+		}
+	}
+	return b.String()
 }
 
 // Console is board's console capture (nil, false without one: no

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"net"
+	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/hilrig/hilrig/deploy"
 	"github.com/hilrig/hilrig/fixtures"
+	"github.com/hilrig/hilrig/rig/power"
 	"github.com/hilrig/hilrig/vmboard"
 )
 
@@ -21,6 +24,46 @@ import (
 type vmState struct {
 	mu  sync.Mutex
 	img map[vmboard.Arch]*vmboard.Image
+	// running is each vm board's QEMU process while it runs (its power,
+	// for the vm power driver); guarded by mu.
+	running map[string]*vmProc
+	// console is each vm board's console capture input (Options.ConsoleDir
+	// and a console: {device: vm} block); guarded by mu.
+	console map[string]io.Writer
+}
+
+// vmProc is a running vm board's QEMU process: power.VM.
+type vmProc struct {
+	*vmboard.Board
+	exited chan struct{}
+}
+
+// WaitExit blocks until QEMU has been reaped or ctx ends.
+func (p *vmProc) WaitExit(ctx context.Context) error {
+	select {
+	case <-p.exited:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+var _ power.VM = (*vmProc)(nil)
+
+// vmRunning is board's running QEMU process (nil when none runs).
+func (r *Rig) vmRunning(board string) *vmProc {
+	r.vm.mu.Lock()
+	defer r.vm.mu.Unlock()
+	p := r.vm.running[board]
+	if p == nil {
+		return nil
+	}
+	select {
+	case <-p.exited:
+		return nil
+	default:
+		return p
+	}
 }
 
 // vmLife bounds a VM board's life when nothing stops it earlier; the rig's
@@ -98,6 +141,9 @@ func (r *Rig) startVMAgent(ctx context.Context, b *fixtures.Board, args []string
 		return nil, fmt.Errorf("rig: board %s: agent binary: %w", b.Name, err)
 	}
 	accel := vmboard.DetectAccelFor(arch)
+	r.vm.mu.Lock()
+	capture := r.vm.console[b.Name]
+	r.vm.mu.Unlock()
 	var board *vmboard.Board
 	var killed atomic.Bool
 	proc, console, exited := deploy.Attach(fmt.Sprintf("vm %s (qemu, %s)", b.Name, accel.Accel), func() error {
@@ -105,6 +151,9 @@ func (r *Rig) startVMAgent(ctx context.Context, b *fixtures.Board, args []string
 		board.Kill()
 		return nil
 	})
+	if capture != nil {
+		console = io.MultiWriter(console, capture)
+	}
 	// The board outlives this call: its life is bounded by Kill (the
 	// rig's Close) and vmLife, not by ctx; ctx only cancels a start that
 	// is still connecting.
@@ -137,6 +186,20 @@ func (r *Rig) startVMAgent(ctx context.Context, b *fixtures.Board, args []string
 	}
 	conn := board.Stdio().(net.Conn)
 	proc.Stdin, proc.Stdout = halfCloser{conn}, conn
+	vp := &vmProc{Board: board, exited: make(chan struct{})}
+	// Published, so `hilrig power` in another process drives this QEMU.
+	unpublish, perr := power.Publish(r.Rack.Name, b.Name, power.Published{Socket: board.QMPSocket(), PID: board.PID(),
+		RigPID: os.Getpid(), Since: time.Now()})
+	if perr != nil {
+		r.opts.Logger.Warn("vm board not published for hilrig power", "board", b.Name, "err", perr)
+		unpublish = func() {}
+	}
+	r.vm.mu.Lock()
+	if r.vm.running == nil {
+		r.vm.running = map[string]*vmProc{}
+	}
+	r.vm.running[b.Name] = vp
+	r.vm.mu.Unlock()
 	go func() {
 		// Wait follows the console for the board's whole life (the
 		// console must be drained or the guest stalls on it) and always
@@ -146,6 +209,8 @@ func (r *Rig) startVMAgent(ctx context.Context, b *fixtures.Board, args []string
 		if errors.Is(werr, vmboard.ErrBoardTimeout) && killed.Load() {
 			werr = nil // stopped by the rig, as intended
 		}
+		unpublish()
+		close(vp.exited)
 		exited(werr)
 	}()
 	return proc, nil
@@ -163,4 +228,13 @@ func (h halfCloser) Close() error {
 		return cw.CloseWrite()
 	}
 	return h.c.Close()
+}
+
+// VMPID is the process id of vm board board's running QEMU (0 when none
+// runs): what a test freezes to hang the board.
+func (r *Rig) VMPID(board string) int {
+	if p := r.vmRunning(board); p != nil {
+		return p.PID()
+	}
+	return 0
 }

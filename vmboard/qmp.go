@@ -20,8 +20,26 @@ import (
 // ends QEMU (the board's power off). "system_reset" under -no-reboot
 // makes QEMU exit as well: a reset board is restarted by its owner.
 func (b *Board) QMP(ctx context.Context, command string) (json.RawMessage, error) {
+	return QMPAt(ctx, b.qmpSock, command)
+}
+
+// QMPSocket is the board's QMP monitor socket (for [QMPAt] from another
+// process).
+func (b *Board) QMPSocket() string { return b.qmpSock }
+
+// PID is the QEMU process's id (0 before it started).
+func (b *Board) PID() int {
+	if b.cmd == nil || b.cmd.Process == nil {
+		return 0
+	}
+	return b.cmd.Process.Pid
+}
+
+// QMPAt is [Board.QMP] on the QMP socket sock of a QEMU this process did
+// not start. Blocks until QEMU answers or ctx ends.
+func QMPAt(ctx context.Context, sock, command string) (json.RawMessage, error) {
 	var d net.Dialer
-	c, err := d.DialContext(ctx, "unix", b.qmpSock)
+	c, err := d.DialContext(ctx, "unix", sock)
 	if err != nil {
 		return nil, fmt.Errorf("vmboard: qmp %s: %w", command, err)
 	}

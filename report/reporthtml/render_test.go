@@ -218,6 +218,10 @@ func TestRenderPartialSoak(t *testing.T) {
 		if i == 12 {
 			w.Agents[0].Events = []soak.Event{{Time: st.Add(time.Second), Kind: soak.EventRestart, Target: "sub", Recovered: true, RecoveryNs: 5e6}}
 		}
+		if i == 20 {
+			w.Fault = &soak.Fault{Board: "b1", Cause: "board b1 sent no agent window for 30s", From: st, To: st.Add(8 * time.Second),
+				Recovery: "power-cycled (recovery 1 of 2)", Console: "[panic] Kernel panic - not syncing: sysrq triggered crash"}
+		}
 		if err := cp.Append(w); err != nil {
 			t.Fatal(err)
 		}
@@ -251,5 +255,12 @@ func TestRenderPartialSoak(t *testing.T) {
 	}
 	if ev := byID(root, "soak-events"); ev == nil || len(elems(ev, "tr")) != 2 {
 		t.Error("events table should have a header and one restart row")
+	}
+	fw := byID(root, "soak-faults")
+	if fw == nil || len(elems(fw, "tr")) != 2 || !strings.Contains(text(fw), "Kernel panic") || !strings.Contains(text(fw), "board b1 sent no agent window") {
+		t.Error("fault-window table should have a header and one row with the cause and the console tail")
+	}
+	if !strings.Contains(all, "Fault windows (board outages): 1") {
+		t.Error("soak summary does not count the fault window")
 	}
 }

@@ -192,7 +192,7 @@ func ReadFrom(r io.Reader, name string) (*Log, error) {
 // absorb keeps w's summaries and merges its histograms into the totals
 // (locked windows only), then drops the histograms.
 func (lg *Log) absorb(w *Window) {
-	locked := w.Locked()
+	locked := w.Locked() && w.Fault == nil
 	for i := range w.Agents {
 		a := &w.Agents[i]
 		for j := range a.Streams {

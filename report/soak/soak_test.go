@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -223,6 +224,60 @@ func TestJudge(t *testing.T) {
 	}
 	if bad.Verdict != report.Fail {
 		t.Errorf("bad soak verdict %s", bad.Verdict)
+	}
+}
+
+// TestJudgeFaultWindows: a window holding a recovered board outage has
+// its losses and its latency left out of the verdicts, is counted, and
+// is bounded by MaxFaultWindows; the fault (board, cause, console) is
+// kept for the report.
+func TestJudgeFaultWindows(t *testing.T) {
+	zero := int64(0)
+	one := 1
+	b := soak.Bounds{MaxLost: &zero, MaxLatency: 200 * time.Microsecond, MaxFaultWindows: &one}
+	build := func(faults ...int) *soak.Log {
+		path := filepath.Join(t.TempDir(), "s.jsonl")
+		cp, err := soak.Create(path, soak.Header{Started: t0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 20 {
+			w := window(i, 0, 0, true)
+			if slices.Contains(faults, i) {
+				// The outage: thousands lost, a 5 s latency.
+				w.Agents[0].Streams[0].Lost = 5000
+				w.Agents[0].Streams[0].Histogram.Record(int64(5 * time.Second))
+				w.Fault = &soak.Fault{Board: "board1", Cause: "sent no agent window for 2s", From: w.Start, To: w.End,
+					Recovery: "power-cycled", Console: "[panic] Kernel panic - not syncing"}
+			}
+			if err := cp.Append(w); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cp.Close()
+		lg, err := soak.Read(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return lg
+	}
+	v := soak.Judge(build(7), b)
+	if v.Verdict != report.Pass || v.FaultWindows != 1 || len(v.Faults) != 1 || v.Faults[0].Console == "" {
+		t.Errorf("one fault window: verdict %s, fault windows %d, faults %+v; want pass, 1, with the console", v.Verdict, v.FaultWindows, v.Faults)
+	}
+	lg := build(7)
+	if tot := lg.Totals[soak.StreamKey("board1", "imu")].Summary(); tot.Max >= int64(time.Second) {
+		t.Errorf("the fault window's 5 s sample is in the soak's totals (max %d ns)", tot.Max)
+	}
+	v = soak.Judge(build(3, 9), b)
+	var ck *report.Check
+	for i := range v.Checks {
+		if strings.HasPrefix(v.Checks[i].Bound, "fault windows") {
+			ck = &v.Checks[i]
+		}
+	}
+	if v.Verdict != report.Fail || ck == nil || ck.Verdict != report.Fail || !strings.Contains(ck.Note, "board1: sent no agent window") {
+		t.Errorf("two fault windows, bound 1: verdict %s, check %+v; want the fault-window check to fail naming the board", v.Verdict, ck)
 	}
 }
 

@@ -31,6 +31,9 @@ type Bounds struct {
 	MaxUnlockedWindows *int `json:"max_unlocked_windows,omitempty" yaml:"max_unlocked_windows,omitempty"`
 	// MaxRestartRecovery bounds restart → first delivery for every restart.
 	MaxRestartRecovery time.Duration `json:"max_restart_recovery_ns,omitempty" yaml:"max_restart_recovery,omitempty"`
+	// MaxFaultWindows bounds the fault windows (board outages recovered by
+	// a power cycle); nil means unbounded (only counted).
+	MaxFaultWindows *int `json:"max_fault_windows,omitempty" yaml:"max_fault_windows,omitempty"`
 }
 
 // Trend is one fitted trend, for the report.
@@ -47,8 +50,12 @@ type Verdicts struct {
 	Checks          []report.Check `json:"checks"`
 	Trends          []Trend        `json:"trends"`
 	UnlockedWindows int            `json:"unlocked_windows"`
-	Windows         int            `json:"windows"`
-	Verdict         report.Verdict `json:"verdict"`
+	// FaultWindows counts windows holding a board outage ([Window.Fault]);
+	// Faults lists them, in order.
+	FaultWindows int            `json:"fault_windows,omitempty"`
+	Faults       []Fault        `json:"faults,omitempty"`
+	Windows      int            `json:"windows"`
+	Verdict      report.Verdict `json:"verdict"`
 }
 
 // Judge computes the soak verdicts over lg. Windows with PTP not locked are
@@ -80,10 +87,21 @@ func Judge(lg *Log, b Bounds) Verdicts {
 		if !locked {
 			v.UnlockedWindows++
 		}
+		// A fault window's samples and losses belong to the outage, not
+		// to the system under test: excluded like an unlocked window's
+		// latency, and counted.
+		fault := w.Fault != nil
+		if fault {
+			v.FaultWindows++
+			v.Faults = append(v.Faults, *w.Fault)
+		}
 		hours := w.End.Sub(t0).Hours()
 		for _, a := range w.Agents {
 			for _, s := range a.Streams {
 				k := StreamKey(a.Agent, s.Stream)
+				if fault {
+					continue
+				}
 				lost[k] += s.Lost
 				sent[k] += s.Sent
 				if !locked || s.Summary.Count == 0 {
@@ -108,7 +126,7 @@ func Judge(lg *Log, b Bounds) Verdicts {
 				st.p50 = append(st.p50, float64(s.Summary.P50))
 				st.p99 = append(st.p99, float64(s.Summary.P99))
 			}
-			if !w.Start.Before(warm) && a.RSSBytes > 0 {
+			if !w.Start.Before(warm) && a.RSSBytes > 0 && !fault {
 				r := rss[a.Agent]
 				if r == nil {
 					r = &series{}
@@ -186,6 +204,17 @@ func Judge(lg *Log, b Bounds) Verdicts {
 			Measured: float64(v.UnlockedWindows), Verdict: report.Pass}
 		if v.UnlockedWindows > *b.MaxUnlockedWindows {
 			ck.Verdict = report.Fail
+		}
+		v.Checks = append(v.Checks, ck)
+	}
+	if b.MaxFaultWindows != nil {
+		ck := report.Check{Bound: "fault windows (recovered board outages)", Unit: "windows", Limit: float64(*b.MaxFaultWindows),
+			Measured: float64(v.FaultWindows), Verdict: report.Pass}
+		if v.FaultWindows > *b.MaxFaultWindows {
+			ck.Verdict = report.Fail
+		}
+		for _, f := range v.Faults {
+			ck.Note += fmt.Sprintf("%s: %s (%s, %v); ", f.Board, f.Cause, f.Recovery, f.To.Sub(f.From).Round(time.Millisecond))
 		}
 		v.Checks = append(v.Checks, ck)
 	}

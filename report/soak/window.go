@@ -32,6 +32,27 @@ type Window struct {
 	Start  time.Time     `json:"start"`
 	End    time.Time     `json:"end"`
 	Agents []AgentWindow `json:"agents"`
+	// Fault marks a fault window: a board was lost in it (missed agent
+	// heartbeats or a console panic) and recovered (power-cycled, agent
+	// redeployed, flows resumed) before it closed. Its latency samples and
+	// losses are left out of the verdicts and the window is counted.
+	Fault *Fault `json:"fault,omitempty"`
+}
+
+// Fault is a board outage inside a fault window.
+type Fault struct {
+	Board string `json:"board"`
+	// Cause is why the board counted as lost ("sent no agent window for
+	// 30s", "console: Kernel panic - not syncing: ...").
+	Cause string `json:"cause"`
+	// From is when the loss was detected, To when its flows ran again.
+	From time.Time `json:"from"`
+	To   time.Time `json:"to"`
+	// Recovery is "power-cycled (n of budget)": how it came back.
+	Recovery string `json:"recovery,omitempty"`
+	// Console is the board's console tail at detection (lines as
+	// captured, with monotonic and wall stamps); empty without capture.
+	Console string `json:"console,omitempty"`
 }
 
 // AgentWindow is what one agent (one board) ships per window.

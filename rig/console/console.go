@@ -324,3 +324,6 @@ func (c *Capture) Close() error {
 	}
 	return err
 }
+
+// Path is the capture file (older lines in Path+".1").
+func (c *Capture) Path() string { return c.opts.Path }

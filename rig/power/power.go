@@ -1,7 +1,8 @@
 // Package power switches boards' power through the driver of their rack
 // `power:` block: command (argv lists on the controller), gpio-relay (a
 // relay on a controller GPIO line, through package gpio, sim chips
-// included) and http (NETIO JSON API, Tasmota and Shelly Gen1 HTTP).
+// included), http (NETIO JSON API, Tasmota and Shelly Gen1 HTTP) and vm
+// (a vm board's QEMU process, through its owner: [NewVM]).
 //
 // A Switch is safe for concurrent use (operations are serialised). Every
 // operation blocks until the driver answered, bounded by ctx and the
@@ -88,6 +89,10 @@ func New(r *fixtures.Rack, b *fixtures.Board) (*Switch, error) {
 			pw = strings.TrimRight(string(raw), "\r\n")
 		}
 		s.drv = newHTTP(cfg, pw)
+	case fixtures.PowerVM:
+		// Not the rig running it (that one uses NewVM with itself as the
+		// owner): drive the QEMU process it published.
+		s.drv = &vmDriver{cfg: cfg, owner: publishedOwner{rack: r.Name, board: b.Name}}
 	default:
 		return nil, fmt.Errorf("%w: board %s: power driver %q is not available to this controller", ErrPower, b.Name, cfg.Driver)
 	}

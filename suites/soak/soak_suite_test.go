@@ -9,7 +9,7 @@
 //	-hilrig.soak-resume=FILE.jsonl   -hilrig.soak-out=FILE.jsonl   -hilrig.soak-progress=1m
 //	-hilrig.soak-max-rss-slope=512 (KiB/h)   -hilrig.soak-max-drift=10 (%/day)
 //	-hilrig.soak-max-recovery=2s   -hilrig.soak-max-unlocked=6
-//	-hilrig.soak-heartbeat=30s (a silent board stops the soak, named)
+//	-hilrig.soak-heartbeat=30s -hilrig.soak-recoveries=2 (a lost board is power-cycled, or stops the soak, named)
 //	-hilrig.soak-heap-profile=FILE (controller heap profile each window)
 //
 // Asking for a profile runs that profile only; one command per profile is

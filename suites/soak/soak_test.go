@@ -14,6 +14,7 @@ import (
 	"github.com/hilrig/hilrig/report"
 	"github.com/hilrig/hilrig/report/soak"
 	"github.com/hilrig/hilrig/rig"
+	"github.com/hilrig/hilrig/rig/console"
 	"github.com/hilrig/hilrig/suites/internal/harness"
 	"github.com/hilrig/hilrig/suites/internal/soakrun"
 	"github.com/hilrig/hilrig/suites/labels"
@@ -72,7 +73,7 @@ func runSoak(ctx context.Context, profile string) {
 	run := &soakrun.Runner{Name: "soak " + profile, Window: plan.Window, Progress: plan.Progress, Until: until,
 		Checkpoint: cp, Out: progressOut(), Churn: plan.Churn, Restarter: feed, Finisher: feed, Controller: "controller",
 		HeapProfile: soakrun.HeapProfilePath(), Heartbeat: plan.Heartbeat, ConsoleTail: consoleTail(r),
-		Live: harness.Live()}
+		ConsolePanic: consolePanic(r), Recoverer: feed, Recoveries: plan.Recoveries, Live: harness.Live()}
 	DeferCleanup(AttachProgressReporter(run.ProgressReport))
 	runErr := run.Run(ctx, tracks)
 
@@ -117,6 +118,23 @@ func consoleTail(r *rig.Rig) func(board string) string {
 			b.WriteString(l.String() + "\n")
 		}
 		return b.String()
+	}
+}
+
+// consolePanic is the first panic or oops line of a board's captured
+// console after since ("" without one, or without capture).
+func consolePanic(r *rig.Rig) func(board string, since time.Time) string {
+	return func(board string, since time.Time) string {
+		c, ok := r.Console(board)
+		if !ok {
+			return ""
+		}
+		for _, l := range c.Flags() {
+			if (l.Flag == console.Panic || l.Flag == console.Oops) && l.Wall.After(since) {
+				return l.Text
+			}
+		}
+		return ""
 	}
 }
 

@@ -22,7 +22,9 @@ const usage = `usage: hilrig power on|off|cycle|status [-config FILE | -rack FIL
 Switches BOARD's power through the power: block of its rack (the rack named
 by ginkgo.config: -config, $HILRIG_CONFIG or found walking up from the
 current directory; or -rack FILE). cycle holds the power off for the
-block's off_time. A gpio-relay line is released when the command exits.`
+block's off_time. A gpio-relay line is released when the command exits.
+A vm board's power is the QEMU process of the rig running it: status, off
+(QMP quit) and cycle (QMP system_reset) drive it; on is the rig's.`
 
 // Run runs "hilrig power" with args (without "power"). Blocks for the
 // driver, bounded by ctx and the power block's timeout.

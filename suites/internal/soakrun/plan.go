@@ -26,6 +26,7 @@ var (
 	driftBound   = flag.Float64("hilrig.soak-max-drift", 10, "latency drift bound for p50 and p99, %/day (Theil–Sen after warm-up)")
 	recovBound   = flag.Duration("hilrig.soak-max-recovery", 2*time.Second, "restart → first delivery bound")
 	heartbeat    = flag.Duration("hilrig.soak-heartbeat", 30*time.Second, "a board that sends no agent window for this long is lost: the soak stops with a verdict naming it (0 = never)")
+	recoveries   = flag.Int("hilrig.soak-recoveries", 2, "recovery budget: lost boards (missed heartbeats, console panic) power-cycled and brought back per soak; past it, or for a board without power control, the soak fails naming the board")
 	heapFlag     = flag.String("hilrig.soak-heap-profile", "", "write the controller's Go heap profile (pprof) to this file at every checkpoint window (go tool pprof -sample_index=inuse_space FILE)")
 	unlockBound  = flag.Int("hilrig.soak-max-unlocked", 6, "windows allowed with a board's PTP not locked (excluded from latency verdicts)")
 )
@@ -60,9 +61,12 @@ type Plan struct {
 	Window, AgentWindow time.Duration
 	Churn               time.Duration
 	Progress            time.Duration
-	// Heartbeat is Runner.Heartbeat (-hilrig.soak-heartbeat).
-	Heartbeat time.Duration
-	Flows     []Flow
+	// Heartbeat is Runner.Heartbeat (-hilrig.soak-heartbeat); Recoveries
+	// Runner.Recoveries (-hilrig.soak-recoveries), also the bound on
+	// fault windows.
+	Heartbeat  time.Duration
+	Recoveries int
+	Flows      []Flow
 	// Bounds judged by soak.Judge. TrendsAsserted is false when the run is
 	// too short for a slope in KiB/h or %/day to mean anything (smoke):
 	// the trends are then computed and reported, not asserted.
@@ -139,7 +143,8 @@ func NewPlan(profile string, cfg *fixtures.Config, rack *fixtures.Rack, prof *fi
 	if profile == "" {
 		profile = requested
 	}
-	p := &Plan{Profile: profile, Progress: *progressFlag, Resume: *resumeFlag, Out: *outFlag, Heartbeat: *heartbeat}
+	p := &Plan{Profile: profile, Progress: *progressFlag, Resume: *resumeFlag, Out: *outFlag, Heartbeat: *heartbeat,
+		Recoveries: max(*recoveries, 0)}
 	factor := 1.0
 	switch profile {
 	case ProfileSmoke:
@@ -232,7 +237,7 @@ func NewPlan(profile string, cfg *fixtures.Config, rack *fixtures.Rack, prof *fi
 	zero := int64(0)
 	unl := *unlockBound
 	p.Bounds = soak.Bounds{WarmUp: min(p.Duration/5, 30*time.Minute), MaxLost: &zero, MaxLatency: maxLat,
-		MaxRestartRecovery: *recovBound, MaxUnlockedWindows: &unl}
+		MaxRestartRecovery: *recovBound, MaxUnlockedWindows: &unl, MaxFaultWindows: &p.Recoveries}
 	// A slope in KiB/h or %/day from under an hour of windows is noise
 	// (GC and page-cache steps dominate); assert trends only on real soaks.
 	p.TrendsAsserted = p.Duration-p.Bounds.WarmUp >= 45*time.Minute

@@ -17,11 +17,19 @@ import (
 // reach the run report through harness.SoakCheckpoint.
 func Cases(suite, name string, lg *soak.Log, v soak.Verdicts, b soak.Bounds) []report.Case {
 	sent, delivered, lost, excluded := map[string]int64{}, map[string]int64{}, map[string]int64{}, map[string]int64{}
+	faultLost := map[string]int64{}
 	var method *report.Method
 	for _, w := range lg.Windows {
 		for _, a := range w.Agents {
 			for _, s := range a.Streams {
 				k := soak.StreamKey(a.Agent, s.Stream)
+				if w.Fault != nil {
+					// A board outage: its messages are not the system's
+					// (as in soak.Judge), excluded and counted apart.
+					excluded[k] += s.Delivered + s.Excluded
+					faultLost[k] += s.Lost
+					continue
+				}
 				sent[k] += s.Sent
 				delivered[k] += s.Delivered
 				lost[k] += s.Lost
@@ -58,11 +66,28 @@ func Cases(suite, name string, lg *soak.Log, v soak.Verdicts, b soak.Bounds) []r
 		if un := c.Sent - c.Delivered - c.Lost; un != 0 {
 			c.Extra = map[string]float64{"sent but not observed (restart gaps, in flight at window edges)": float64(un)}
 		}
+		if v.FaultWindows > 0 {
+			if c.Extra == nil {
+				c.Extra = map[string]float64{}
+			}
+			c.Extra["lost in fault windows (board outages, not judged)"] = float64(faultLost[k])
+			c.Notes = append(c.Notes, fmt.Sprintf("%d fault windows (board outages) excluded: see the verdicts case", v.FaultWindows))
+		}
 		out = append(out, c)
 	}
 	vc := report.Case{Suite: suite, Name: name + " verdicts", Delivered: sumMap(delivered), Sent: sumMap(sent), Lost: sumMap(lost),
 		Extra: map[string]float64{"windows": float64(v.Windows), "unlocked_windows": float64(v.UnlockedWindows)}}
 	vc.Checks = append(vc.Checks, v.Checks...)
+	if v.FaultWindows > 0 {
+		vc.Extra["fault_windows"] = float64(v.FaultWindows)
+	}
+	for _, f := range v.Faults {
+		n := fmt.Sprintf("fault window %s → %s: %s; %s", f.From.UTC().Format(time.RFC3339), f.To.UTC().Format(time.RFC3339), f.Cause, f.Recovery)
+		if f.Console != "" {
+			n += "\nconsole:\n" + f.Console
+		}
+		vc.Notes = append(vc.Notes, n)
+	}
 	for _, tr := range v.Trends {
 		vc.Extra["trend "+tr.Subject+" ("+tr.Unit+")"] = tr.Slope
 		if tr.Note != "" {

@@ -62,3 +62,51 @@ func TestCasesCarryVerdictsAsChecks(t *testing.T) {
 		}
 	}
 }
+
+// TestCasesExcludeFaultWindows: a recovered board outage neither fails
+// the stream case (its losses are counted apart) nor hides: the
+// verdicts case carries the fault window with its console tail.
+func TestCasesExcludeFaultWindows(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "soak.jsonl")
+	cp, err := soak.Create(path, soak.Header{Name: "unit", Window: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now().Add(-time.Minute)
+	for i := range 4 {
+		h := report.NewHistogram()
+		h.Record(5000)
+		st := soak.StreamWindow{Stream: "imu", Sent: 100, Delivered: 100, Histogram: h}
+		w := soak.Window{Start: t0.Add(time.Duration(i) * time.Second), End: t0.Add(time.Duration(i+1) * time.Second)}
+		if i == 2 {
+			st.Delivered, st.Lost = 40, 60
+			w.Fault = &soak.Fault{Board: "b", Cause: "board b sent no agent window for 30s", From: w.Start, To: w.End,
+				Recovery: "power-cycled (recovery 1 of 2)", Console: "[panic] Kernel panic - not syncing: sysrq triggered crash"}
+		}
+		w.Agents = []soak.AgentWindow{{Agent: "b", RSSBytes: 8 << 20, Streams: []soak.StreamWindow{st}}}
+		if err := cp.Append(&w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cp.Close()
+	lg, err := soak.Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zero := int64(0)
+	two := 2
+	b := soak.Bounds{MaxLost: &zero, MaxFaultWindows: &two}
+	v := soak.Judge(lg, b)
+	cases := soakrun.Cases("soak", "unit", lg, v, b)
+	for i := range cases {
+		cases[i].Finalize()
+	}
+	stream, vc := cases[0], cases[len(cases)-1]
+	if stream.Verdict != report.Pass || stream.Lost != 0 || stream.Extra["lost in fault windows (board outages, not judged)"] != 60 {
+		t.Errorf("stream case: verdict %s, lost %d, extra %v; want pass, 0 lost, 60 lost in fault windows", stream.Verdict, stream.Lost, stream.Extra)
+	}
+	notes := strings.Join(vc.Notes, "\n")
+	if vc.Verdict != report.Pass || vc.Extra["fault_windows"] != 1 || !strings.Contains(notes, "board b sent no agent window") || !strings.Contains(notes, "Kernel panic") {
+		t.Errorf("verdicts case: verdict %s, extra %v, notes %q; want pass, 1 fault window, its cause and console", vc.Verdict, vc.Extra, notes)
+	}
+}

@@ -177,3 +177,58 @@ func (f *RigFeed) dropped() uint64 {
 	}
 	return n + f.droppedGone
 }
+
+// PowerControl returns nil when board has a power: block (the rig can
+// power-cycle it), else the error naming the board.
+func (f *RigFeed) PowerControl(board string) error {
+	b, err := f.Rig.Rack.Board(board)
+	if err != nil {
+		return err
+	}
+	_, err = b.PowerFor()
+	return err
+}
+
+// Recover power-cycles board through the rig, waits for its agent
+// (redeployed; bounded by ctx and 5 min) and restarts every endpoint of
+// tracks that ran on it, under new ids, running to Until. The old
+// endpoints died with the board; their windows are not waited for.
+func (f *RigFeed) Recover(ctx context.Context, board string, tracks []*Track) ([]*Track, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	a, err := f.Rig.RecoverBoard(ctx, board)
+	if err != nil {
+		return nil, err
+	}
+	out := append([]*Track(nil), tracks...)
+	// Subscribers first, as rig.Flow starts them: a resumed publisher's
+	// first messages then have a subscriber.
+	for _, role := range []agentproto.Role{agentproto.Subscriber, agentproto.Publisher} {
+		for i, t := range tracks {
+			if t.Agent != board || t.Role != role {
+				continue
+			}
+			ep := f.eps[t]
+			if ep == nil {
+				return nil, fmt.Errorf("%w: board %s: unknown track %s", ErrFeed, board, t.Flow)
+			}
+			f.droppedGone += ep.DroppedWindows()
+			delete(f.eps, t)
+			f.seq++
+			spec := ep.Spec
+			spec.Endpoint = fmt.Sprintf("%s-r%d", baseID(ep.Spec.Endpoint), f.seq)
+			spec.DurationNs = int64(time.Until(f.Until) + time.Minute)
+			nep, err := a.Start(ctx, spec)
+			if err != nil {
+				return nil, fmt.Errorf("%w: board %s: resuming %s %s after the power cycle: %w", ErrFeed, board, t.Role, t.Flow, err)
+			}
+			nt := *t
+			nt.Src = Drain{nep}
+			f.eps[&nt] = nep
+			out[i] = &nt
+		}
+	}
+	return out, nil
+}
+
+var _ Recoverer = (*RigFeed)(nil)

@@ -38,6 +38,18 @@ type Finisher interface {
 	Finish(ctx context.Context) (map[*Track][]agentproto.Window, error)
 }
 
+// Recoverer brings a lost board back during a soak.
+type Recoverer interface {
+	// PowerControl returns nil when board can be power-cycled, else an
+	// error saying why not (no power: block).
+	PowerControl(board string) error
+	// Recover power-cycles board, waits for it, redeploys its agent and
+	// restarts every endpoint of tracks that ran on it; it returns the
+	// tracks with those replaced, in the same order (the others
+	// unchanged). Blocks, bounded by ctx.
+	Recover(ctx context.Context, board string, tracks []*Track) ([]*Track, error)
+}
+
 // LiveSink receives the soak while it runs: the live metrics endpoint
 // (report/live.Metrics). Called on the runner goroutine; implementations
 // must not block.
@@ -80,15 +92,28 @@ type Runner struct {
 	OnWindow func(w *soak.Window)
 	// Heartbeat, if set, is how long a board may go without sending an
 	// agent window (every endpoint sends one per agent window, traffic or
-	// not) before it counts as hung. The soak then stops at once, the
-	// open window appended with an agent-error event, and Run returns an
-	// error matching ErrBoardLost naming the board and the cause — rather
-	// than running to its end counting losses. (Power-cycling and
-	// redeploying the board instead is not implemented yet.)
+	// not) before it counts as lost. A lost board is recovered through
+	// Recoverer (see Recoveries); without one, without power control for
+	// the board, or past the budget, the soak stops at once: the open
+	// window is appended with an agent-error event, and Run returns an
+	// error matching ErrBoardLost naming the board and the cause, rather
+	// than running to its end counting losses.
 	Heartbeat time.Duration
 	// ConsoleTail, if set, returns a board's recent console lines for the
 	// event and the error (nil: no console capture).
 	ConsoleTail func(board string) string
+	// ConsolePanic, if set, returns the first panic or oops line a board's
+	// console showed after since ("" for none). Such a board is lost at
+	// once, as if it had missed its heartbeats.
+	ConsolePanic func(board string, since time.Time) string
+	// Recoverer, if set, brings a lost board back: power cycle, wait,
+	// agent redeployed, its flows resumed. The window the outage falls in
+	// is closed as a fault window ([soak.Window.Fault]: counted, its
+	// latency and losses left out of the verdicts, with the console tail).
+	Recoverer Recoverer
+	// Recoveries is the recovery budget of the soak: past it a lost board
+	// fails the soak (ErrBoardLost, "recovery budget exhausted").
+	Recoveries int
 	// HeapProfile, if set, is a file the controller's heap profile is
 	// rewritten to at every checkpoint window, just before the windows
 	// are drained (for finding what holds the controller's memory).
@@ -112,6 +137,11 @@ type Runner struct {
 	// lastSeen is when each board last sent an agent window (runner
 	// goroutine only).
 	lastSeen map[string]time.Time
+	// panicSince is, per board, from when a console panic counts (the
+	// soak's start or the board's last recovery).
+	panicSince map[string]time.Time
+	// fault is the outage of the open window (nil: none).
+	fault *soak.Fault
 }
 
 // Status is the runner's progress, for the progress line and reports.
@@ -129,6 +159,8 @@ type Status struct {
 	PTPOffset                     time.Duration
 	PTPKnown, PTPLocked           bool
 	Restarts, Recovered, Unlocked int
+	// BoardRecoveries counts lost boards brought back (fault windows).
+	BoardRecoveries int
 }
 
 type pendingRestart struct {
@@ -192,6 +224,9 @@ func (s Status) String() string {
 	if s.Restarts > 0 {
 		fmt.Fprintf(&b, ", restarts %d (%d recovered)", s.Restarts, s.Recovered)
 	}
+	if s.BoardRecoveries > 0 {
+		fmt.Fprintf(&b, ", board outages recovered %d", s.BoardRecoveries)
+	}
 	return b.String()
 }
 
@@ -221,8 +256,10 @@ func (r *Runner) Run(ctx context.Context, tracks []*Track) error {
 	r.started = now
 	r.mu.Unlock()
 	r.lastSeen = map[string]time.Time{}
+	r.panicSince = map[string]time.Time{}
 	for _, t := range tracks {
 		r.lastSeen[t.Agent] = now
+		r.panicSince[t.Agent] = now
 	}
 	winStart := now
 	nextWin := now.Add(r.Window)
@@ -253,9 +290,19 @@ func (r *Runner) Run(ctx context.Context, tracks []*Track) error {
 			for _, t := range tracks {
 				r.fold(agg, t, t.Src.Take())
 			}
-			if err := r.checkHeartbeats(agg, tracks, gated, winStart); err != nil {
+			board, cause := r.lostBoard(tracks)
+			if board == "" {
+				continue
+			}
+			var err error
+			if tracks, err = r.recoverBoard(ctx, agg, tracks, gated, winStart, board, cause); err != nil {
 				return err
 			}
+			// The fault window closed at the recovery: the next one
+			// starts now, a full window long.
+			winStart = time.Now()
+			nextWin = winStart.Add(r.Window)
+			timer.Reset(time.Until(nextWin))
 			continue
 		case <-timer.C:
 		}
@@ -269,8 +316,15 @@ func (r *Runner) Run(ctx context.Context, tracks []*Track) error {
 		for _, t := range tracks {
 			r.fold(agg, t, t.Src.Take())
 		}
-		if err := r.checkHeartbeats(agg, tracks, gated, winStart); err != nil {
-			return err
+		if board, cause := r.lostBoard(tracks); board != "" {
+			var err error
+			if tracks, err = r.recoverBoard(ctx, agg, tracks, gated, winStart, board, cause); err != nil {
+				return err
+			}
+			winStart = time.Now()
+			nextWin = winStart.Add(r.Window)
+			timer.Reset(time.Until(nextWin))
+			continue
 		}
 		if !nextChurn.IsZero() && !time.Now().Before(nextChurn) && !final {
 			var err error
@@ -318,32 +372,114 @@ func DefaultDrain(window, drain time.Duration) time.Duration {
 	return min(max(window/4, 10*time.Millisecond), time.Second)
 }
 
-// checkHeartbeats stops the soak when a board sent no agent window for
-// Heartbeat: the open window is appended with the event, so the checkpoint
-// says which board hung and when.
-func (r *Runner) checkHeartbeats(agg *aggregator, tracks []*Track, gated map[subKey]bool, winStart time.Time) error {
-	if r.Heartbeat <= 0 {
-		return nil
-	}
+// lostBoard returns the first board that sent no agent window for
+// Heartbeat, or whose console showed a panic or oops, with the cause ("",
+// "" for none).
+func (r *Runner) lostBoard(tracks []*Track) (board, cause string) {
 	now := time.Now()
 	for _, t := range tracks {
+		if r.ConsolePanic != nil {
+			if l := r.ConsolePanic(t.Agent, r.panicSince[t.Agent]); l != "" {
+				return t.Agent, "board " + t.Agent + " console: " + l
+			}
+		}
+		if r.Heartbeat <= 0 {
+			continue
+		}
 		last := r.lastSeen[t.Agent]
 		if now.Sub(last) < r.Heartbeat {
 			continue
 		}
-		cause := fmt.Sprintf("board %s sent no agent window for %v (heartbeat budget %v; last at %s)",
+		return t.Agent, fmt.Sprintf("board %s sent no agent window for %v (heartbeat budget %v; last at %s)",
 			t.Agent, now.Sub(last).Round(time.Millisecond), r.Heartbeat, last.UTC().Format(time.RFC3339Nano))
-		detail := cause + "; no power control: the soak stops"
-		if r.ConsoleTail != nil {
-			if tail := r.ConsoleTail(t.Agent); tail != "" {
-				detail += "\nconsole:\n" + tail
-			}
-		}
-		agg.event(t.Agent, soak.Event{Time: now, Kind: soak.EventAgentError, Target: "board " + t.Agent, Detail: detail})
-		_ = r.closeWindow(agg, tracks, gated, winStart, now, true)
-		return fmt.Errorf("%w: %s", ErrBoardLost, detail)
 	}
-	return nil
+	return "", ""
+}
+
+// recoverBoard handles a lost board: it recovers it through Recoverer
+// and closes the open window [winStart, recovered) as a fault window,
+// or, with no power control for it or past the budget, appends the open
+// window with the event and returns an ErrBoardLost error naming the
+// board and the cause. It returns the tracks with the board's replaced.
+func (r *Runner) recoverBoard(ctx context.Context, agg *aggregator, tracks []*Track, gated map[subKey]bool, winStart time.Time,
+	board, cause string) ([]*Track, error) {
+	now := time.Now()
+	tail := ""
+	if r.ConsoleTail != nil {
+		tail = r.ConsoleTail(board)
+	}
+	withTail := func(s string) string {
+		if tail != "" {
+			s += "\nconsole:\n" + tail
+		}
+		return s
+	}
+	r.mu.Lock()
+	done := r.status.BoardRecoveries
+	r.mu.Unlock()
+	var why string
+	var perr error
+	if r.Recoverer != nil {
+		perr = r.Recoverer.PowerControl(board)
+	}
+	switch {
+	case r.Recoverer == nil:
+		why = "no power control: the soak stops"
+	case perr != nil:
+		why = fmt.Sprintf("no power control (%v): the soak stops", perr)
+	case done >= r.Recoveries:
+		why = fmt.Sprintf("recovery budget exhausted (%d of %d used): the soak stops", done, r.Recoveries)
+	}
+	if why != "" {
+		detail := withTail(cause + "; " + why)
+		agg.event(board, soak.Event{Time: now, Kind: soak.EventAgentError, Target: "board " + board, Detail: detail})
+		_ = r.closeWindow(agg, tracks, gated, winStart, now, true)
+		return tracks, fmt.Errorf("%w: %s", ErrBoardLost, detail)
+	}
+	recovery := fmt.Sprintf("power-cycled (recovery %d of %d)", done+1, r.Recoveries)
+	// What the board's endpoints sent before they died counts in this
+	// window; the replaced tracks' sources are drained once more after.
+	for _, t := range tracks {
+		r.fold(agg, t, t.Src.Take())
+	}
+	fresh, err := r.Recoverer.Recover(ctx, board, tracks)
+	if err != nil {
+		detail := withTail(fmt.Sprintf("%s; %s failed: %v", cause, recovery, err))
+		agg.event(board, soak.Event{Time: now, Kind: soak.EventAgentError, Target: "board " + board, Detail: detail})
+		_ = r.closeWindow(agg, tracks, gated, winStart, time.Now(), true)
+		return tracks, fmt.Errorf("%w: %s", ErrBoardLost, detail)
+	}
+	replaced := map[*Track]bool{}
+	for i, t := range tracks {
+		if i < len(fresh) && fresh[i] != t {
+			replaced[t] = true
+			r.fold(agg, t, t.Src.Take())
+		}
+	}
+	// Churn restarts of replaced subscribers can no longer be resolved:
+	// the outage, not the churn, ended them.
+	r.mu.Lock()
+	kept := r.pending[:0]
+	for _, p := range r.pending {
+		if (p.sub == nil || !replaced[p.sub]) && p.agent != board {
+			kept = append(kept, p)
+		}
+	}
+	r.pending = kept
+	r.status.BoardRecoveries++
+	r.mu.Unlock()
+	end := time.Now()
+	for _, t := range fresh {
+		r.lastSeen[t.Agent] = end
+	}
+	r.panicSince[board] = end
+	agg.event(board, soak.Event{Time: now, Kind: soak.EventAgentError, Target: "board " + board,
+		Detail: fmt.Sprintf("%s; %s, back after %v", cause, recovery, end.Sub(now).Round(time.Millisecond))})
+	r.fault = &soak.Fault{Board: board, Cause: cause, From: now, To: end, Recovery: recovery, Console: tail}
+	if err := r.closeWindow(agg, fresh, gated, winStart, end, false); err != nil {
+		return fresh, err
+	}
+	return fresh, nil
 }
 
 // fold adds a track's windows and resolves pending restart recoveries.
@@ -435,6 +571,7 @@ func (r *Runner) closeWindow(agg *aggregator, tracks []*Track, gated map[subKey]
 	}
 	sent, del, lost := agg.totSent, agg.totDelivered, agg.totLost
 	w := agg.close(start, end, ptp, gated)
+	w.Fault, r.fault = r.fault, nil
 	if r.Controller != "" {
 		cpu := processCPU()
 		aw := soak.AgentWindow{Agent: r.Controller, RSSBytes: report.ProcessRSS()}

@@ -316,3 +316,181 @@ func TestHungBoardFailsPromptlyNamingIt(t *testing.T) {
 		t.Errorf("%d board-lost events in the checkpoint, want 1", events)
 	}
 }
+
+// recoverer is a fake power control: Recover replaces the lost board's
+// tracks with fresh ones on the same stream (hanging again after
+// hangAfter Takes when hangAfter > 0).
+type recoverer struct {
+	noPower   error
+	hangAfter int
+	calls     []string
+}
+
+func (f *recoverer) PowerControl(string) error { return f.noPower }
+
+func (f *recoverer) Recover(_ context.Context, board string, tracks []*soakrun.Track) ([]*soakrun.Track, error) {
+	f.calls = append(f.calls, board)
+	out := append([]*soakrun.Track(nil), tracks...)
+	for i, t := range tracks {
+		if t.Agent != board {
+			continue
+		}
+		// The board's endpoint comes back on the same stream (its
+		// publisher on board-a kept running).
+		nt := *t
+		src := t.Src
+		if h, ok := src.(*hangingSource); ok {
+			n := 1 << 30
+			if f.hangAfter > 0 {
+				n = f.hangAfter
+			}
+			src = &hangingSource{Src: h.Src, n: n}
+		}
+		nt.Src = src
+		out[i] = &nt
+	}
+	return out, nil
+}
+
+// runRecovery runs a 3 s soak whose board-b subscriber hangs after 5
+// drains, with rec as its power control and a budget of budget.
+func runRecovery(t *testing.T, rec soakrun.Recoverer, budget int, panicLine func(string, time.Time) string) (*soak.Log, *soakrun.Runner, error, time.Duration) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "soak.jsonl")
+	cp, err := soak.Create(path, soak.Header{Name: "unit", Window: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cp.Close()
+	syn := soakrun.NewSynth(1000, 30e3, 1)
+	r := &soakrun.Runner{Name: "unit", Window: 500 * time.Millisecond, Drain: 50 * time.Millisecond, Progress: time.Hour,
+		Until: time.Now().Add(3 * time.Second), Checkpoint: cp, Heartbeat: 400 * time.Millisecond,
+		ConsoleTail:  func(board string) string { return "[  42.0] Kernel panic - not syncing: sysrq triggered crash" },
+		ConsolePanic: panicLine, Recoverer: rec, Recoveries: budget}
+	sub := soakrun.Source(&hangingSource{Src: syn.Sub(), n: 5})
+	if panicLine != nil {
+		sub = syn.Sub()
+	}
+	tracks := []*soakrun.Track{
+		{Agent: "board-b", Flow: "imu", Role: agentproto.Subscriber, Src: sub},
+		{Agent: "board-a", Flow: "imu", Role: agentproto.Publisher, Src: syn.Pub()},
+	}
+	start := time.Now()
+	runErr := r.Run(context.Background(), tracks)
+	took := time.Since(start)
+	lg, err := soak.Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lg, r, runErr, took
+}
+
+func faultWindows(lg *soak.Log) []soak.Window {
+	var out []soak.Window
+	for _, w := range lg.Windows {
+		if w.Fault != nil {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// TestHungBoardIsRecoveredAsOneFaultWindow: with power control and
+// budget, a board that misses its heartbeats is recovered within the
+// heartbeat budget, the soak runs to its end, and the checkpoint holds
+// exactly one fault window naming the board, the cause and the console
+// tail, excluded from the verdicts.
+func TestHungBoardIsRecoveredAsOneFaultWindow(t *testing.T) {
+	rec := &recoverer{}
+	lg, r, err, _ := runRecovery(t, rec, 2, nil)
+	if err != nil {
+		t.Fatalf("Run: %v; want the soak to survive the recovered board", err)
+	}
+	if len(rec.calls) != 1 || rec.calls[0] != "board-b" {
+		t.Fatalf("recoveries %v, want [board-b]", rec.calls)
+	}
+	fw := faultWindows(lg)
+	if len(fw) != 1 {
+		t.Fatalf("%d fault windows, want 1", len(fw))
+	}
+	f := fw[0].Fault
+	if f.Board != "board-b" || !strings.Contains(f.Cause, "sent no agent window") || !strings.Contains(f.Console, "Kernel panic") {
+		t.Errorf("fault %+v: want board-b, the heartbeat cause and the console tail", f)
+	}
+	// Hung after 5 drains of 50 ms: detected at most a heartbeat (400 ms)
+	// plus two drains later.
+	if lost := f.From.Sub(fw[0].Start); lost > 5*50*time.Millisecond+400*time.Millisecond+2*50*time.Millisecond+300*time.Millisecond {
+		t.Errorf("detected %v into the window: want within the heartbeat budget", lost)
+	}
+	if got := r.Status().BoardRecoveries; got != 1 {
+		t.Errorf("status board recoveries %d, want 1", got)
+	}
+	// Traffic resumed: a window after the fault window delivered.
+	var after int64
+	for _, w := range lg.Windows {
+		if w.Index > fw[0].Index {
+			for _, a := range w.Agents {
+				for _, s := range a.Streams {
+					after += s.Delivered
+				}
+			}
+		}
+	}
+	if after == 0 {
+		t.Errorf("nothing delivered after the fault window: the flows did not resume")
+	}
+	one := 1
+	if v := soak.Judge(lg, soak.Bounds{MaxFaultWindows: &one}); v.FaultWindows != 1 || v.Verdict == report.Fail {
+		t.Errorf("Judge: %d fault windows, verdict %s", v.FaultWindows, v.Verdict)
+	}
+}
+
+// TestRecoveryBudgetExhaustedFailsNamingBoard: a board that hangs again
+// past the budget stops the soak promptly with a verdict naming it; the
+// first outage stays one fault window.
+func TestRecoveryBudgetExhaustedFailsNamingBoard(t *testing.T) {
+	rec := &recoverer{hangAfter: 3}
+	lg, _, err, took := runRecovery(t, rec, 1, nil)
+	if !errors.Is(err, soakrun.ErrBoardLost) || !strings.Contains(err.Error(), "board board-b") || !strings.Contains(err.Error(), "recovery budget exhausted (1 of 1 used)") {
+		t.Fatalf("Run: %v; want ErrBoardLost naming board-b and the exhausted budget", err)
+	}
+	if took > 2800*time.Millisecond {
+		t.Errorf("the soak ran %v: want it stopped at the second loss, not at its end", took)
+	}
+	if n := len(faultWindows(lg)); n != 1 || len(rec.calls) != 1 {
+		t.Errorf("%d fault windows, %d recoveries; want 1 and 1", n, len(rec.calls))
+	}
+}
+
+// TestNoPowerControlFailsNamingBoard: a lost board without power control
+// is not recovered; the verdict names the board and says why.
+func TestNoPowerControlFailsNamingBoard(t *testing.T) {
+	rec := &recoverer{noPower: errors.New("board board-b has no power block")}
+	_, _, err, _ := runRecovery(t, rec, 3, nil)
+	if !errors.Is(err, soakrun.ErrBoardLost) || !strings.Contains(err.Error(), "no power control (board board-b has no power block)") || len(rec.calls) != 0 {
+		t.Fatalf("Run: %v, recoveries %v; want ErrBoardLost saying board-b has no power control", err, rec.calls)
+	}
+}
+
+// TestConsolePanicIsRecovered: a panic on a board's console counts as a
+// loss at once (its agent windows still arrive: the heartbeat alone
+// would not notice a board that panicked after its last window).
+func TestConsolePanicIsRecovered(t *testing.T) {
+	rec := &recoverer{}
+	start := time.Now()
+	panicked := start.Add(700 * time.Millisecond)
+	line := func(board string, since time.Time) string {
+		if board == "board-b" && time.Now().After(panicked) && since.Before(panicked) {
+			return "Kernel panic - not syncing: sysrq triggered crash"
+		}
+		return ""
+	}
+	lg, _, err, _ := runRecovery(t, rec, 1, line)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	fw := faultWindows(lg)
+	if len(fw) != 1 || !strings.Contains(fw[0].Fault.Cause, "console: Kernel panic") {
+		t.Fatalf("fault windows %d (%+v), want 1 with the console cause", len(fw), fw)
+	}
+}

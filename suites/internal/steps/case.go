@@ -18,12 +18,19 @@ import (
 )
 
 // finish stamps the suite's labels on c and finalizes it (summary, checks
-// and verdict against c.Bounds).
+// and verdict against c.Bounds). A failing case carries the boards'
+// captured console tails (flagged panic, oops, watchdog and OOM lines
+// first).
 func finish(env *Env, c *report.Case) *report.Case {
 	if len(env.Labels) > 0 {
 		c.Labels = append([]string(nil), env.Labels...)
 	}
 	c.Finalize()
+	if c.Verdict == report.Fail && env.Rig != nil {
+		if con := env.Rig.ConsoleReport(20); con != "" {
+			c.Notes = append(c.Notes, con)
+		}
+	}
 	return c
 }
 

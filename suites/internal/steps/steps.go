@@ -41,7 +41,7 @@ type Env struct {
 // DeferCleanup(env.Rig.Close) right after. Blocks for the ip(8) calls and
 // the build.
 func Open(ctx context.Context, tc *harness.TestContext, labels ...string) (*Env, error) {
-	r, err := rig.Open(ctx, tc.Rack, &rig.Options{Logger: tc.Log, Binary: tc.Binary})
+	r, err := rig.Open(ctx, tc.Rack, &rig.Options{Logger: tc.Log, Binary: tc.Binary, ConsoleDir: tc.RunDir})
 	if err != nil {
 		return nil, err
 	}
@@ -75,6 +75,7 @@ func Diagnostics(env *Env) string {
 			fmt.Fprintf(&b, "  stderr (tail):\n    %s\n", strings.ReplaceAll(tail, "\n", "\n    "))
 		}
 	}
+	b.WriteString(env.Rig.ConsoleReport(40))
 	if segs, err := os.ReadDir("/dev/shm"); err == nil {
 		n := 0
 		for _, s := range segs {

@@ -237,6 +237,9 @@ func mergeBoards(into, bs []report.BoardInfo) []report.BoardInfo {
 		if b.WakeupFloor != nil {
 			x.WakeupFloor = b.WakeupFloor
 		}
+		if b.Tuning != nil {
+			x.Tuning = b.Tuning
+		}
 	}
 	return into
 }

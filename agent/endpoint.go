@@ -105,9 +105,11 @@ func (e *endpoint) run(parent context.Context) {
 	}
 	e.period = period
 	// The endpoint's goroutine is the hot loop; pin it when asked.
+	var tids []int // the locked thread, whose context switches are the endpoint's
 	if s.CPU != nil || s.Priority > 0 {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
+		tids = []int{sys.Gettid()}
 		if s.CPU != nil && s.Role == agentproto.Publisher {
 			if err := sys.PinThread(*s.CPU); err != nil {
 				e.fail(agentproto.CodeStart, err)
@@ -143,6 +145,7 @@ func (e *endpoint) run(parent context.Context) {
 		var err error
 		node, err = middleware.OpenNode(nodeName, &middleware.NodeOptions{
 			Domain: s.Domain, ShmDir: e.a.opts.ShmDir, StampClock: stampClock(s.Stamp), Logger: e.a.opts.Logger,
+			HugePages: s.HugePages,
 		})
 		if err != nil {
 			e.fail(agentproto.CodeStart, fmt.Errorf("open node: %w", err))
@@ -213,7 +216,7 @@ func (e *endpoint) run(parent context.Context) {
 	e.winStart = e.start
 	e.usage = sys.ProcessUsage()
 	e.usage0 = e.usage
-	e.ctrs = startCounters()
+	e.ctrs = startCounters(tids)
 	started := &agentproto.Started{Endpoint: e.id, Middleware: mw}
 	if peer != nil {
 		started.Peer, started.DiscoveryNs = peer.Describe(), e.discoveryNs
@@ -268,7 +271,7 @@ func (e *endpoint) final(loopErr error) *agentproto.Final {
 	if e.recordsLatency() {
 		f.Latency = e.total
 	}
-	f.Counters = e.ctrs.finish(e.id, e.a.opts.ShmDir)
+	f.Counters = e.ctrs.finish(e.id, e.a.opts.ShmDir, e.s.HugePages)
 	if e.tr != nil {
 		f.Trace = e.tr.best
 	}

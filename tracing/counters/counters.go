@@ -9,8 +9,10 @@ package counters
 
 import (
 	"math"
+	"os"
 	"runtime/metrics"
 	"strconv"
+	"strings"
 )
 
 // Methods, printed next to the figures.
@@ -113,4 +115,86 @@ func fmtKB(kb int64) string {
 		return strconv.FormatInt(kb/1024, 10) + " MiB"
 	}
 	return strconv.FormatInt(kb, 10) + " KiB"
+}
+
+// Paths are the /proc and /sys roots HugeSupport reads; tests point them
+// at a fake tree.
+type Paths struct {
+	Proc string // "/proc"
+	Sys  string // "/sys"
+}
+
+// HugeSupport says in words what huge pages the system offers a mapping
+// right now and, where it offers none, why: the hugetlb pool
+// (/proc/sys/vm/nr_hugepages, HugePages_Free and Hugepagesize of
+// /proc/meminfo; MAP_HUGETLB, the intra-process rings) and transparent
+// huge pages for tmpfs (/sys/kernel/mm/transparent_hugepage/shmem_enabled;
+// madvise(MADV_HUGEPAGE), the /dev/shm segments). ok is false when
+// neither kind can be had, so a 4 KiB mapping that asked for huge pages
+// is explained, not just flagged.
+func HugeSupport(p Paths) (words string, ok bool) {
+	var parts []string
+	nr := readTrim(p.Proc + "/sys/vm/nr_hugepages")
+	free, size := meminfoKB(p.Proc+"/meminfo", "HugePages_Free"), meminfoKB(p.Proc+"/meminfo", "Hugepagesize")
+	switch {
+	case nr == "":
+		parts = append(parts, "hugetlb: no /proc/sys/vm/nr_hugepages (kernel without CONFIG_HUGETLBFS)")
+	case free > 0:
+		ok = true
+		parts = append(parts, "hugetlb: "+strconv.FormatInt(free, 10)+" free "+fmtKB(size)+" pages of vm.nr_hugepages="+nr)
+	case nr == "0":
+		parts = append(parts, "hugetlb: pool empty (vm.nr_hugepages=0; reserve some: sysctl vm.nr_hugepages=N)")
+	default:
+		parts = append(parts, "hugetlb: all vm.nr_hugepages="+nr+" pages in use (HugePages_Free 0)")
+	}
+	thp := readTrim(p.Sys + "/kernel/mm/transparent_hugepage/shmem_enabled")
+	sel := selected(thp)
+	switch sel {
+	case "":
+		parts = append(parts, "tmpfs THP: no /sys/kernel/mm/transparent_hugepage/shmem_enabled (kernel without CONFIG_TRANSPARENT_HUGEPAGE)")
+	case "advise", "always", "within_size", "force":
+		ok = true
+		parts = append(parts, "tmpfs THP: shmem_enabled="+sel+" (a madvised /dev/shm segment may get 2 MiB pages)")
+	default:
+		parts = append(parts, "tmpfs THP: shmem_enabled="+sel+" (never for /dev/shm)")
+	}
+	return strings.Join(parts, "; "), ok
+}
+
+// selected returns the bracketed choice of a sysfs choice list
+// ("always [never] advise" → "never"), or the text itself when it has
+// no brackets.
+func selected(s string) string {
+	if i := strings.IndexByte(s, '['); i >= 0 {
+		if j := strings.IndexByte(s[i:], ']'); j > 0 {
+			return s[i+1 : i+j]
+		}
+	}
+	return s
+}
+
+func readTrim(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// meminfoKB returns key's value in /proc/meminfo (kB, or a count for
+// HugePages_*); 0 when absent.
+func meminfoKB(path, key string) int64 {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, key+":"); ok {
+			if f := strings.Fields(v); len(f) > 0 {
+				n, _ := strconv.ParseInt(f[0], 10, 64)
+				return n
+			}
+		}
+	}
+	return 0
 }

@@ -103,6 +103,7 @@ func start(ctx context.Context, env *Env, p Params) (*rig.Flow, string, string, 
 		spec.UDP = &rig.UDPConfig{BatchBytes: p.BatchBytes}
 	}
 	spec.Trace = traceSpec(env, p)
+	spec.HugePages = env.Config.HugePages.On()
 	f, err := env.Rig.Flow(ctx, spec)
 	return f, from, to, err
 }

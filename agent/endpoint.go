@@ -55,6 +55,7 @@ type endpoint struct {
 
 	tr   *tracer          // kernel trace (trace.go); nil unless Start.Trace
 	ctrs endpointCounters // process counters at start (trace.go)
+	stg  *stageRec        // shm stage stamps (stages.go); nil unless Start.Stages
 }
 
 func newEndpoint(a *agent, s agentproto.Start) *endpoint {
@@ -154,6 +155,10 @@ func (e *endpoint) run(parent context.Context) {
 		defer node.Close()
 	}
 	ends := endpoints{node: node, peer: peer, s: &e.s}
+	if s.Stages && node != nil && (s.Role == agentproto.Publisher || s.Role == agentproto.Subscriber) {
+		e.stg = newStageRec(s.Role, s.WarmUp, s.Count)
+		ends.stages = e.stg
+	}
 	var mk Marker
 	if s.Marker != nil {
 		var err error
@@ -274,6 +279,9 @@ func (e *endpoint) final(loopErr error) *agentproto.Final {
 	f.Counters = e.ctrs.finish(e.id, e.a.opts.ShmDir, e.s.HugePages)
 	if e.tr != nil {
 		f.Trace = e.tr.best
+	}
+	if e.stg != nil {
+		f.Stages = e.stg.stamps()
 	}
 	if s.Role == agentproto.Subscriber {
 		// Messages after the last one received never arrived: a gap the
@@ -513,6 +521,9 @@ func (e *endpoint) onMessage(m *middleware.Message, mk Marker, clockLatency bool
 		e.marks++
 	}
 	seq := m.Header.Seq
+	if e.stg != nil {
+		e.stg.delivered(seq, m.Header.SendMono)
+	}
 	e.mu.Lock()
 	if seq > e.s.WarmUp {
 		e.win.Record(lat)

@@ -6,7 +6,9 @@ import (
 )
 
 // explain copies what the endpoints reported about their tails into the
-// case: the endpoints' counters, and the trace snapshot of the worst late
+// case: the endpoints' counters, the shared-memory stage split (the
+// publisher's and subscribers' stamps joined by sequence number), and the
+// trace snapshot of the worst late
 // window (of the breaching windows' snapshots the widest, i.e. the longest
 // wait; else a final's worst-window snapshot). Result.WriteFile stores its
 // JSON beside the result.
@@ -40,5 +42,14 @@ func (res *FlowResult) explain(c *report.Case, spec FlowSpec) {
 	}
 	if pick != nil {
 		c.Trace = pick.Ref(board)
+	}
+	if res.Publisher != nil && res.Publisher.Stages != nil {
+		subs := make([]*agentproto.StageStamps, 0, len(res.Subscribers))
+		for _, f := range res.Subscribers {
+			if f != nil {
+				subs = append(subs, f.Stages)
+			}
+		}
+		c.Stages = agentproto.JoinStages(res.Publisher.Stages, subs)
 	}
 }

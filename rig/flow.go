@@ -217,7 +217,7 @@ func (r *Rig) Flow(ctx context.Context, spec FlowSpec) (*Flow, error) {
 		Domain: r.Domain, Contract: c, Payload: spec.Payload, RateHz: spec.RateHz, Count: spec.Count,
 		DurationNs: int64(spec.Duration), WarmUp: spec.WarmUp, Send: spec.Send, Wait: spec.Wait,
 		Latency: spec.Latency, WindowNs: int64(spec.Window), Middleware: spec.Middleware, Trace: spec.Trace,
-		HugePages: spec.HugePages,
+		HugePages: spec.HugePages, Stages: spec.Stages,
 	}
 	f := &Flow{Spec: spec, Transport: spec.Transport}
 	ok := false

@@ -104,6 +104,8 @@ func start(ctx context.Context, env *Env, p Params) (*rig.Flow, string, string, 
 	}
 	spec.Trace = traceSpec(env, p)
 	spec.HugePages = env.Config.HugePages.On()
+	// The stage hooks exist on shared memory only; udp would send empty stamps.
+	spec.Stages = env.Config.Stages.On() && (p.Path.Transport == fixtures.Shm || p.Path.Transport == fixtures.Intra) && (p.Path.Middleware == "" || p.Path.Middleware == agentproto.MiddlewareHilrig)
 	f, err := env.Rig.Flow(ctx, spec)
 	return f, from, to, err
 }

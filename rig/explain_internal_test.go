@@ -23,3 +23,22 @@ func TestCaseCarriesTraceAndCounters(t *testing.T) {
 		t.Fatalf("counters %+v", c.Counters)
 	}
 }
+
+// The case carries the stage split joined from the finals' stamps, and
+// none when the flow was not asked for stages.
+func TestCaseCarriesStageSplit(t *testing.T) {
+	cb := report.NewHistogram()
+	cb.Record(300)
+	res := &FlowResult{
+		Publisher:   &agentproto.Final{Endpoint: "pub", Sent: 2, Stages: &agentproto.StageStamps{FirstSeq: 1, Offsets: []int32{100, 100}, Stamped: 2}},
+		Subscribers: []*agentproto.Final{{Endpoint: "sub", Received: 2, Stages: &agentproto.StageStamps{FirstSeq: 1, Offsets: []int32{2100, 4100}, Stamped: 2, Callback: cb}}},
+	}
+	c := res.Case("s", "n", FlowSpec{Traffic: Traffic{From: "a", Payload: 8, Transport: "shm"}, To: []string{"b"}})
+	if c.Stages == nil || c.Stages.Count != 2 || c.Stages.Wake.Max < 3990 || c.Stages.Wake.Min > 2010 || c.Stages.Callback.Count != 1 {
+		t.Fatalf("stages %+v", c.Stages)
+	}
+	res.Publisher.Stages, res.Subscribers[0].Stages = nil, nil
+	if c := res.Case("s", "n", FlowSpec{Traffic: Traffic{From: "a", Payload: 8}, To: []string{"b"}}); c.Stages != nil {
+		t.Fatalf("stages without stamps: %+v", c.Stages)
+	}
+}

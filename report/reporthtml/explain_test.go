@@ -52,6 +52,17 @@ func TestRenderTraceCountersStages(t *testing.T) {
 			t.Errorf("report lacks %q", want)
 		}
 	}
+	if strings.Contains(page, "overhead was not measured in this run") {
+		t.Error("the measured overhead is shown, not the how-to")
+	}
+	c.Trace.Overhead = nil
+	b.Reset()
+	if err := reporthtml.Render(&b, reporthtml.Input{Result: r}); err != nil {
+		t.Fatal(err)
+	}
+	if p := text(doc(t, b.Bytes())); !strings.Contains(p, "overhead was not measured in this run") || !strings.Contains(p, "-bench TraceOverhead") {
+		t.Error("a trace without a measured overhead does not say how to measure it")
+	}
 	if strings.Count(page, "huge pages were requested but not granted") != 1 {
 		t.Error("the 2 MiB mapping must not be flagged")
 	}

@@ -154,10 +154,12 @@ func TestEndpointCountersHugePages(t *testing.T) {
 // the system's huge-page supply (a fake tree with none here).
 func TestEndpointCountersHugePagesRefusedSaysWhy(t *testing.T) {
 	root := t.TempDir()
+	dir := t.TempDir()
 	for rel, s := range map[string]string{
 		"proc/sys/vm/nr_hugepages": "0\n",
 		"proc/meminfo":             "HugePages_Free:        0\nHugepagesize:       2048 kB\n",
-		"sys/kernel/mm/transparent_hugepage/shmem_enabled": "always within_size advise [never] deny force\n",
+		"sys/kernel/mm/transparent_hugepage/shmem_enabled": "always within_size [advise] never deny force\n",
+		"proc/mounts": "tmpfs " + dir + " tmpfs rw,relatime 0 0\n",
 	} {
 		p := filepath.Join(root, rel)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -171,7 +173,6 @@ func TestEndpointCountersHugePagesRefusedSaysWhy(t *testing.T) {
 	hugePaths = counters.Paths{Proc: filepath.Join(root, "proc"), Sys: filepath.Join(root, "sys")}
 	t.Cleanup(func() { hugePaths = old })
 
-	dir := t.TempDir()
 	c := startCounters(nil)
 	node, err := middleware.OpenNode("small", &middleware.NodeOptions{Domain: "smalltest", ShmDir: dir})
 	if err != nil {
@@ -191,8 +192,76 @@ func TestEndpointCountersHugePagesRefusedSaysWhy(t *testing.T) {
 		t.Fatalf("no mapping under %s", dir)
 	}
 	for _, m := range ec.Mappings {
-		if !strings.Contains(m.Words, "not granted: hugetlb: pool empty") || !strings.Contains(m.Words, "shmem_enabled=never") {
+		if !strings.Contains(m.Words, "not granted: hugetlb: pool empty") || !strings.Contains(m.Words, "mounted without huge= (never; e.g. mount -o remount,huge=within_size") {
 			t.Errorf("4 KiB mapping with huge pages asked: %q", m.Words)
 		}
 	}
+}
+
+// With NodeOptions.HugePages on a segment in a tmpfs mounted
+// huge=within_size (a private mount for the test: root; /dev/shm is left
+// alone), the slots are reported in 2 MiB transparent huge pages. (On a
+// huge=advise mount they are not: the middleware's fallocate reservation
+// comes before its madvise — HugeSupport says so.)
+func TestEndpointCountersShmTHP(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a tmpfs needs root")
+	}
+	if sel := selectedChoice(readFile("/sys/kernel/mm/transparent_hugepage/shmem_enabled")); sel == "deny" || sel == "" {
+		t.Skipf("tmpfs THP unavailable: shmem_enabled %q", sel)
+	}
+	dir := t.TempDir()
+	if err := unix.Mount("hilrig-thp", dir, "tmpfs", 0, "size=64m,huge=within_size"); err != nil {
+		t.Skipf("mount tmpfs huge=within_size: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := unix.Unmount(dir, 0); err != nil {
+			t.Errorf("unmount %s: %v", dir, err)
+		}
+	})
+	c := startCounters(nil)
+	node, err := middleware.OpenNode("thp", &middleware.NodeOptions{Domain: "thp", ShmDir: dir, HugePages: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const size = 1 << 20
+	pub, err := node.NewPublisher(middleware.Contract{Topic: "thp", MaxPayload: size, Transport: middleware.TransportShm, Depth: 4}, nil)
+	if err != nil {
+		node.Close()
+		t.Fatal(err)
+	}
+	payload := make([]byte, size)
+	for range 8 { // touch every slot of the ring
+		if err := pub.Send(payload); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ec := c.finish("pub", dir, true)
+	pub.Close()
+	node.Close() // before the unmount
+	var thp int64
+	for _, m := range ec.Mappings {
+		thp += m.THPKB
+		t.Logf("%s: %s", m.Path, m.Words)
+	}
+	if thp < 2048 {
+		t.Fatalf("no 2 MiB transparent huge page in the segment's mappings: %+v", ec.Mappings)
+	}
+}
+
+func readFile(p string) string {
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+func selectedChoice(s string) string {
+	if i := strings.IndexByte(s, '['); i >= 0 {
+		if j := strings.IndexByte(s[i:], ']'); j > 0 {
+			return s[i+1 : i+j]
+		}
+	}
+	return strings.TrimSpace(s)
 }

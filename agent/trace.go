@@ -250,7 +250,7 @@ func (c endpointCounters) finish(endpoint, shmDir string, hugeAsked bool) *repor
 			MMUPageSizeKB: m.MMUPageSizeKB, THPKB: m.THPKB, Words: m.PageSizeWords(), HugeRequested: hugeAsked}
 		if hugeAsked && !m.Huge() {
 			if why == "" {
-				why, _ = counters.HugeSupport(hugePaths)
+				why, _ = counters.HugeSupport(hugePaths, shmDir)
 			}
 			// Honest about why: the system's huge-page supply as it is now.
 			mp.Words += "; huge pages requested, not granted: " + why

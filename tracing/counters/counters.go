@@ -128,11 +128,15 @@ type Paths struct {
 // right now and, where it offers none, why: the hugetlb pool
 // (/proc/sys/vm/nr_hugepages, HugePages_Free and Hugepagesize of
 // /proc/meminfo; MAP_HUGETLB, the intra-process rings) and transparent
-// huge pages for tmpfs (/sys/kernel/mm/transparent_hugepage/shmem_enabled;
-// madvise(MADV_HUGEPAGE), the /dev/shm segments). ok is false when
-// neither kind can be had, so a 4 KiB mapping that asked for huge pages
-// is explained, not just flagged.
-func HugeSupport(p Paths) (words string, ok bool) {
+// huge pages for the tmpfs that holds shmDir (madvise(MADV_HUGEPAGE), the
+// shared-memory segments). A mounted tmpfs such as /dev/shm follows its
+// own huge= mount option (/proc/mounts; unset means never), not
+// /sys/kernel/mm/transparent_hugepage/shmem_enabled, which governs only
+// the kernel's internal shmem mount — except its "force" and "deny",
+// which override every mount. ok is false when neither kind can be had,
+// so a 4 KiB mapping that asked for huge pages is explained, not just
+// flagged.
+func HugeSupport(p Paths, shmDir string) (words string, ok bool) {
 	var parts []string
 	nr := readTrim(p.Proc + "/sys/vm/nr_hugepages")
 	free, size := meminfoKB(p.Proc+"/meminfo", "HugePages_Free"), meminfoKB(p.Proc+"/meminfo", "Hugepagesize")
@@ -147,18 +151,68 @@ func HugeSupport(p Paths) (words string, ok bool) {
 	default:
 		parts = append(parts, "hugetlb: all vm.nr_hugepages="+nr+" pages in use (HugePages_Free 0)")
 	}
-	thp := readTrim(p.Sys + "/kernel/mm/transparent_hugepage/shmem_enabled")
-	sel := selected(thp)
-	switch sel {
-	case "":
+	sel := selected(readTrim(p.Sys + "/kernel/mm/transparent_hugepage/shmem_enabled"))
+	mnt, fstype, huge := mountOf(p.Proc+"/mounts", shmDir)
+	switch {
+	case sel == "":
 		parts = append(parts, "tmpfs THP: no /sys/kernel/mm/transparent_hugepage/shmem_enabled (kernel without CONFIG_TRANSPARENT_HUGEPAGE)")
-	case "advise", "always", "within_size", "force":
+	case sel == "deny":
+		parts = append(parts, "tmpfs THP: shmem_enabled=deny (off for every tmpfs)")
+	case sel == "force":
 		ok = true
-		parts = append(parts, "tmpfs THP: shmem_enabled="+sel+" (a madvised /dev/shm segment may get 2 MiB pages)")
+		parts = append(parts, "tmpfs THP: shmem_enabled=force (on for every tmpfs)")
+	case fstype != "tmpfs":
+		if fstype == "" {
+			fstype = "an unknown filesystem"
+		}
+		parts = append(parts, "tmpfs THP: "+shmDir+" is on "+fstype+", not tmpfs")
+	case huge == "always" || huge == "within_size":
+		ok = true
+		parts = append(parts, "tmpfs THP: "+mnt+" mounted huge="+huge+" (2 MiB-aligned ranges of a segment get 2 MiB pages)")
+	case huge == "advise":
+		// The middleware reserves a segment's working set with fallocate
+		// before it can madvise the mapping, and fallocate without a
+		// madvised mapping allocates 4 KiB pages on an advise mount.
+		parts = append(parts, "tmpfs THP: "+mnt+" mounted huge=advise, but the middleware reserves a segment's slots (fallocate) before it madvises them, so they stay 4 KiB; mount with huge=within_size")
 	default:
-		parts = append(parts, "tmpfs THP: shmem_enabled="+sel+" (never for /dev/shm)")
+		parts = append(parts, "tmpfs THP: "+mnt+" mounted "+hugeOpt(huge)+" (never; e.g. mount -o remount,huge=within_size "+mnt+")")
 	}
 	return strings.Join(parts, "; "), ok
+}
+
+// hugeOpt spells a tmpfs huge= option as mounted.
+func hugeOpt(v string) string {
+	if v == "" {
+		return "without huge="
+	}
+	return "huge=" + v
+}
+
+// mountOf returns the mount point, filesystem type and huge= option of
+// the mount holding dir (the longest mount point that prefixes it; later
+// lines of /proc/mounts win, as the kernel stacks them).
+func mountOf(mounts, dir string) (mnt, fstype, huge string) {
+	b, err := os.ReadFile(mounts)
+	if err != nil {
+		return "", "", ""
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 4 {
+			continue
+		}
+		m := f[1]
+		if !(dir == m || m == "/" || strings.HasPrefix(dir, m+"/")) || len(m) < len(mnt) {
+			continue
+		}
+		mnt, fstype, huge = m, f[2], ""
+		for _, o := range strings.Split(f[3], ",") {
+			if v, ok := strings.CutPrefix(o, "huge="); ok {
+				huge = v
+			}
+		}
+	}
+	return mnt, fstype, huge
 }
 
 // selected returns the bracketed choice of a sysfs choice list

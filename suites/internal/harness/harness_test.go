@@ -105,7 +105,7 @@ func TestMergeRun(t *testing.T) {
 		}
 	}
 	floor := report.Summary{Count: 10, P99: 50000}
-	write("latency.json", 2*time.Minute, []report.BoardInfo{{Name: "board-a", Kernel: "6.1"}},
+	write("latency.json", 2*time.Minute, []report.BoardInfo{{Name: "board-a", Kernel: "6.1", Tuning: &report.HostTuning{Isolcpus: "1"}}},
 		latencyCase("latency", "shm 64", 10000))
 	write("preflight.json", 0, []report.BoardInfo{{Name: "board-a", AgentVersion: "v1", WakeupFloor: &floor}},
 		latencyCase("preflight", "wake-up floor", 60000))
@@ -130,8 +130,8 @@ func TestMergeRun(t *testing.T) {
 		t.Fatalf("boards %+v: want board-a merged into one", m.Run.Boards)
 	}
 	b := m.Run.Boards[0]
-	if b.Kernel != "6.1" || b.AgentVersion != "v1" || b.WakeupFloor == nil || b.WakeupFloor.P99 != 50000 {
-		t.Errorf("merged board %+v: want kernel, agent version and wake-up floor from both files", b)
+	if b.Kernel != "6.1" || b.AgentVersion != "v1" || b.WakeupFloor == nil || b.WakeupFloor.P99 != 50000 || b.Tuning == nil || b.Tuning.Isolcpus != "1" {
+		t.Errorf("merged board %+v: want kernel, agent version, wake-up floor and tuning from both files", b)
 	}
 	if len(m.Notes) != 1 {
 		t.Errorf("notes %q: want the shared note once", m.Notes)

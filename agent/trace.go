@@ -234,7 +234,7 @@ func (c endpointCounters) finish(endpoint, shmDir string, hugeAsked bool) *repor
 		return nil
 	}
 	d := counters.Delta(c.start, now)
-	ec := &report.EndpointCounters{Endpoint: endpoint, VoluntaryCtxSwitches: d.VoluntaryCtxSwitches, InvoluntaryCtxSwitches: d.InvoluntaryCtxSwitches,
+	ec := &report.EndpointCounters{Endpoint: endpoint, VoluntaryCtxSwitches: d.VoluntaryCtxSwitches, InvoluntaryCtxSwitches: d.InvoluntaryCtxSwitches, RunDelayNs: d.RunDelayNs,
 		MinorFaults: d.MinorFaults, MajorFaults: d.MajorFaults, GCCycles: d.GCCycles, GCPauseTotalNs: d.GCPauseTotalNs, GCPauseMaxNs: d.GCPauseMaxNs,
 		Method: ctxScope(c.tids) + counters.MethodCtx + "; faults and GC of the agent process (every endpoint it runs): " + counters.MethodFaults + "; " + counters.MethodGC + "; " + counters.MethodPages}
 	if shmDir == "" {

@@ -17,7 +17,7 @@ import (
 
 // Methods, printed next to the figures.
 const (
-	MethodCtx    = "/proc/PID/task/TID/status voluntary_ctxt_switches / nonvoluntary_ctxt_switches, summed over the endpoint threads"
+	MethodCtx    = "/proc/PID/task/TID/status voluntary_ctxt_switches / nonvoluntary_ctxt_switches, summed over the endpoint threads; run-queue wait from /proc/PID/task/TID/schedstat (time runnable but not running, ns)"
 	MethodFaults = "/proc/PID/stat minflt/majflt of the endpoint process"
 	MethodGC     = "runtime/metrics /gc/cycles/total:gc-cycles and /sched/pauses/total/gc:seconds (histogram: total from bucket midpoints, max is the upper edge of the highest non-empty bucket)"
 	MethodPages  = "/proc/PID/smaps KernelPageSize/MMUPageSize (hugetlb) and ShmemPmdMapped/AnonHugePages (transparent huge pages) of the mapping"
@@ -26,8 +26,11 @@ const (
 // Sample is a reading of the counters at one instant.
 type Sample struct {
 	Voluntary, Involuntary int64 // context switches, summed over the threads read
-	MinorFaults            int64
-	MajorFaults            int64
+	// RunDelayNs is the threads' time runnable but waiting for a CPU
+	// (schedstat's second field, ns; 0 without CONFIG_SCHED_INFO).
+	RunDelayNs  int64
+	MinorFaults int64
+	MajorFaults int64
 	// GC is set only for the calling process (runtime/metrics).
 	GCCycles uint64
 	gcPauses *metrics.Float64Histogram
@@ -37,6 +40,7 @@ type Sample struct {
 type Counters struct {
 	VoluntaryCtxSwitches   int64 `json:"voluntary_ctx_switches"`
 	InvoluntaryCtxSwitches int64 `json:"involuntary_ctx_switches"`
+	RunDelayNs             int64 `json:"run_delay_ns"`
 	MinorFaults            int64 `json:"minor_faults"`
 	MajorFaults            int64 `json:"major_faults"`
 	GCCycles               int64 `json:"gc_cycles"`
@@ -49,6 +53,7 @@ func Delta(a, b Sample) Counters {
 	c := Counters{
 		VoluntaryCtxSwitches:   b.Voluntary - a.Voluntary,
 		InvoluntaryCtxSwitches: b.Involuntary - a.Involuntary,
+		RunDelayNs:             b.RunDelayNs - a.RunDelayNs,
 		MinorFaults:            b.MinorFaults - a.MinorFaults,
 		MajorFaults:            b.MajorFaults - a.MajorFaults,
 		GCCycles:               int64(b.GCCycles - a.GCCycles),

@@ -1,6 +1,7 @@
 package agentproto_test
 
 import (
+	"bytes"
 	"testing"
 
 	"github.com/hilrig/hilrig/agentproto"
@@ -32,5 +33,35 @@ func TestJoinStages(t *testing.T) {
 	}
 	if agentproto.JoinStages(nil, []*agentproto.StageStamps{subA}) != nil {
 		t.Fatal("a split without publisher stamps")
+	}
+}
+
+// A final with the most stage stamps an endpoint sends, every offset at
+// its longest spelling, plus both histograms, fits one protocol line and
+// decodes back.
+func TestStageStampsFitALine(t *testing.T) {
+	off := make([]int32, agentproto.MaxStageSeqs)
+	for i := range off {
+		off[i] = agentproto.StageUnstamped + 1 // "-2147483647": the longest
+	}
+	h := report.NewHistogram()
+	for i := int64(1); i < 1e9; i *= 3 {
+		h.Record(i)
+	}
+	f := &agentproto.Final{Endpoint: "sub", Role: agentproto.Subscriber, Latency: h,
+		Stages: &agentproto.StageStamps{FirstSeq: 101, Offsets: off, Stamped: agentproto.MaxStageSeqs, Copy: h, Callback: h}}
+	var buf bytes.Buffer
+	if err := agentproto.NewEncoder(&buf).Encode(&agentproto.Msg{Kind: agentproto.KindFinal, Final: f}); err != nil {
+		t.Fatal(err)
+	}
+	if buf.Len() > agentproto.MaxLine {
+		t.Fatalf("final with %d stage offsets is %d bytes, over MaxLine %d", len(off), buf.Len(), agentproto.MaxLine)
+	}
+	m, err := agentproto.NewDecoder(&buf).Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Final.Stages; got == nil || len(got.Offsets) != agentproto.MaxStageSeqs || got.Offsets[0] != off[0] || got.Callback.Count() != h.Count() {
+		t.Fatalf("decoded stamps %+v", got)
 	}
 }

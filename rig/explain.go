@@ -1,6 +1,8 @@
 package rig
 
 import (
+	"fmt"
+
 	"github.com/hilrig/hilrig/agentproto"
 	"github.com/hilrig/hilrig/report"
 )
@@ -42,6 +44,14 @@ func (res *FlowResult) explain(c *report.Case, spec FlowSpec) {
 	}
 	if pick != nil {
 		c.Trace = pick.Ref(board)
+	}
+	// The figures of a traced case were taken with the trace armed, kept
+	// snapshot or not: say so, since arming costs latency.
+	if spec.Trace != nil && c.Trace == nil {
+		c.Notes = append(c.Notes, fmt.Sprintf("measured with the kernel trace armed (%s, %d KiB per CPU); no window kept a snapshot; what arming costs: docs/report.md, Explaining a tail", spec.Trace.Mode, spec.Trace.BufferKB))
+	}
+	if spec.Stages {
+		c.Notes = append(c.Notes, "measured with the shared-memory stage stamps on (four CLOCK_MONOTONIC reads per message)")
 	}
 	if res.Publisher != nil && res.Publisher.Stages != nil {
 		subs := make([]*agentproto.StageStamps, 0, len(res.Subscribers))

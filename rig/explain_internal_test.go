@@ -1,6 +1,7 @@
 package rig
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/hilrig/hilrig/agentproto"
@@ -33,7 +34,13 @@ func TestCaseCarriesStageSplit(t *testing.T) {
 		Publisher:   &agentproto.Final{Endpoint: "pub", Sent: 2, Stages: &agentproto.StageStamps{FirstSeq: 1, Offsets: []int32{100, 100}, Stamped: 2}},
 		Subscribers: []*agentproto.Final{{Endpoint: "sub", Received: 2, Stages: &agentproto.StageStamps{FirstSeq: 1, Offsets: []int32{2100, 4100}, Stamped: 2, Callback: cb}}},
 	}
-	c := res.Case("s", "n", FlowSpec{Traffic: Traffic{From: "a", Payload: 8, Transport: "shm"}, To: []string{"b"}})
+	c := res.Case("s", "n", FlowSpec{Traffic: Traffic{From: "a", Payload: 8, Transport: "shm", Stages: true,
+		Trace: &agentproto.TraceSpec{Mode: agentproto.TraceOnBreach, BufferKB: 512}}, To: []string{"b"}})
+	notes := strings.Join(c.Notes, "\n")
+	if !strings.Contains(notes, "measured with the kernel trace armed (on-breach, 512 KiB per CPU); no window kept a snapshot") ||
+		!strings.Contains(notes, "stage stamps on") {
+		t.Fatalf("notes %q: a traced, stamped case must say so", c.Notes)
+	}
 	if c.Stages == nil || c.Stages.Count != 2 || c.Stages.Wake.Max < 3990 || c.Stages.Wake.Min > 2010 || c.Stages.Callback.Count != 1 {
 		t.Fatalf("stages %+v", c.Stages)
 	}

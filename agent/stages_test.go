@@ -57,7 +57,7 @@ func TestStagesAcrossAgents(t *testing.T) {
 				t.Errorf("%s stage %s beyond the latency max %d", name, time.Duration(s), lat.Max)
 			}
 		}
-		if st.Copy.P50 <= 0 || st.Wake.Max <= 0 {
+		if st.Copy.Max <= 0 || st.Wake.Max <= 0 {
 			t.Errorf("a 200-byte copy and a wake-up take time: %+v", st)
 		}
 		t.Logf("copy p50 %v, commit→wake p50 %v p99 %v, wake→callback p50 %v; latency p50 %v",

@@ -28,7 +28,7 @@ func TestRenderTraceCountersStages(t *testing.T) {
 	c.Stages = &report.StageSplit{Count: 1000, Copy: report.Summary{P50: 1000, P99: 2000, Max: 3000}, Wake: report.Summary{P50: 9000}, Callback: report.Summary{P50: 4000}, Method: "stamps"}
 	r.Run.Tuning = &report.HostTuning{Isolcpus: "1", NICIRQs: []report.NICIRQ{{NIC: "eth0", IRQ: 38, Name: "virtio2-input.0", Affinity: "1"}}, Method: "sysfs"}
 	r.Run.Boards = []report.BoardInfo{{Name: "imx8", Tuning: &report.HostTuning{Isolcpus: "2-3", NohzFull: "3",
-		NICIRQs: []report.NICIRQ{{NIC: "eth1", IRQ: 40, Name: "eth1-rx-0", Affinity: "2"}}}}, {Name: "bare"}}
+		NICIRQs: []report.NICIRQ{{NIC: "eth1", IRQ: 40, Name: "eth1-rx-0", Affinity: "2"}}}}, {Name: "bare"}, {Name: "netns", Tuning: &report.HostTuning{}}}
 	var b bytes.Buffer
 	if err := reporthtml.Render(&b, reporthtml.Input{Result: r}); err != nil {
 		t.Fatal(err)
@@ -47,7 +47,7 @@ func TestRenderTraceCountersStages(t *testing.T) {
 	for _, want := range []string{"hlr-hog[23326]", "max 5.1ms > bound 1ms in window 3", "30.0µs off → 32.0µs armed",
 		"huge pages were requested but not granted", "2 MiB hugetlb pages", "commit → wake", "publish-side copy",
 		"isolcpus", "eth0 irq 38 virtio2-input.0 → CPUs 1", "≤ 80.0µs",
-		"isolcpus 2-3, nohz_full 3", "eth1 irq 40 eth1-rx-0 → CPUs 2", "not reported", "4.32ms"} {
+		"isolcpus 2-3, nohz_full 3", "eth1 irq 40 eth1-rx-0 → CPUs 2", "not reported", "4.32ms", "no NIC with its own IRQ in the board's view"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("report lacks %q", want)
 		}

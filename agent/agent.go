@@ -21,6 +21,7 @@ import (
 	"github.com/hilrig/hilrig/agent/internal/sys"
 	"github.com/hilrig/hilrig/agentproto"
 	"github.com/hilrig/hilrig/gpio"
+	"github.com/hilrig/hilrig/report"
 )
 
 // PeerOpener opens a peer's participant (runtime) for board on net.
@@ -53,6 +54,10 @@ type Options struct {
 	// (Start.PeerNet; zero: loopback). Empty in the hilrig binary;
 	// cmd/hilrig-peer registers the cgo adapters.
 	Peers map[string]PeerOpener
+	// EnvPaths are the /proc and /sys roots the hello's environment
+	// (governor, isolcpus, nohz_full, NIC IRQ affinity) is read from;
+	// zero: the real ones. Tests point them at a fake tree.
+	EnvPaths report.EnvPaths
 }
 
 func (o *Options) withDefaults() Options {
@@ -65,6 +70,12 @@ func (o *Options) withDefaults() Options {
 	}
 	if r.Logger == nil {
 		r.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if r.EnvPaths.Proc == "" {
+		r.EnvPaths.Proc = "/proc"
+	}
+	if r.EnvPaths.Sys == "" {
+		r.EnvPaths.Sys = "/sys"
 	}
 	if r.Build == "" {
 		r.Build = "hilrig (unknown build)"
@@ -118,9 +129,13 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, opts *Options) error 
 	o := opts.withDefaults()
 	a := &agent{opts: o, enc: agentproto.NewEncoder(out), eps: map[string]*endpoint{}, ended: make(chan *endpoint)}
 	host, _ := os.Hostname()
+	// Small file reads of /proc and /sys, once per agent, before any
+	// endpoint runs: they cost no measured message anything.
+	env := report.CollectEnvFrom(o.EnvPaths)
 	if err := a.enc.Encode(agentproto.NewHello(agentproto.Hello{
 		Agent: o.Build, Board: o.Board, Hostname: host, GOOS: runtime.GOOS, GOARCH: runtime.GOARCH,
 		PID: os.Getpid(), NumCPU: runtime.NumCPU(), Kernel: sys.Kernel(),
+		CPUModel: env.CPUModel, CPUGovernor: env.CPUGovernor, OnlineCPUs: env.OnlineCPUs, Tuning: env.Tuning,
 	})); err != nil {
 		return fmt.Errorf("%w: %w", ErrOutput, err)
 	}

@@ -55,6 +55,7 @@ type endpoint struct {
 
 	tr   *tracer          // kernel trace (trace.go); nil unless Start.Trace
 	ctrs endpointCounters // process counters at start (trace.go)
+	stg  *stageRec        // shm stage stamps (stages.go); nil unless Start.Stages
 }
 
 func newEndpoint(a *agent, s agentproto.Start) *endpoint {
@@ -105,9 +106,11 @@ func (e *endpoint) run(parent context.Context) {
 	}
 	e.period = period
 	// The endpoint's goroutine is the hot loop; pin it when asked.
+	var tids []int // the locked thread, whose context switches are the endpoint's
 	if s.CPU != nil || s.Priority > 0 {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
+		tids = []int{sys.Gettid()}
 		if s.CPU != nil && s.Role == agentproto.Publisher {
 			if err := sys.PinThread(*s.CPU); err != nil {
 				e.fail(agentproto.CodeStart, err)
@@ -143,6 +146,7 @@ func (e *endpoint) run(parent context.Context) {
 		var err error
 		node, err = middleware.OpenNode(nodeName, &middleware.NodeOptions{
 			Domain: s.Domain, ShmDir: e.a.opts.ShmDir, StampClock: stampClock(s.Stamp), Logger: e.a.opts.Logger,
+			HugePages: s.HugePages,
 		})
 		if err != nil {
 			e.fail(agentproto.CodeStart, fmt.Errorf("open node: %w", err))
@@ -151,6 +155,10 @@ func (e *endpoint) run(parent context.Context) {
 		defer node.Close()
 	}
 	ends := endpoints{node: node, peer: peer, s: &e.s}
+	if s.Stages && node != nil && (s.Role == agentproto.Publisher || s.Role == agentproto.Subscriber) {
+		e.stg = newStageRec(s.Role, s.WarmUp, s.Count)
+		ends.stages = e.stg
+	}
 	var mk Marker
 	if s.Marker != nil {
 		var err error
@@ -213,7 +221,7 @@ func (e *endpoint) run(parent context.Context) {
 	e.winStart = e.start
 	e.usage = sys.ProcessUsage()
 	e.usage0 = e.usage
-	e.ctrs = startCounters()
+	e.ctrs = startCounters(tids)
 	started := &agentproto.Started{Endpoint: e.id, Middleware: mw}
 	if peer != nil {
 		started.Peer, started.DiscoveryNs = peer.Describe(), e.discoveryNs
@@ -268,9 +276,12 @@ func (e *endpoint) final(loopErr error) *agentproto.Final {
 	if e.recordsLatency() {
 		f.Latency = e.total
 	}
-	f.Counters = e.ctrs.finish(e.id, e.a.opts.ShmDir)
+	f.Counters = e.ctrs.finish(e.id, e.a.opts.ShmDir, e.s.HugePages)
 	if e.tr != nil {
 		f.Trace = e.tr.best
+	}
+	if e.stg != nil {
+		f.Stages = e.stg.stamps()
 	}
 	if s.Role == agentproto.Subscriber {
 		// Messages after the last one received never arrived: a gap the
@@ -510,6 +521,9 @@ func (e *endpoint) onMessage(m *middleware.Message, mk Marker, clockLatency bool
 		e.marks++
 	}
 	seq := m.Header.Seq
+	if e.stg != nil {
+		e.stg.delivered(seq, m.Header.SendMono)
+	}
 	e.mu.Lock()
 	if seq > e.s.WarmUp {
 		e.win.Record(lat)

@@ -203,6 +203,9 @@ type endpoints struct {
 	node *middleware.Node // hilrig's, or nil
 	peer Peer             // or the peer's
 	s    *agentproto.Start
+	// stages records the stage stamps of a hilrig publisher or
+	// subscriber (Start.Stages); nil: the middleware's hooks stay nil.
+	stages *stageRec
 }
 
 // out opens a publisher (hilrig, sending on path) or a peer writer.
@@ -214,7 +217,11 @@ func (x endpoints) out(c middleware.Contract, path agentproto.SendPath) (outlet,
 		}
 		return &peerOut{w: w, clock: stampClockID(x.s.Stamp)}, nil
 	}
-	pub, err := x.node.NewPublisher(c, &middleware.PublisherOptions{SendTimeout: time.Duration(x.s.SendTimeoutNs)})
+	po := &middleware.PublisherOptions{SendTimeout: time.Duration(x.s.SendTimeoutNs)}
+	if x.stages != nil {
+		po.Stages = x.stages.publish
+	}
+	pub, err := x.node.NewPublisher(c, po)
 	if err != nil {
 		return nil, err
 	}
@@ -233,7 +240,11 @@ func (x endpoints) in(c middleware.Contract) (inlet, error) {
 		}
 		return &peerIn{r: r, cpu: s.CPU, prio: s.Priority}, nil
 	}
-	sub, err := x.node.NewSubscriber(c, &middleware.SubscriberOptions{Wait: waitStrategy(s.Wait), CPU: s.CPU, Priority: s.Priority})
+	so := &middleware.SubscriberOptions{Wait: waitStrategy(s.Wait), CPU: s.CPU, Priority: s.Priority}
+	if x.stages != nil {
+		so.Stages = x.stages.receive
+	}
+	sub, err := x.node.NewSubscriber(c, so)
 	if err != nil {
 		return nil, err
 	}

@@ -205,41 +205,69 @@ func (t *tracer) snapshot(reason string, lat, recv int64, seq uint64, cpu, tid i
 }
 
 // endpointCounters samples the agent process for an endpoint's counters.
+// tids, when set, are the endpoint's own threads: a pinned or prioritised
+// endpoint runs its hot loop on one locked OS thread, so its context
+// switches are that thread's alone, not the agent's other endpoints' and
+// the Go runtime's.
 type endpointCounters struct {
 	start counters.Sample
+	tids  []int
 	ok    bool
 }
 
-func startCounters() endpointCounters {
-	s, err := counters.Read(0, nil)
-	return endpointCounters{start: s, ok: err == nil}
+// startCounters samples the counters at an endpoint's start; tids nil
+// reads every thread of the agent process.
+func startCounters(tids []int) endpointCounters {
+	s, err := counters.Read(0, tids)
+	return endpointCounters{start: s, tids: tids, ok: err == nil}
 }
 
 // finish returns the counters since start and the page sizes of the
 // shared-memory mappings under shmDir (and anonymous shared mappings);
-// nil when /proc cannot be read.
-func (c endpointCounters) finish(endpoint, shmDir string) *report.EndpointCounters {
+// nil when /proc cannot be read. hugeAsked is NodeOptions.HugePages.
+func (c endpointCounters) finish(endpoint, shmDir string, hugeAsked bool) *report.EndpointCounters {
 	if !c.ok {
 		return nil
 	}
-	now, err := counters.Read(0, nil)
+	now, err := counters.Read(0, c.tids)
 	if err != nil {
 		return nil
 	}
 	d := counters.Delta(c.start, now)
-	ec := &report.EndpointCounters{Endpoint: endpoint, VoluntaryCtxSwitches: d.VoluntaryCtxSwitches, InvoluntaryCtxSwitches: d.InvoluntaryCtxSwitches,
+	ec := &report.EndpointCounters{Endpoint: endpoint, VoluntaryCtxSwitches: d.VoluntaryCtxSwitches, InvoluntaryCtxSwitches: d.InvoluntaryCtxSwitches, RunDelayNs: d.RunDelayNs,
 		MinorFaults: d.MinorFaults, MajorFaults: d.MajorFaults, GCCycles: d.GCCycles, GCPauseTotalNs: d.GCPauseTotalNs, GCPauseMaxNs: d.GCPauseMaxNs,
-		Method: "agent process (all its threads, every endpoint it runs): " + counters.MethodCtx + "; " + counters.MethodFaults + "; " + counters.MethodGC + "; " + counters.MethodPages}
+		Method: ctxScope(c.tids) + counters.MethodCtx + "; faults and GC of the agent process (every endpoint it runs): " + counters.MethodFaults + "; " + counters.MethodGC + "; " + counters.MethodPages}
 	if shmDir == "" {
 		shmDir = "/dev/shm"
 	}
 	ms, _ := counters.Mappings(0, 0, 0)
+	var why string // read once, only when a mapping that asked for huge pages got none
 	for _, m := range ms {
 		if !strings.HasPrefix(m.Path, shmDir+string(os.PathSeparator)) && !strings.HasPrefix(m.Path, "/anon_hugepage") && !strings.HasPrefix(m.Path, "/dev/zero") {
 			continue
 		}
-		ec.Mappings = append(ec.Mappings, report.MappingPages{Path: m.Path, SizeKB: m.SizeKB, KernelPageSizeKB: m.KernelPageSizeKB,
-			MMUPageSizeKB: m.MMUPageSizeKB, THPKB: m.THPKB, Words: m.PageSizeWords()})
+		mp := report.MappingPages{Path: m.Path, SizeKB: m.SizeKB, KernelPageSizeKB: m.KernelPageSizeKB,
+			MMUPageSizeKB: m.MMUPageSizeKB, THPKB: m.THPKB, Words: m.PageSizeWords(), HugeRequested: hugeAsked}
+		if hugeAsked && !m.Huge() {
+			if why == "" {
+				why, _ = counters.HugeSupport(hugePaths, shmDir)
+			}
+			// Honest about why: the system's huge-page supply as it is now.
+			mp.Words += "; huge pages requested, not granted: " + why
+		}
+		ec.Mappings = append(ec.Mappings, mp)
 	}
 	return ec
+}
+
+// hugePaths are the /proc and /sys roots of HugeSupport (a variable so a
+// test can point it at a fake tree).
+var hugePaths = counters.Paths{Proc: "/proc", Sys: "/sys"}
+
+// ctxScope says whose context switches were counted.
+func ctxScope(tids []int) string {
+	if len(tids) == 1 {
+		return fmt.Sprintf("context switches of the endpoint's locked OS thread (TID %d) only: ", tids[0])
+	}
+	return "context switches of every thread of the agent process (the endpoint is not on a locked thread: pin it with the board's cpus or priority): "
 }

@@ -46,11 +46,14 @@ type EndpointCounters struct {
 	Endpoint               string `json:"endpoint"` // e.g. "pub on board-a"
 	VoluntaryCtxSwitches   int64  `json:"voluntary_ctx_switches"`
 	InvoluntaryCtxSwitches int64  `json:"involuntary_ctx_switches"`
-	MinorFaults            int64  `json:"minor_faults"`
-	MajorFaults            int64  `json:"major_faults"`
-	GCCycles               int64  `json:"gc_cycles"`
-	GCPauseTotalNs         int64  `json:"gc_pause_total_ns"`
-	GCPauseMaxNs           int64  `json:"gc_pause_max_ns"`
+	// RunDelayNs is the endpoint threads' time runnable but waiting for
+	// a CPU over the case (schedstat), ns.
+	RunDelayNs     int64 `json:"run_delay_ns,omitempty"`
+	MinorFaults    int64 `json:"minor_faults"`
+	MajorFaults    int64 `json:"major_faults"`
+	GCCycles       int64 `json:"gc_cycles"`
+	GCPauseTotalNs int64 `json:"gc_pause_total_ns"`
+	GCPauseMaxNs   int64 `json:"gc_pause_max_ns"`
 	// Mappings are the shared-memory mappings of the endpoint and the
 	// pages they got.
 	Mappings []MappingPages `json:"mappings,omitempty"`

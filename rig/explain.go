@@ -1,14 +1,18 @@
 package rig
 
 import (
+	"fmt"
+
 	"github.com/hilrig/hilrig/agentproto"
 	"github.com/hilrig/hilrig/report"
 )
 
 // explain copies what the endpoints reported about their tails into the
-// case: the endpoints' counters, and the trace snapshot of the worst late
-// window (of the breaching windows' snapshots the widest, i.e. the longest
-// wait; else a final's worst-window snapshot). Result.WriteFile stores its
+// case: the endpoints' counters, the shared-memory stage split (the
+// publisher's and subscribers' stamps joined by sequence number), and the
+// trace snapshot of the worst late window (of the breaching windows'
+// snapshots the widest, i.e. the longest wait; else a final's
+// worst-window snapshot). Result.WriteFile stores its
 // JSON beside the result.
 func (res *FlowResult) explain(c *report.Case, spec FlowSpec) {
 	add := func(f *agentproto.Final, board string) {
@@ -40,5 +44,22 @@ func (res *FlowResult) explain(c *report.Case, spec FlowSpec) {
 	}
 	if pick != nil {
 		c.Trace = pick.Ref(board)
+	}
+	// The figures of a traced case were taken with the trace armed, kept
+	// snapshot or not: say so, since arming costs latency.
+	if spec.Trace != nil && c.Trace == nil {
+		c.Notes = append(c.Notes, fmt.Sprintf("measured with the kernel trace armed (%s, %d KiB per CPU); no window kept a snapshot; what arming costs: docs/report.md, Explaining a tail", spec.Trace.Mode, spec.Trace.BufferKB))
+	}
+	if spec.Stages {
+		c.Notes = append(c.Notes, "measured with the shared-memory stage stamps on (up to four CLOCK_MONOTONIC reads per message, more while a subscriber spins)")
+	}
+	if res.Publisher != nil && res.Publisher.Stages != nil {
+		subs := make([]*agentproto.StageStamps, 0, len(res.Subscribers))
+		for _, f := range res.Subscribers {
+			if f != nil {
+				subs = append(subs, f.Stages)
+			}
+		}
+		c.Stages = agentproto.JoinStages(res.Publisher.Stages, subs)
 	}
 }

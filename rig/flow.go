@@ -68,6 +68,12 @@ type Traffic struct {
 	// traffic (agentproto.TraceSpec): breaching windows come back with
 	// their snapshots, and FlowResult.Case links the worst one.
 	Trace *agentproto.TraceSpec
+	// HugePages asks the endpoints' nodes for huge-page slot arrays
+	// (agentproto.Start.HugePages); the case's counters say what they got.
+	HugePages bool
+	// Stages asks shared-memory endpoints for the stage split of every
+	// message (agentproto.Start.Stages); FlowResult.Case joins it.
+	Stages bool
 }
 
 // CaseTransport names t's transport in report cases: shm sent on loan is
@@ -211,6 +217,7 @@ func (r *Rig) Flow(ctx context.Context, spec FlowSpec) (*Flow, error) {
 		Domain: r.Domain, Contract: c, Payload: spec.Payload, RateHz: spec.RateHz, Count: spec.Count,
 		DurationNs: int64(spec.Duration), WarmUp: spec.WarmUp, Send: spec.Send, Wait: spec.Wait,
 		Latency: spec.Latency, WindowNs: int64(spec.Window), Middleware: spec.Middleware, Trace: spec.Trace,
+		HugePages: spec.HugePages, Stages: spec.Stages,
 	}
 	f := &Flow{Spec: spec, Transport: spec.Transport}
 	ok := false

@@ -52,13 +52,13 @@ var _ = Describe("preflight", Ordered, ContinueOnFailure, Label(labels.Smoke), f
 
 	It("reports the CPU governor and online CPUs of every board", func(ctx SpecContext) {
 		for _, b := range env.Rack.Boards {
-			if !b.OnController() {
-				Expect(harness.Note("board %s: CPU governor and online CPUs not read (ssh board: the agent reports neither)", b.Name)).To(Succeed())
-				continue
-			}
-			gov, online := steps.HostInfo()
-			env := report.CollectEnv()
-			Expect(harness.RecordBoard(report.BoardInfo{Name: b.Name, CPUGovernor: gov, OnlineCPUs: online, CPUModel: env.CPUModel})).To(Succeed())
+			// The board's agent read them on the board (its hello), with
+			// its real-time tuning: isolcpus, nohz_full, NIC IRQ affinity.
+			a, err := env.Rig.Agent(ctx, b.Name)
+			Expect(err).NotTo(HaveOccurred())
+			h := a.Hello
+			gov, online := h.CPUGovernor, h.OnlineCPUs
+			Expect(harness.RecordBoard(report.BoardInfo{Name: b.Name, CPUGovernor: gov, OnlineCPUs: online, CPUModel: h.CPUModel, Tuning: h.Tuning})).To(Succeed())
 			Expect(online).NotTo(BeEmpty(), "board %s: /sys/devices/system/cpu/online unreadable", b.Name)
 			if gov == "" {
 				gov = "n/a (no cpufreq: virtual machine or fixed clock)"

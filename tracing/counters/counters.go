@@ -9,13 +9,15 @@ package counters
 
 import (
 	"math"
+	"os"
 	"runtime/metrics"
 	"strconv"
+	"strings"
 )
 
 // Methods, printed next to the figures.
 const (
-	MethodCtx    = "/proc/PID/task/TID/status voluntary_ctxt_switches / nonvoluntary_ctxt_switches, summed over the endpoint threads"
+	MethodCtx    = "/proc/PID/task/TID/status voluntary_ctxt_switches / nonvoluntary_ctxt_switches, summed over the endpoint threads; run-queue wait from /proc/PID/task/TID/schedstat (time runnable but not running, ns)"
 	MethodFaults = "/proc/PID/stat minflt/majflt of the endpoint process"
 	MethodGC     = "runtime/metrics /gc/cycles/total:gc-cycles and /sched/pauses/total/gc:seconds (histogram: total from bucket midpoints, max is the upper edge of the highest non-empty bucket)"
 	MethodPages  = "/proc/PID/smaps KernelPageSize/MMUPageSize (hugetlb) and ShmemPmdMapped/AnonHugePages (transparent huge pages) of the mapping"
@@ -24,8 +26,11 @@ const (
 // Sample is a reading of the counters at one instant.
 type Sample struct {
 	Voluntary, Involuntary int64 // context switches, summed over the threads read
-	MinorFaults            int64
-	MajorFaults            int64
+	// RunDelayNs is the threads' time runnable but waiting for a CPU
+	// (schedstat's second field, ns; 0 without CONFIG_SCHED_INFO).
+	RunDelayNs  int64
+	MinorFaults int64
+	MajorFaults int64
 	// GC is set only for the calling process (runtime/metrics).
 	GCCycles uint64
 	gcPauses *metrics.Float64Histogram
@@ -35,6 +40,7 @@ type Sample struct {
 type Counters struct {
 	VoluntaryCtxSwitches   int64 `json:"voluntary_ctx_switches"`
 	InvoluntaryCtxSwitches int64 `json:"involuntary_ctx_switches"`
+	RunDelayNs             int64 `json:"run_delay_ns"`
 	MinorFaults            int64 `json:"minor_faults"`
 	MajorFaults            int64 `json:"major_faults"`
 	GCCycles               int64 `json:"gc_cycles"`
@@ -47,6 +53,7 @@ func Delta(a, b Sample) Counters {
 	c := Counters{
 		VoluntaryCtxSwitches:   b.Voluntary - a.Voluntary,
 		InvoluntaryCtxSwitches: b.Involuntary - a.Involuntary,
+		RunDelayNs:             b.RunDelayNs - a.RunDelayNs,
 		MinorFaults:            b.MinorFaults - a.MinorFaults,
 		MajorFaults:            b.MajorFaults - a.MajorFaults,
 		GCCycles:               int64(b.GCCycles - a.GCCycles),
@@ -113,4 +120,140 @@ func fmtKB(kb int64) string {
 		return strconv.FormatInt(kb/1024, 10) + " MiB"
 	}
 	return strconv.FormatInt(kb, 10) + " KiB"
+}
+
+// Paths are the /proc and /sys roots HugeSupport reads; tests point them
+// at a fake tree.
+type Paths struct {
+	Proc string // "/proc"
+	Sys  string // "/sys"
+}
+
+// HugeSupport says in words what huge pages the system offers a mapping
+// right now and, where it offers none, why: the hugetlb pool
+// (/proc/sys/vm/nr_hugepages, HugePages_Free and Hugepagesize of
+// /proc/meminfo; MAP_HUGETLB, the intra-process rings) and transparent
+// huge pages for the tmpfs that holds shmDir (madvise(MADV_HUGEPAGE), the
+// shared-memory segments). A mounted tmpfs such as /dev/shm follows its
+// own huge= mount option (/proc/mounts; unset means never), not
+// /sys/kernel/mm/transparent_hugepage/shmem_enabled, which governs only
+// the kernel's internal shmem mount — except its "force" and "deny",
+// which override every mount. ok is false when neither kind can be had,
+// so a 4 KiB mapping that asked for huge pages is explained, not just
+// flagged.
+func HugeSupport(p Paths, shmDir string) (words string, ok bool) {
+	var parts []string
+	nr := readTrim(p.Proc + "/sys/vm/nr_hugepages")
+	free, size := meminfoKB(p.Proc+"/meminfo", "HugePages_Free"), meminfoKB(p.Proc+"/meminfo", "Hugepagesize")
+	switch {
+	case nr == "":
+		parts = append(parts, "hugetlb: no /proc/sys/vm/nr_hugepages (kernel without CONFIG_HUGETLBFS)")
+	case free > 0:
+		ok = true
+		parts = append(parts, "hugetlb: "+strconv.FormatInt(free, 10)+" free "+fmtKB(size)+" pages of vm.nr_hugepages="+nr)
+	case nr == "0":
+		parts = append(parts, "hugetlb: pool empty (vm.nr_hugepages=0; reserve some: sysctl vm.nr_hugepages=N)")
+	default:
+		parts = append(parts, "hugetlb: all vm.nr_hugepages="+nr+" pages in use (HugePages_Free 0)")
+	}
+	sel := selected(readTrim(p.Sys + "/kernel/mm/transparent_hugepage/shmem_enabled"))
+	mnt, fstype, huge := mountOf(p.Proc+"/mounts", shmDir)
+	switch {
+	case sel == "":
+		parts = append(parts, "tmpfs THP: no /sys/kernel/mm/transparent_hugepage/shmem_enabled (kernel without CONFIG_TRANSPARENT_HUGEPAGE)")
+	case sel == "deny":
+		parts = append(parts, "tmpfs THP: shmem_enabled=deny (off for every tmpfs)")
+	case sel == "force":
+		ok = true
+		parts = append(parts, "tmpfs THP: shmem_enabled=force (on for every tmpfs)")
+	case fstype != "tmpfs":
+		if fstype == "" {
+			fstype = "an unknown filesystem"
+		}
+		parts = append(parts, "tmpfs THP: "+shmDir+" is on "+fstype+", not tmpfs")
+	case huge == "always" || huge == "within_size":
+		ok = true
+		parts = append(parts, "tmpfs THP: "+mnt+" mounted huge="+huge+" (2 MiB-aligned ranges of a segment get 2 MiB pages)")
+	case huge == "advise":
+		// The middleware reserves a segment's working set with fallocate
+		// before it can madvise the mapping, and fallocate without a
+		// madvised mapping allocates 4 KiB pages on an advise mount.
+		parts = append(parts, "tmpfs THP: "+mnt+" mounted huge=advise, but the middleware reserves a segment's slots (fallocate) before it madvises them, so they stay 4 KiB; mount with huge=within_size")
+	default:
+		parts = append(parts, "tmpfs THP: "+mnt+" mounted "+hugeOpt(huge)+" (never; e.g. mount -o remount,huge=within_size "+mnt+")")
+	}
+	return strings.Join(parts, "; "), ok
+}
+
+// hugeOpt spells a tmpfs huge= option as mounted.
+func hugeOpt(v string) string {
+	if v == "" {
+		return "without huge="
+	}
+	return "huge=" + v
+}
+
+// mountOf returns the mount point, filesystem type and huge= option of
+// the mount holding dir (the longest mount point that prefixes it; later
+// lines of /proc/mounts win, as the kernel stacks them).
+func mountOf(mounts, dir string) (mnt, fstype, huge string) {
+	b, err := os.ReadFile(mounts)
+	if err != nil {
+		return "", "", ""
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 4 {
+			continue
+		}
+		m := f[1]
+		if !(dir == m || m == "/" || strings.HasPrefix(dir, m+"/")) || len(m) < len(mnt) {
+			continue
+		}
+		mnt, fstype, huge = m, f[2], ""
+		for _, o := range strings.Split(f[3], ",") {
+			if v, ok := strings.CutPrefix(o, "huge="); ok {
+				huge = v
+			}
+		}
+	}
+	return mnt, fstype, huge
+}
+
+// selected returns the bracketed choice of a sysfs choice list
+// ("always [never] advise" → "never"), or the text itself when it has
+// no brackets.
+func selected(s string) string {
+	if i := strings.IndexByte(s, '['); i >= 0 {
+		if j := strings.IndexByte(s[i:], ']'); j > 0 {
+			return s[i+1 : i+j]
+		}
+	}
+	return s
+}
+
+func readTrim(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// meminfoKB returns key's value in /proc/meminfo (kB, or a count for
+// HugePages_*); 0 when absent.
+func meminfoKB(path, key string) int64 {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, key+":"); ok {
+			if f := strings.Fields(v); len(f) > 0 {
+				n, _ := strconv.ParseInt(f[0], 10, 64)
+				return n
+			}
+		}
+	}
+	return 0
 }

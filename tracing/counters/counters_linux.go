@@ -54,7 +54,16 @@ func Read(pid int, tids []int) (Sample, error) {
 		}
 	}
 	for _, t := range tids {
-		b, err := os.ReadFile("/proc/" + p + "/task/" + strconv.Itoa(t) + "/status")
+		task := "/proc/" + p + "/task/" + strconv.Itoa(t)
+		// schedstat: "on-CPU ns, run-queue wait ns, timeslices" (sched-stats.rst).
+		if b, err := os.ReadFile(task + "/schedstat"); err == nil {
+			if f := strings.Fields(string(b)); len(f) >= 2 {
+				if n, err := strconv.ParseInt(f[1], 10, 64); err == nil {
+					s.RunDelayNs += n
+				}
+			}
+		}
+		b, err := os.ReadFile(task + "/status")
 		if os.IsNotExist(err) {
 			continue
 		}

@@ -148,3 +148,47 @@ func TestHugetlbMappingShows2MiB(t *testing.T) {
 		t.Fatalf("4 KiB mapping reported huge: %+v", s)
 	}
 }
+
+// Two threads pinned to one CPU, both busy for 60 ms of wall time: each
+// waits on the run queue while the other runs, and schedstat says so.
+func TestRunDelayUnderContention(t *testing.T) {
+	if _, err := os.Stat("/proc/self/schedstat"); err != nil {
+		t.Skipf("no schedstat (CONFIG_SCHED_INFO): %v", err)
+	}
+	tids := make(chan int, 2)
+	start := make(chan struct{})
+	done := make(chan struct{}, 2)
+	release := make(chan struct{})
+	defer close(release)
+	for range 2 {
+		go func() {
+			// Exits locked: the runtime retires the pinned thread.
+			runtime.LockOSThread()
+			var set unix.CPUSet
+			set.Set(0)
+			if err := unix.SchedSetaffinity(0, &set); err != nil {
+				tids <- -1
+				return
+			}
+			tids <- unix.Gettid()
+			<-start
+			for end := time.Now().Add(60 * time.Millisecond); time.Now().Before(end); {
+			}
+			done <- struct{}{}
+			<-release
+		}()
+	}
+	a, b := <-tids, <-tids
+	if a < 0 || b < 0 {
+		t.Skip("cannot pin to CPU 0")
+	}
+	s0 := read(t, []int{a})
+	close(start)
+	<-done
+	<-done
+	c := Delta(s0, read(t, []int{a}))
+	if c.RunDelayNs < int64(5*time.Millisecond) {
+		t.Fatalf("thread %d shared CPU 0 with a busy thread for 60 ms but waited %v on the run queue", a, time.Duration(c.RunDelayNs))
+	}
+	t.Logf("run-queue wait %v, involuntary switches %d", time.Duration(c.RunDelayNs), c.InvoluntaryCtxSwitches)
+}

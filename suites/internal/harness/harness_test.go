@@ -105,7 +105,7 @@ func TestMergeRun(t *testing.T) {
 		}
 	}
 	floor := report.Summary{Count: 10, P99: 50000}
-	write("latency.json", 2*time.Minute, []report.BoardInfo{{Name: "board-a", Kernel: "6.1"}},
+	write("latency.json", 2*time.Minute, []report.BoardInfo{{Name: "board-a", Kernel: "6.1", Tuning: &report.HostTuning{Isolcpus: "1"}}},
 		latencyCase("latency", "shm 64", 10000))
 	write("preflight.json", 0, []report.BoardInfo{{Name: "board-a", AgentVersion: "v1", WakeupFloor: &floor}},
 		latencyCase("preflight", "wake-up floor", 60000))
@@ -130,8 +130,8 @@ func TestMergeRun(t *testing.T) {
 		t.Fatalf("boards %+v: want board-a merged into one", m.Run.Boards)
 	}
 	b := m.Run.Boards[0]
-	if b.Kernel != "6.1" || b.AgentVersion != "v1" || b.WakeupFloor == nil || b.WakeupFloor.P99 != 50000 {
-		t.Errorf("merged board %+v: want kernel, agent version and wake-up floor from both files", b)
+	if b.Kernel != "6.1" || b.AgentVersion != "v1" || b.WakeupFloor == nil || b.WakeupFloor.P99 != 50000 || b.Tuning == nil || b.Tuning.Isolcpus != "1" {
+		t.Errorf("merged board %+v: want kernel, agent version, wake-up floor and tuning from both files", b)
 	}
 	if len(m.Notes) != 1 {
 		t.Errorf("notes %q: want the shared note once", m.Notes)
@@ -198,7 +198,9 @@ func TestWriteReport(t *testing.T) {
 		ReportDir: filepath.Join(dir, "report"), RunID: "test-run", Started: time.Now()}
 	tc.RunDir = filepath.Join(tc.ReportDir, "runs", tc.RunID)
 	c := latencyCase("latency", "shm 64", 1000, 2000, 3000)
+	c.Trace = &report.TraceRef{Reason: "max 5ms > bound 1ms in window 0", Summary: "hlr-hog ran", Method: "tracefs"}
 	cj, _ := json.Marshal(&c)
+	chrome := `{"traceEvents":[{"name":"hlr-hog","ph":"X","ts":1,"dur":5000,"pid":1,"tid":1}]}`
 	bj, _ := json.Marshal(report.BoardInfo{Name: "board-a", AgentVersion: "hilrig v1.2.3"})
 	nj, _ := json.Marshal("a note")
 	entry := func(name, js string) types.ReportEntry {
@@ -206,7 +208,7 @@ func TestWriteReport(t *testing.T) {
 	}
 	r := types.Report{StartTime: time.Now().Add(-time.Minute), EndTime: time.Now(), SpecReports: types.SpecReports{
 		{LeafNodeType: types.NodeTypeIt, LeafNodeText: "shm 64", State: types.SpecStatePassed,
-			ReportEntries: types.ReportEntries{entry("hilrig.case", string(cj)), entry("hilrig.board", string(bj)), entry("hilrig.note", string(nj))}},
+			ReportEntries: types.ReportEntries{entry("hilrig.case", string(cj)), entry("hilrig.trace", chrome), entry("hilrig.board", string(bj)), entry("hilrig.note", string(nj))}},
 		{LeafNodeType: types.NodeTypeIt, LeafNodeText: "udp 64", ContainerHierarchyTexts: []string{"latency"},
 			State: types.SpecStateFailed, Failure: types.Failure{Message: "agent died"}},
 		{LeafNodeType: types.NodeTypeIt, LeafNodeText: "skipped one", State: types.SpecStateSkipped},
@@ -246,6 +248,25 @@ func TestWriteReport(t *testing.T) {
 	html, _ := os.ReadFile(p.HTML)
 	if !strings.Contains(string(html), "<svg") {
 		t.Error("HTML report has no plots")
+	}
+	// The case's trace JSON survived the report entries: stored in the
+	// run's directory, linked from both results relative to each.
+	for _, rf := range []string{p.Result, p.RunResult} {
+		r, err := report.ReadFile(rf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := r.Cases[0].Trace
+		if tr == nil || tr.File == "" {
+			t.Fatalf("%s: case trace %+v has no file", rf, tr)
+		}
+		b, err := os.ReadFile(filepath.Join(filepath.Dir(rf), filepath.FromSlash(tr.File)))
+		if err != nil || string(b) != chrome {
+			t.Errorf("%s: trace file %s: %q, %v; want the recorded trace JSON", rf, tr.File, b, err)
+		}
+		if h, _ := os.ReadFile(filepath.Join(filepath.Dir(rf), "index.html")); !strings.Contains(string(h), `href="`+tr.File+`"`) {
+			t.Errorf("%s: the HTML beside it does not link %s", rf, tr.File)
+		}
 	}
 }
 

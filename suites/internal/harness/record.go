@@ -19,6 +19,10 @@ import (
 const (
 	entryCase  = "hilrig.case"
 	entryBoard = "hilrig.board"
+	// entryTrace carries a case's trace-event JSON (report.TraceRef.Chrome
+	// is not part of the case's JSON): collect puts it back on the case,
+	// and the suite result's WriteFile stores it beside the result.
+	entryTrace = "hilrig.trace"
 	entryNote  = "hilrig.note"
 	entrySoak  = "hilrig.soak"
 )
@@ -73,6 +77,9 @@ func Record(c *report.Case) error {
 	}
 	if err := addEntry(entryCase, c, c.Key()); err != nil {
 		return err
+	}
+	if c.Trace != nil && len(c.Trace.Chrome) > 0 {
+		ginkgo.AddReportEntry(entryTrace, entryJSON{b: c.Trace.Chrome, label: "trace of " + c.Key()}, ginkgo.ReportEntryVisibilityNever)
 	}
 	line := c.DistributionLine() + " verdict=" + string(c.Verdict)
 	for _, ck := range c.Checks {
@@ -154,6 +161,15 @@ func collect(suite string, r types.Report) (collected, error) {
 				if err = decodeEntry(e, &c); err == nil {
 					out.cases = append(out.cases, c)
 					hasCase = true
+				}
+			case entryTrace:
+				// The trace of the case this spec filed last (Record adds
+				// it right after the case).
+				var raw json.RawMessage
+				if err = decodeEntry(e, &raw); err == nil && hasCase {
+					if t := out.cases[len(out.cases)-1].Trace; t != nil {
+						t.Chrome = []byte(raw)
+					}
 				}
 			case entryBoard:
 				var b report.BoardInfo

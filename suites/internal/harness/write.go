@@ -87,6 +87,15 @@ func (tc *TestContext) WriteReport(r types.Report, w io.Writer) (Paths, error) {
 	if err := writeHTML(p.RunHTML, merged, soakLog); err != nil {
 		return p, err
 	}
+	// The traces stay in the run's directory: the top-level result and
+	// HTML, one level up, link them through runs/<id>/.
+	if rel, err := filepath.Rel(tc.ReportDir, tc.RunDir); err == nil {
+		for i := range merged.Cases {
+			if t := merged.Cases[i].Trace; t != nil && t.File != "" && !filepath.IsAbs(t.File) {
+				t.File = filepath.ToSlash(filepath.Join(rel, t.File))
+			}
+		}
+	}
 	if err := merged.WriteFile(p.Result); err != nil {
 		return p, fmt.Errorf("%w: %w", ErrReport, err)
 	}
@@ -236,6 +245,9 @@ func mergeBoards(into, bs []report.BoardInfo) []report.BoardInfo {
 		set(&x.AgentVersion, b.AgentVersion)
 		if b.WakeupFloor != nil {
 			x.WakeupFloor = b.WakeupFloor
+		}
+		if b.Tuning != nil {
+			x.Tuning = b.Tuning
 		}
 	}
 	return into

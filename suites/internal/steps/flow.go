@@ -46,6 +46,10 @@ type Params struct {
 	// Judge selects what of the rack's bounds judge the case (default
 	// JudgeLatency).
 	Judge Judge
+
+	// untraced runs the flow with the kernel trace off whatever the
+	// config says: the reference run of trace_overhead.
+	untraced bool
 }
 
 // Judge is which of the rack profile's bounds a flow's case is judged
@@ -102,7 +106,12 @@ func start(ctx context.Context, env *Env, p Params) (*rig.Flow, string, string, 
 	if p.Path.Transport == fixtures.UDP && p.BatchBytes > 0 {
 		spec.UDP = &rig.UDPConfig{BatchBytes: p.BatchBytes}
 	}
-	spec.Trace = traceSpec(env, p)
+	if !p.untraced {
+		spec.Trace = traceSpec(env, p)
+	}
+	spec.HugePages = env.Config.HugePages.On()
+	// The stage hooks exist on shared memory only; udp would send empty stamps.
+	spec.Stages = env.Config.Stages.On() && (p.Path.Transport == fixtures.Shm || p.Path.Transport == fixtures.Intra) && (p.Path.Middleware == "" || p.Path.Middleware == agentproto.MiddlewareHilrig)
 	f, err := env.Rig.Flow(ctx, spec)
 	return f, from, to, err
 }
@@ -111,6 +120,19 @@ func start(ctx context.Context, env *Env, p Params) (*rig.Flow, string, string, 
 // with its method and the rack's bounds for the transport and payload
 // (best-effort flows have their loss reported, not bounded). Blocks.
 func Measure(ctx context.Context, env *Env, name string, p Params) (*Ran, error) {
+	var ref *report.Summary // the same flow untraced, for trace_overhead
+	if env.Config != nil && env.Config.TraceOverhead.On() && !p.untraced && traceSpec(env, p) != nil {
+		q := p
+		q.untraced = true
+		r, err := Measure(ctx, env, name+" (untraced reference)", q)
+		if err != nil {
+			return nil, fmt.Errorf("trace overhead: untraced reference run: %w", err)
+		}
+		if r != nil && r.Case != nil && r.Case.Histogram != nil && r.Case.Histogram.Count() > 0 {
+			s := r.Case.Summary
+			ref = &s
+		}
+	}
 	var gate *ptpGate
 	if from, to, _, err := Route(env.Rack, p.Path); err == nil && gated(env.Rack, from, to) {
 		// Watch both boards' PTP lock for the flow's whole life, from
@@ -157,7 +179,24 @@ func Measure(ctx context.Context, env *Env, name string, p Params) (*Ran, error)
 		g.res, g.hist, g.err = gateWindows(res.Windows, res.Subscribers, gate.mon, from, to)
 	}
 	run.Case = flowCase(env, name, p, run, g, werr)
+	if ref != nil {
+		traceOverhead(run.Case, *ref)
+	}
 	return run, nil
+}
+
+// traceOverhead puts the latency cost of the armed trace on c: its own
+// p50/p99 (armed) against ref's, the same flow run untraced just before
+// in this run. On the kept snapshot when there is one, else in a note.
+func traceOverhead(c *report.Case, ref report.Summary) {
+	o := &report.TraceOverhead{OffP50Ns: ref.P50, OffP99Ns: ref.P99, ArmedP50Ns: c.Summary.P50, ArmedP99Ns: c.Summary.P99,
+		Method: fmt.Sprintf("the same flow run untraced just before, in this run (%d and %d samples); trace_overhead in ginkgo.config", ref.Count, c.Summary.Count)}
+	if c.Trace != nil {
+		c.Trace.Overhead = o
+		return
+	}
+	c.Notes = append(c.Notes, fmt.Sprintf("tracing overhead in this run: p50 %s off → %s armed, p99 %s off → %s armed (%s)",
+		report.FormatNs(o.OffP50Ns), report.FormatNs(o.ArmedP50Ns), report.FormatNs(o.OffP99Ns), report.FormatNs(o.ArmedP99Ns), o.Method))
 }
 
 // LatencyClock is the clocks a flow from → to measures latency on: one

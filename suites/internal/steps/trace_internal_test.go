@@ -1,10 +1,12 @@
 package steps
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/hilrig/hilrig/agentproto"
 	"github.com/hilrig/hilrig/fixtures"
+	"github.com/hilrig/hilrig/report"
 	"github.com/hilrig/hilrig/suites/internal/harness"
 )
 
@@ -33,5 +35,35 @@ func TestTraceSpecFollowsConfig(t *testing.T) {
 	}
 	if ts == nil || ts.Mode != agentproto.TraceOnBreach || ts.BufferKB != 512 || ts.MaxNs != int64(b.Max) || ts.P99Ns != int64(b.P99) {
 		t.Fatalf("on-breach: %+v, want mode %s, 512 KiB, max %v, p99 %v", ts, agentproto.TraceOnBreach, b.Max, b.P99)
+	}
+}
+
+// trace_overhead: the untraced reference's p50/p99 against the case's own
+// go on the kept snapshot, or into a note when none was kept; the
+// reference run itself arms no trace.
+func TestTraceOverheadOnCase(t *testing.T) {
+	ref := report.Summary{Count: 900, P50: 20_000, P99: 80_000}
+	c := &report.Case{Summary: report.Summary{Count: 900, P50: 30_000, P99: 200_000}, Trace: &report.TraceRef{Reason: "max"}}
+	traceOverhead(c, ref)
+	o := c.Trace.Overhead
+	if o == nil || o.OffP50Ns != 20_000 || o.ArmedP50Ns != 30_000 || o.OffP99Ns != 80_000 || o.ArmedP99Ns != 200_000 || !strings.Contains(o.Method, "untraced just before") {
+		t.Fatalf("overhead on the snapshot: %+v", o)
+	}
+	c = &report.Case{Summary: report.Summary{Count: 900, P50: 30_000, P99: 200_000}}
+	traceOverhead(c, ref)
+	if len(c.Notes) != 1 || !strings.Contains(c.Notes[0], "p50 20.0µs off → 30.0µs armed, p99 80.0µs off → 200µs armed") {
+		t.Fatalf("overhead without a snapshot: notes %q", c.Notes)
+	}
+	rack, err := fixtures.SimRack()
+	if err != nil {
+		t.Fatal(err)
+	}
+	prof, err := rack.Profile("sim-2core")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := &Env{TestContext: &harness.TestContext{Rack: rack, Profile: prof, Config: &fixtures.Config{Trace: fixtures.TraceOnBreach, TraceBufferKB: 512, TraceOverhead: fixtures.SwitchOn}}}
+	if ts := traceSpec(env, Params{Path: ShmCopy, Payload: 64}); ts == nil {
+		t.Fatal("traced case: no trace spec")
 	}
 }

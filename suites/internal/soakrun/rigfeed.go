@@ -31,7 +31,11 @@ func StartRig(ctx context.Context, r *rig.Rig, p *Plan, until time.Time) (*RigFe
 	f := &RigFeed{Rig: r, Plan: p, Until: until, eps: map[*Track]*rig.Endpoint{}}
 	var tracks []*Track
 	for _, fl := range p.Flows {
-		spec := rig.FlowSpec{Traffic: rig.Traffic{Name: fl.Name, Link: fl.Link, Payload: fl.Payload, RateHz: fl.RateHz, Duration: time.Until(until) + time.Minute, Window: p.AgentWindow}}
+		spec := rig.FlowSpec{Traffic: rig.Traffic{Name: fl.Name, Link: fl.Link, From: fl.From, Payload: fl.Payload, RateHz: fl.RateHz,
+			Duration: time.Until(until) + time.Minute, Window: p.AgentWindow, Middleware: fl.Middleware}}
+		if fl.To != "" {
+			spec.To = []string{fl.To}
+		}
 		if fl.Payload >= 1<<20 {
 			spec.Depth = 4 // camera-like frames: a few slots, not 64 × 1 MiB
 		}

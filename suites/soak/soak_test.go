@@ -138,7 +138,10 @@ func runSoakOn(ctx context.Context, profile string, peer steps.Path) {
 	for _, c := range soakrun.Cases("soak", name, lg, v, plan.Bounds) {
 		if peer.IsPeer() {
 			c.Middleware = peer.Middleware
-			c.Notes = append(c.Notes, fmt.Sprintf("%s's smoke soak: the traffic mix's %s flows on %s, %v; bounds are the soak's (loss, window max, restart recovery)", peer.Middleware, peer.Transport, peer.Middleware, plan.Duration))
+			c.Notes = append(c.Notes, fmt.Sprintf("%s's smoke soak: the traffic mix's %s flows on %s, %v, no churn; bounds are the soak's (loss, window max)", peer.Middleware, peer.Transport, peer.Middleware, plan.Duration))
+			for _, d := range feed.PeerDescriptions() {
+				c.Notes = append(c.Notes, "peer: "+d)
+			}
 		}
 		Expect(harness.Record(&c)).To(Succeed())
 	}

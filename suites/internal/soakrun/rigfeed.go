@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/hilrig/hilrig/agentproto"
@@ -180,4 +181,18 @@ func (f *RigFeed) dropped() uint64 {
 		n += ep.DroppedWindows()
 	}
 	return n + f.droppedGone
+}
+
+// PeerDescriptions are the peer middlewares' own report lines (version,
+// configuration, real transport: agentproto.Started.Peer) of the feed's
+// endpoints, one per distinct line; none for hilrig's endpoints.
+func (f *RigFeed) PeerDescriptions() []string {
+	var out []string
+	for _, ep := range f.eps {
+		if d := ep.Started().Peer; d != "" && !slices.Contains(out, d) {
+			out = append(out, d)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

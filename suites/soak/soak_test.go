@@ -59,10 +59,10 @@ var _ = Describe("soak", Label(labels.Soak), func() {
 	})
 })
 
-// peerSmokeDuration is a peer's smoke soak: long enough for windows,
-// two churn restarts and the verdicts, short enough to add well under a
-// minute per peer.
-const peerSmokeDuration = 10 * time.Second
+// peerSmokeDuration is a peer's smoke soak: ten checkpoint windows of
+// 600 ms for the verdicts, short enough that four peers add about half a
+// minute to the soak suite.
+const peerSmokeDuration = 6 * time.Second
 
 // runSoak is the whole soak: plan, rig, checkpoint, traffic, verdicts.
 func runSoak(ctx context.Context, profile string) {

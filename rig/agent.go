@@ -105,7 +105,7 @@ func (a *Agent) read(dec *agentproto.Decoder) {
 			}
 			a.dead = fmt.Errorf("%w: board %s (%s): %w; stderr: %s", ErrAgent, a.Board.Name, a.proc.Where, err, strings.TrimSpace(a.proc.Stderr()))
 			for _, ep := range a.eps {
-				ep.fail(a.dead)
+				ep.fail(ep.onPeer(a.dead))
 			}
 			a.mu.Unlock()
 			return
@@ -132,7 +132,7 @@ func (a *Agent) read(dec *agentproto.Decoder) {
 		case agentproto.KindError:
 			e := *m.Error
 			if ep := a.eps[e.Endpoint]; ep != nil {
-				ep.fail(fmt.Errorf("%w: board %s: %w", ErrAgent, a.Board.Name, &e))
+				ep.fail(ep.onPeer(fmt.Errorf("%w: board %s: %w", ErrAgent, a.Board.Name, &e)))
 				delete(a.eps, e.Endpoint)
 			} else {
 				a.addErr(e)
@@ -345,6 +345,18 @@ func (e *Endpoint) finish(f *agentproto.Final) {
 		e.final = f
 		close(e.doneCh)
 	}
+}
+
+// onPeer names e's peer middleware in err, an agent failure that already
+// names the board: an endpoint of a peer (docs/peers.md) fails as the
+// peer's as much as the board's ("peer cyclonedds, endpoint flow3-sub0:
+// rig: agent failed: board board-c …"). Errors of hilrig's own endpoints
+// are returned unchanged.
+func (e *Endpoint) onPeer(err error) error {
+	if mw := e.Spec.Middleware; agentproto.IsPeer(mw) {
+		return fmt.Errorf("peer %s, endpoint %s: %w", mw, e.Spec.Endpoint, err)
+	}
+	return err
 }
 
 func (e *Endpoint) fail(err error) {

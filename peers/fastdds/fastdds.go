@@ -69,7 +69,7 @@ func (c Config) Describe() string {
 	} else if c.Transport == SHM {
 		tr = fmt.Sprintf("shared-memory transport for data (segment %d B) beside UDPv4 on %s (Fast DDS's default pair), unicast discovery to %s, no multicast", c.ShmSegment, addr, peers)
 	}
-	return fmt.Sprintf("fastdds %s (C++ API, raw-bytes TopicDataType): %s; builtin transports off; data sharing off; synchronous publish (asynchronous above 64 KB max payload: fragmentation); preallocated-with-realloc history; domain %d", Version, tr, c.Domain)
+	return fmt.Sprintf("fastdds %s (C++ API, raw-bytes TopicDataType): %s; builtin transports off; data sharing off; intraprocess delivery off (ends in one process use the transport too); synchronous publish (asynchronous above 64 KB max payload: fragmentation); preallocated-with-realloc history; domain %d", Version, tr, c.Domain)
 }
 
 // Peer is one participant with one publisher and one subscriber.

@@ -19,7 +19,9 @@
 #include <fastdds/dds/topic/TypeSupport.hpp>
 #include <fastdds/rtps/transport/UDPv4TransportDescriptor.h>
 #include <fastdds/rtps/transport/shared_mem/SharedMemTransportDescriptor.h>
+#include <fastrtps/attributes/LibrarySettingsAttributes.h>
 #include <fastrtps/utils/IPLocator.h>
+#include <fastrtps/xmlparser/XMLProfileManager.h>
 
 #include "shim.h"
 
@@ -168,6 +170,14 @@ hlr_fd_peer *hlr_fd_open(uint32_t domain, int transport, uint32_t shm_segment, c
 		q.transport().send_socket_buffer_size = 4 << 20;
 		q.transport().listen_socket_buffer_size = 4 << 20;
 	}
+	// Intraprocess delivery off (Fast DDS 2.9 defaults to FULL): a writer
+	// and a reader in one process (one agent running both ends on one
+	// board) then exchange samples over the configured transport, as
+	// between processes, instead of by a direct call. Between processes
+	// Fast DDS never delivers intraprocess anyway.
+	eprosima::fastrtps::LibrarySettingsAttributes ls;
+	ls.intraprocess_delivery = eprosima::fastrtps::INTRAPROCESS_OFF;
+	eprosima::fastrtps::xmlparser::XMLProfileManager::library_settings(ls);
 	auto *p = new hlr_fd_peer;
 	p->pp = DomainParticipantFactory::get_instance()->create_participant(domain, q);
 	if (!p->pp) {

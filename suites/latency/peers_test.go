@@ -1,7 +1,6 @@
 package latency_test
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -20,20 +19,6 @@ import (
 	"github.com/hilrig/hilrig/suites/internal/steps"
 	"github.com/hilrig/hilrig/suites/labels"
 )
-
-// peerMiddlewares are every middleware the comparison knows, in report
-// order, with the path (transport class) each runs on: the shared-memory
-// peers beside hilrig's shm, the UDP peers beside hilrig's UDP (between
-// the boards of the rack's UDP link, over its veth addresses).
-var peerMiddlewares = []struct {
-	name string
-	path steps.Path
-}{
-	{"iceoryx", steps.ShmCopy},
-	{"fastdds-shm", steps.ShmCopy},
-	{"cyclonedds", steps.UDP},
-	{"fastdds-udp", steps.UDP},
-}
 
 // comparison collects the peer comparison's cases; AfterAll writes the
 // table (peer-comparison.md in the run directory).
@@ -60,25 +45,10 @@ var _ = Describe("latency over each middleware", Ordered, ContinueOnFailure, Lab
 	env := steps.Setup(labels.Latency)
 	cmp := &comparison{}
 
-	type run struct {
-		mw   string
-		path steps.Path
-	}
 	// Per transport class: hilrig first, then the peers of that class.
-	var runs []run
-	for _, p := range []steps.Path{steps.ShmCopy, steps.UDP} {
-		runs = append(runs, run{rig.MiddlewareHilrig, p})
-		for _, pm := range peerMiddlewares {
-			if pm.path == p {
-				runs = append(runs, run{pm.name, p})
-			}
-		}
-	}
-	skip := func(mw string) {
-		if mw == rig.MiddlewareHilrig {
-			return
-		}
-		if r := tc.MiddlewareSkip(mw); r != "" {
+	runs := steps.Beside(steps.ShmCopy, steps.UDP)
+	skip := func(p steps.Path) {
+		if r := steps.Unrunnable(tc, p); r != "" {
 			Skip(r)
 		}
 	}
@@ -88,27 +58,22 @@ var _ = Describe("latency over each middleware", Ordered, ContinueOnFailure, Lab
 			if rate <= 0 {
 				continue
 			}
-			for _, r := range runs {
-				path := r.path.On(r.mw)
-				name := fmt.Sprintf("%s %s reliable %s @ %g Hz one-way", r.mw, r.path, steps.SizeName(int(size)), rate)
+			for _, path := range runs {
+				name := fmt.Sprintf("%s %s reliable %s @ %g Hz one-way", path.MiddlewareName(), path, steps.SizeName(int(size)), rate)
 				n, _ := tc.Messages(rate)
 				warm := tc.WarmUp(n)
 				timeout := time.Duration(float64(n+warm)/rate*float64(time.Second)) + 2*time.Minute
 				It(name, func(ctx SpecContext) {
-					skip(r.mw)
+					skip(path)
 					if bw := float64(size) * rate; bw > steps.BandwidthCap {
 						Skip(fmt.Sprintf("%s × %g Hz = %.0f MB/s exceeds the latency sweep's %.0f MB/s cap (throughput suite)", size, rate, bw/1e6, steps.BandwidthCap/1e6))
 					}
 					ran, err := steps.Measure(ctx, env, name, steps.Params{Path: path, Payload: int(size), RateHz: rate, Count: n, WarmUp: warm})
-					if errors.Is(err, steps.ErrNoLink) || errors.Is(err, rig.ErrPeerRoute) {
+					if steps.NotOnRack(err) {
 						Skip(err.Error())
 					}
 					Expect(err).NotTo(HaveOccurred())
-					c := ran.Case
-					if r.mw != rig.MiddlewareHilrig {
-						c.Bounds, c.Checks = nil, nil
-						c.Notes = append(c.Notes, "peer case: reported beside hilrig's, not judged against the rack's bounds")
-					}
+					c := steps.AsPeerCase(ran.Case)
 					Expect(harness.Record(c)).To(Succeed())
 					cmp.add(c)
 					Expect(c).To(reportmatch.HaveNoLoss())
@@ -118,24 +83,20 @@ var _ = Describe("latency over each middleware", Ordered, ContinueOnFailure, Lab
 	}
 
 	for _, size := range tc.Config.PayloadSizes {
-		for _, r := range runs {
-			path := r.path.On(r.mw)
-			name := fmt.Sprintf("%s %s reliable %s round trip", r.mw, r.path, steps.SizeName(int(size)))
+		for _, path := range runs {
+			name := fmt.Sprintf("%s %s reliable %s round trip", path.MiddlewareName(), path, steps.SizeName(int(size)))
 			It(name, func(ctx SpecContext) {
-				skip(r.mw)
+				skip(path)
 				n := RoundTrips
 				if size > 64<<10 {
 					n = RoundTrips / 5 // bulk payloads: copying dominates, fewer suffice
 				}
 				c, err := steps.RoundTrip(ctx, env, name, path, true, int(size), n)
-				if errors.Is(err, steps.ErrNoLink) || errors.Is(err, rig.ErrPeerRoute) {
+				if steps.NotOnRack(err) {
 					Skip(err.Error())
 				}
 				Expect(err).NotTo(HaveOccurred())
-				if r.mw != rig.MiddlewareHilrig {
-					c.Bounds, c.Checks = nil, nil
-					c.Notes = append(c.Notes, "peer case: reported beside hilrig's, not judged against the rack's bounds")
-				}
+				c = steps.AsPeerCase(c)
 				Expect(harness.Record(c)).To(Succeed())
 				cmp.add(c)
 				Expect(c).To(reportmatch.HaveNoLoss())
@@ -202,7 +163,7 @@ func (c *comparison) table() string {
 		fmt.Fprintf(&b, "| %s | %s | %s | %g | %s | %s | %s | %s | %s | %s | %d/%d | %.0f | %.1f | %.1f | %s | %s |\n",
 			kind(x), x.Transport, steps.SizeName(int(x.PayloadBytes)), x.RateHz, x.Middleware,
 			us(s.P50), us(s.P99), us(s.P999), us(s.Max), us(s.Jitter), x.Lost, x.Sent, x.CPUPercent,
-			float64(x.RSSBytes)/(1<<20), x.Extra["discovery_ns"]/1e6, r50, r99)
+			float64(x.RSSBytes)/(1<<20), x.Extra[steps.ExtraDiscovery]/1e6, r50, r99)
 		for _, n := range x.Notes {
 			if strings.HasPrefix(n, "peer: ") {
 				notes[x.Middleware] = strings.TrimPrefix(n, "peer: ")

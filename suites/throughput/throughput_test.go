@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/hilrig/hilrig/agentproto"
 	"github.com/hilrig/hilrig/fixtures"
 	"github.com/hilrig/hilrig/report"
 	"github.com/hilrig/hilrig/report/reportmatch"
@@ -21,6 +22,13 @@ import (
 // Per transport for the bulk case: about a second each on the shared
 // 2-core dev VM (shm copy ~0.7 GB/s, udp ~90 MB/s, shm loan ~40k msg/s).
 var bulkMessages = map[steps.Path]uint64{steps.ShmCopy: 1000, steps.ShmLoan: 20000, steps.UDP: 150}
+
+// Peer cases (docs/peers.md) send the same payloads, as fast as possible
+// too, but fewer: enough for a steady state without adding minutes per
+// middleware to the suite (the peers' bulk rates are 0.1–1 GB/s here).
+var peerBulkMessages = map[fixtures.Transport]uint64{fixtures.Shm: 200, fixtures.UDP: 100}
+
+const peerSmallMessages = 10000
 
 const (
 	smallMessages = 100000 // 16 B best effort
@@ -38,17 +46,32 @@ var _ = Describe("throughput", Ordered, ContinueOnFailure, Label(labels.Throughp
 	measure := func(ctx SpecContext, name string, p steps.Params) *report.Case {
 		p.Judge = steps.JudgeThroughput
 		ran, err := steps.Measure(ctx, env, name, p)
-		if errors.Is(err, steps.ErrNoLink) {
+		if steps.NotOnRack(err) {
 			Skip(err.Error())
 		}
 		Expect(err).NotTo(HaveOccurred())
 		return ran.Case
 	}
 
-	for _, tr := range []steps.Path{steps.ShmCopy, steps.ShmLoan, steps.UDP} {
-		name := tr.String() + " reliable 1MiB as fast as possible"
+	tc := harness.Context()
+	// runnable skips a spec whose middleware does not run here.
+	runnable := func(p steps.Path) {
+		if r := steps.Unrunnable(tc, p); r != "" {
+			Skip(r)
+		}
+	}
+
+	// Bulk: hilrig's shm copy and loan paths and UDP, and beside them
+	// every peer of ginkgo.config's middlewares in the same class.
+	for _, tr := range steps.Beside(steps.ShmCopy, steps.ShmLoan, steps.UDP) {
+		name := tr.Named(tr.String() + " reliable 1MiB as fast as possible")
+		n := bulkMessages[tr]
+		if tr.IsPeer() {
+			n = peerBulkMessages[tr.Transport]
+		}
 		It(name, func(ctx SpecContext) {
-			c := measure(ctx, name, steps.Params{Path: tr, Payload: 1 << 20, Count: bulkMessages[tr], WarmUp: 10, Drain: 10 * time.Second})
+			runnable(tr)
+			c := steps.AsPeerCase(measure(ctx, name, steps.Params{Path: tr, Payload: 1 << 20, Count: n, WarmUp: 10, Drain: 10 * time.Second}))
 			Expect(harness.Record(c)).To(Succeed())
 			AddReportEntry(name, fmt.Sprintf("%.1f MB/s, %.0f%% CPU", c.ThroughputMBps, c.CPUPercent))
 			Expect(c.ThroughputMBps).To(BeNumerically(">", 0), "nothing delivered")
@@ -57,10 +80,26 @@ var _ = Describe("throughput", Ordered, ContinueOnFailure, Label(labels.Throughp
 		}, SpecTimeout(2*time.Minute))
 	}
 
-	for _, tr := range []steps.Path{steps.Intra, steps.ShmCopy, steps.UDP} {
-		name := tr.String() + " best-effort 16B message rate"
+	for _, tr := range steps.Beside(steps.Intra, steps.ShmCopy, steps.UDP) {
+		name := tr.Named(tr.String() + " best-effort 16B message rate")
+		n, warm := uint64(smallMessages), uint64(1000)
+		if tr.IsPeer() {
+			// A peer message carries its 24 B in-band header
+			// (agentproto.PeerHeaderBytes): 16 B is below what a peer
+			// can send, so peers send that header alone.
+			n, warm = peerSmallMessages, 200
+		}
 		It(name, func(ctx SpecContext) {
-			c := measure(ctx, name, steps.Params{Path: tr, BestEffort: true, Payload: 16, Count: smallMessages, WarmUp: 1000})
+			runnable(tr)
+			payload := 16
+			if tr.IsPeer() {
+				payload = agentproto.PeerHeaderBytes
+			}
+			c := measure(ctx, name, steps.Params{Path: tr, BestEffort: true, Payload: payload, Count: n, WarmUp: warm})
+			if tr.IsPeer() {
+				c.Notes = append(c.Notes, fmt.Sprintf("peer: %d B per message, its in-band header (sequence number and stamps) alone — the smallest message a peer sends; hilrig's 16 B case carries the same fields out of band", payload))
+			}
+			c = steps.AsPeerCase(c)
 			Expect(harness.Record(c)).To(Succeed())
 			AddReportEntry(name, fmt.Sprintf("%.0f msg/s delivered, %d of %d lost, %.0f%% CPU", c.MsgsPerSec, c.Lost, c.Sent, c.CPUPercent))
 			Expect(c.MsgsPerSec).To(BeNumerically(">", 0), "nothing delivered")

@@ -50,6 +50,11 @@ type Flow struct {
 	Link      string             // rack link it runs over
 	Payload   int
 	RateHz    float64
+	// Middleware is the bus ("" hilrig's own, or a peer: docs/peers.md).
+	Middleware string
+	// From and To, when set, place the publisher and the subscriber
+	// instead of the link's A and B boards.
+	From, To string
 }
 
 // Plan is a resolved soak: what runs for how long, windowing and bounds.
@@ -282,4 +287,49 @@ func (p *Plan) RigMaxWindows() int {
 	d := DefaultDrain(p.Window, 0)
 	per := int((d+p.AgentWindow-1)/p.AgentWindow) + int(30*time.Second/p.AgentWindow)
 	return 2*per + 64
+}
+
+// Route says where a flow of a transport runs on a middleware: publisher
+// board, subscriber board and link, or an error when it cannot.
+type Route func(transport fixtures.Transport) (from, to, link string, err error)
+
+// OnMiddleware is p's traffic mix on peer middleware mw: every flow route
+// accepts, renamed "<mw>-<flow>" and placed where route says; the others
+// are dropped with a note. Duration, windows, churn and bounds are p's
+// (a caller may shorten Duration, then call Rescale). An error when no
+// flow can run on mw.
+func (p *Plan) OnMiddleware(mw string, route Route) (*Plan, error) {
+	q := *p
+	q.Flows, q.Notes = nil, append([]string(nil), p.Notes...)
+	for _, f := range p.Flows {
+		from, to, link, err := route(f.Transport)
+		if err != nil {
+			q.Notes = append(q.Notes, fmt.Sprintf("flow %s not run on %s: %v", f.Name, mw, err))
+			continue
+		}
+		f.Name, f.Middleware, f.From, f.To, f.Link = mw+"-"+f.Name, mw, from, to, link
+		q.Flows = append(q.Flows, f)
+	}
+	if len(q.Flows) == 0 {
+		return nil, fmt.Errorf("%w: no traffic_mix flow can run on %s", ErrPlan, mw)
+	}
+	return &q, nil
+}
+
+// Shorten sets the plan's duration to d (when shorter) and rescales what
+// derives from it as NewPlan does: the checkpoint window (≤ d/10), the
+// agents' window, the churn period (d/3) and progress.
+func (p *Plan) Shorten(d time.Duration) {
+	if d <= 0 || d >= p.Duration {
+		return
+	}
+	p.Notes = append(p.Notes, fmt.Sprintf("duration %v (shortened from %v)", d, p.Duration))
+	p.Duration = d
+	p.Window = min(p.Window, d/10)
+	p.AgentWindow = min(p.Window, 250*time.Millisecond)
+	if p.Churn > 0 {
+		p.Churn = d / 3
+	}
+	p.Progress = max(d/3, time.Second)
+	p.Bounds.WarmUp = min(p.Bounds.WarmUp, d/5)
 }

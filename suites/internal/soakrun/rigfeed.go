@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/hilrig/hilrig/agentproto"
@@ -31,7 +32,11 @@ func StartRig(ctx context.Context, r *rig.Rig, p *Plan, until time.Time) (*RigFe
 	f := &RigFeed{Rig: r, Plan: p, Until: until, eps: map[*Track]*rig.Endpoint{}}
 	var tracks []*Track
 	for _, fl := range p.Flows {
-		spec := rig.FlowSpec{Traffic: rig.Traffic{Name: fl.Name, Link: fl.Link, Payload: fl.Payload, RateHz: fl.RateHz, Duration: time.Until(until) + time.Minute, Window: p.AgentWindow}}
+		spec := rig.FlowSpec{Traffic: rig.Traffic{Name: fl.Name, Link: fl.Link, From: fl.From, Payload: fl.Payload, RateHz: fl.RateHz,
+			Duration: time.Until(until) + time.Minute, Window: p.AgentWindow, Middleware: fl.Middleware}}
+		if fl.To != "" {
+			spec.To = []string{fl.To}
+		}
 		if fl.Payload >= 1<<20 {
 			spec.Depth = 4 // camera-like frames: a few slots, not 64 × 1 MiB
 		}
@@ -232,3 +237,17 @@ func (f *RigFeed) Recover(ctx context.Context, board string, tracks []*Track) ([
 }
 
 var _ Recoverer = (*RigFeed)(nil)
+
+// PeerDescriptions are the peer middlewares' own report lines (version,
+// configuration, real transport: agentproto.Started.Peer) of the feed's
+// endpoints, one per distinct line; none for hilrig's endpoints.
+func (f *RigFeed) PeerDescriptions() []string {
+	var out []string
+	for _, ep := range f.eps {
+		if d := ep.Started().Peer; d != "" && !slices.Contains(out, d) {
+			out = append(out, d)
+		}
+	}
+	slices.Sort(out)
+	return out
+}

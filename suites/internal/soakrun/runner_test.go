@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -492,5 +493,65 @@ func TestConsolePanicIsRecovered(t *testing.T) {
 	fw := faultWindows(lg)
 	if len(fw) != 1 || !strings.Contains(fw[0].Fault.Cause, "console: Kernel panic") {
 		t.Fatalf("fault windows %d (%+v), want 1 with the console cause", len(fw), fw)
+	}
+}
+
+// TestPlanOnMiddleware: a peer's plan keeps the flows its route accepts,
+// renamed and placed where the route says, notes the others, and fails
+// when none is left; Shorten rescales window, churn and warm-up.
+func TestPlanOnMiddleware(t *testing.T) {
+	cfg, err := fixtures.ParseConfig("ginkgo.config", []byte(`
+payload_sizes: [64]
+rates_hz: [1000]
+messages: 100
+soak: {duration: 72h, short_duration: 30s, checkpoint: 10s}
+traffic_mix:
+  - {transport: shm, payload: 64, rate_hz: 1000}
+  - {transport: udp, payload: 4KiB, rate_hz: 100}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rack, err := fixtures.SimRack()
+	if err != nil {
+		t.Fatal(err)
+	}
+	prof, err := rack.Profile("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := soakrun.NewPlan(soakrun.ProfileSmoke, cfg, rack, prof)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shmOnly := func(tr fixtures.Transport) (string, string, string, error) {
+		if tr != fixtures.Shm {
+			return "", "", "", errors.New("not shm")
+		}
+		return "board-a", "board-a", "a-b-shm", nil
+	}
+	q, err := p.OnMiddleware("fastdds-shm", shmOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(q.Flows) != 1 {
+		t.Fatalf("flows %+v, want the shm one", q.Flows)
+	}
+	f := q.Flows[0]
+	if f.Middleware != "fastdds-shm" || f.From != "board-a" || f.To != "board-a" || !strings.HasPrefix(f.Name, "fastdds-shm-shm-") {
+		t.Errorf("flow %+v", f)
+	}
+	if len(p.Flows) < 2 || p.Flows[0].Middleware != "" {
+		t.Errorf("OnMiddleware changed the original plan: %+v", p.Flows)
+	}
+	if !slices.ContainsFunc(q.Notes, func(n string) bool { return strings.Contains(n, "not run on fastdds-shm") }) {
+		t.Errorf("no note for the dropped udp flow: %q", q.Notes)
+	}
+	if _, err := p.OnMiddleware("x", func(fixtures.Transport) (string, string, string, error) { return "", "", "", errors.New("no") }); !errors.Is(err, soakrun.ErrPlan) {
+		t.Errorf("no flow left: %v, want ErrPlan", err)
+	}
+	q.Shorten(10 * time.Second)
+	if q.Duration != 10*time.Second || q.Window != time.Second || q.Churn != 10*time.Second/3 || q.Bounds.WarmUp > 2*time.Second {
+		t.Errorf("shortened: duration %v window %v churn %v warm-up %v", q.Duration, q.Window, q.Churn, q.Bounds.WarmUp)
 	}
 }

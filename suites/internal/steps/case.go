@@ -80,6 +80,9 @@ func flowCase(env *Env, name string, p Params, run *Ran, g *gateOutcome, werr er
 		c.Notes = append(c.Notes, note)
 	}
 	c.Notes = append(c.Notes, fmt.Sprintf("publisher on %s, subscriber(s) on %s", run.From, run.To))
+	if n := peerRouteNote(p.Path, run.From, run.To); n != "" {
+		c.Notes = append(c.Notes, n)
+	}
 	if p.WarmUp > 0 {
 		c.Notes = append(c.Notes, fmt.Sprintf("%d warm-up messages sent first, not in the distribution", p.WarmUp))
 	}
@@ -220,7 +223,9 @@ func rttCase(env *Env, name string, path Path, reliable bool, payload, warm int,
 		c.Notes = append(c.Notes, "clock-read uncertainty not quantified: it was measured on the controller host, not on "+from)
 	}
 	where := fmt.Sprintf("pinger on %s, echo on %s", from, to)
-	if from == to {
+	if n := peerRouteNote(path, from, to); n != "" {
+		where = fmt.Sprintf("pinger and echo in the one agent on %s (%s)", from, n)
+	} else if from == to {
 		where = fmt.Sprintf("pinger and echo in the one agent on %s (intra-process path)", from)
 	}
 	c.Notes = append(c.Notes,
@@ -276,6 +281,11 @@ type startTally struct {
 	hist                  *report.Histogram
 	sent, delivered, lost int64
 	from, to              string
+	// discovery holds a peer's wait for its first matched reader, per
+	// start; pub is the last start's publisher (its started message
+	// describes the peer).
+	discovery *report.Histogram
+	pub       *rig.Endpoint
 }
 
 // startCase is the node start → first message case.
@@ -285,8 +295,18 @@ func startCase(env *Env, name string, path Path, payload, n int, bound time.Dura
 		Bounds: &report.Bounds{Max: bound, MaxLost: report.Loss(0)}}
 	c.Method = report.Method{Kind: report.OneWay,
 		Clocks: "controller CLOCK_MONOTONIC from the start requests to the publisher's started ack, plus message 1's one-way latency on " + Method(env.Rack, t.from, t.to).Clocks}
-	c.Notes = append(c.Notes, fmt.Sprintf("%d starts of a fresh subscriber node on %s and publisher node on %s, one 64 B message each", n, t.to, t.from),
+	c.Notes = append(c.Notes, fmt.Sprintf("%d starts of a fresh subscriber node on %s and publisher node on %s, one %d B message each", n, t.to, t.from, payload),
 		"includes the controller↔agent pipe round trips of the start requests (an upper bound by that much)")
+	if note := peerRouteNote(path, t.from, t.to); note != "" {
+		c.Notes = append(c.Notes, note)
+	}
+	peerNotes(c, path, t.pub)
+	if path.IsPeer() && t.discovery != nil && t.discovery.Count() > 0 {
+		c.Extra[ExtraDiscovery] = float64(t.discovery.ValueAtQuantile(50))
+		c.Extra[ExtraDiscoveryMax] = float64(t.discovery.ValueAtQuantile(100))
+		c.Notes = append(c.Notes, fmt.Sprintf("discovery (seed 002: endpoints created → first message delivered): the time above; of it, the publisher's wait for its first matched reader: p50 %s, max %s (Extra). The agent keeps one participant per peer and network (docs/peers.md), so after the first start each start discovers new endpoints of existing participants",
+			report.FormatNs(t.discovery.ValueAtQuantile(50)), report.FormatNs(t.discovery.ValueAtQuantile(100))))
+	}
 	return finish(env, c)
 }
 
@@ -419,5 +439,13 @@ func peerNotes(c *report.Case, path Path, ep *rig.Endpoint) {
 	if c.Extra == nil {
 		c.Extra = map[string]float64{}
 	}
-	c.Extra["discovery_ns"] = float64(st.DiscoveryNs)
+	c.Extra[ExtraDiscovery] = float64(st.DiscoveryNs)
 }
+
+// ExtraDiscovery is the Extra key of a peer case's discovery time (ns):
+// the publisher's wait for its first matched reader before message 1.
+const ExtraDiscovery = "discovery_ns"
+
+// ExtraDiscoveryMax is the largest discovery wait of a start-up case's
+// starts (ns).
+const ExtraDiscoveryMax = "discovery_max_ns"

@@ -15,9 +15,16 @@ import (
 // requests to the publisher's "started" acknowledgement, plus the one-way
 // latency of message 1 as the subscriber measured it. The pipe transit of
 // the acknowledgement is included (an upper bound by that much). The case
-// is judged against bound (every start's time) and no loss. Blocks.
+// is judged against bound (every start's time) and no loss.
+//
+// On a peer middleware (path.Middleware) this is the peer's discovery
+// time as seed 002 asks it — endpoints created to first message
+// delivered: the publisher waits for its first matched reader before
+// sending (docs/peers.md), and that wait is inside the started
+// acknowledgement; the case's Extra holds the wait alone (p50, max) and
+// its notes the peer's version, configuration and transport. Blocks.
 func StartToFirst(ctx context.Context, env *Env, name string, path Path, payload, n int, bound time.Duration) (*report.Case, error) {
-	t := startTally{hist: report.NewHistogram()}
+	t := startTally{hist: report.NewHistogram(), discovery: report.NewHistogram()}
 	for range n {
 		t0 := time.Now()
 		f, fr, tb, err := start(ctx, env, Params{Path: path, Payload: payload, Count: 1, Drain: 5 * time.Second})
@@ -26,6 +33,10 @@ func StartToFirst(ctx context.Context, env *Env, name string, path Path, payload
 		}
 		started := time.Since(t0)
 		t.from, t.to = fr, tb
+		t.pub = f.Publisher
+		if path.IsPeer() {
+			t.discovery.Record(f.Publisher.Started().DiscoveryNs)
+		}
 		res, err := f.Wait(ctx)
 		if err != nil {
 			return nil, err

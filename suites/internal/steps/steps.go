@@ -139,7 +139,8 @@ func (p Path) String() string {
 }
 
 // Route says where p's flow runs on rack: publisher board, subscriber
-// board and (shm/udp) the link. Intra runs on the first board.
+// board and (shm/udp) the link. Intra runs on the first board, and so do
+// both ends of fastdds-shm (the link's A board).
 func Route(rack *fixtures.Rack, p Path) (from, to, link string, err error) {
 	switch p.Transport {
 	case fixtures.Intra:
@@ -149,6 +150,11 @@ func Route(rack *fixtures.Rack, p Path) (from, to, link string, err error) {
 		l, err := linkFor(rack, p.Transport)
 		if err != nil {
 			return "", "", "", err
+		}
+		if p.Middleware == FastDDSSHM && p.Transport == fixtures.Shm {
+			// Fast DDS's SHM transport matches only participants it takes
+			// for one host (peerRouteNote): both ends on the link's A board.
+			return l.A, l.A, l.Name, nil
 		}
 		return l.A, l.B, l.Name, nil
 	}

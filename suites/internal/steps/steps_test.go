@@ -3,6 +3,7 @@ package steps_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -31,6 +32,9 @@ func TestRoute(t *testing.T) {
 		{steps.ShmCopy, "board-a", "board-b", "a-b-shm"},
 		{steps.ShmLoan, "board-a", "board-b", "a-b-shm"},
 		{steps.UDP, "board-b", "board-c", "b-c-udp"},
+		{steps.ShmCopy.On("iceoryx"), "board-a", "board-b", "a-b-shm"},
+		{steps.ShmCopy.On(steps.FastDDSSHM), "board-a", "board-a", "a-b-shm"}, // one board: Fast DDS's SHM never matches across namespaces
+		{steps.UDP.On("cyclonedds"), "board-b", "board-c", "b-c-udp"},
 	}
 	for _, tt := range tests {
 		from, to, link, err := steps.Route(rack, tt.transport)
@@ -85,5 +89,44 @@ func TestWakeupFloor(t *testing.T) {
 	cancel()
 	if _, err := steps.WakeupFloor(ctx, time.Millisecond, 1000); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled floor: %v, want context.Canceled", err)
+	}
+}
+
+// TestBeside: each class is hilrig's path first, then every peer of that
+// class; intra and the loan path have no peer; peer case names carry the
+// middleware, hilrig's stay as they were.
+func TestBeside(t *testing.T) {
+	got := steps.Beside(steps.Intra, steps.ShmCopy, steps.ShmLoan, steps.UDP)
+	var names []string
+	for _, p := range got {
+		names = append(names, p.MiddlewareName()+"/"+p.String())
+	}
+	want := "hilrig/intra hilrig/shm-copy iceoryx/shm-copy fastdds-shm/shm-copy hilrig/shm-loan hilrig/udp cyclonedds/udp fastdds-udp/udp"
+	if s := strings.Join(names, " "); s != want {
+		t.Errorf("Beside = %s\nwant     %s", s, want)
+	}
+	if n := steps.UDP.On("cyclonedds").Named("udp x"); n != "cyclonedds udp x" {
+		t.Errorf("peer Named = %q", n)
+	}
+	if n := steps.UDP.On("hilrig").Named("udp x"); n != "udp x" {
+		t.Errorf("hilrig Named = %q", n)
+	}
+}
+
+// TestAsPeerCase: a peer case loses the rack's bounds (hilrig's) and says
+// so; a hilrig case keeps them.
+func TestAsPeerCase(t *testing.T) {
+	b := report.Bounds{P99: time.Millisecond}
+	h := &report.Case{Name: "h", Middleware: "hilrig", Bounds: &b}
+	if steps.AsPeerCase(h).Bounds == nil {
+		t.Error("hilrig case lost its bounds")
+	}
+	p := &report.Case{Name: "p", Middleware: "iceoryx", Bounds: &b, Checks: []report.Check{{Bound: "p99"}}}
+	steps.AsPeerCase(p)
+	if p.Bounds != nil || len(p.Checks) != 0 {
+		t.Errorf("peer case kept bounds %v, checks %v", p.Bounds, p.Checks)
+	}
+	if !slices.Contains(p.Notes, steps.PeerUnjudged) {
+		t.Errorf("peer case notes %q do not say it is not judged", p.Notes)
 	}
 }

@@ -39,7 +39,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/hilrig/hilrig/agentproto"
 	"github.com/hilrig/hilrig/report"
 	"github.com/hilrig/hilrig/report/soak"
 )
@@ -245,11 +244,27 @@ func (m *Metrics) flowLocked(board, flow string, s report.Summary, sent, deliver
 	}
 }
 
+// FlowWindow is one agent window of a running flow's subscriber, as the
+// endpoint exports it. The caller converts its agent's window into it, so
+// report/live stays downstream of the agent protocol (data flows rack →
+// rig → agent → report, never back).
+type FlowWindow struct {
+	// Latency of the window's messages, ns; nil when none arrived.
+	Latency *report.Histogram
+	// Received and Lost are the window's messages (not running totals).
+	Received, Lost uint64
+	// SpanNs is the window's length and CPUNs the agent process's CPU time
+	// (user+system) in it, both ns; CPU is not exported when either is 0.
+	SpanNs, CPUNs int64
+	// RSSBytes is the agent's resident set at the window's end.
+	RSSBytes int64
+}
+
 // FlowWindow exports one agent window of a running flow's subscriber on
 // board: the window's latency quantiles, delivered and lost, and the
 // board's RSS and CPU over the window. Call it once per window (the
 // totals add up). Does not block.
-func (m *Metrics) FlowWindow(board, flow string, w *agentproto.Window) {
+func (m *Metrics) FlowWindow(board, flow string, w *FlowWindow) {
 	if m == nil || w == nil {
 		return
 	}
@@ -258,8 +273,8 @@ func (m *Metrics) FlowWindow(board, flow string, w *agentproto.Window) {
 		s = w.Latency.Summary()
 	}
 	cpu := -1.0
-	if span := w.EndNs - w.StartNs; span > 0 && w.CPUUserNs+w.CPUSysNs > 0 {
-		cpu = 100 * float64(w.CPUUserNs+w.CPUSysNs) / float64(span)
+	if w.SpanNs > 0 && w.CPUNs > 0 {
+		cpu = 100 * float64(w.CPUNs) / float64(w.SpanNs)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()

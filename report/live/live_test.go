@@ -17,7 +17,6 @@ import (
 
 	"net/http/httptest"
 
-	"github.com/hilrig/hilrig/agentproto"
 	"github.com/hilrig/hilrig/report"
 	"github.com/hilrig/hilrig/report/live"
 	"github.com/hilrig/hilrig/report/soak"
@@ -256,8 +255,8 @@ func TestFlowWindowAndNil(t *testing.T) {
 	for i, p50 := range []int64{10000, 30000} {
 		h := report.NewHistogram()
 		h.Record(p50)
-		m.FlowWindow("board-b", "udp 64", &agentproto.Window{Index: uint64(i), StartNs: 0, EndNs: 1e9, Received: 50, Lost: 1,
-			Latency: h, RSSBytes: int64(i+1) << 20, CPUUserNs: 1e8, CPUSysNs: 1e8})
+		m.FlowWindow("board-b", "udp 64", &live.FlowWindow{SpanNs: 1e9, Received: 50, Lost: 1,
+			Latency: h, RSSBytes: int64(i+1) << 20, CPUNs: 2e8})
 		if got := gauge(t, m, `hilrig_flow_window_latency_seconds{board="board-b",flow="udp 64",quantile="1"}`); got < float64(p50)/1e9 || got > float64(p50)*1.001/1e9 {
 			t.Errorf("window %d: max %v, want ~%v", i, got, float64(p50)/1e9)
 		}
@@ -276,7 +275,7 @@ func TestFlowWindowAndNil(t *testing.T) {
 		t.Errorf("a subscriber window exported sent = %v", v)
 	}
 	var none *live.Metrics
-	none.FlowWindow("b", "f", &agentproto.Window{})
+	none.FlowWindow("b", "f", &live.FlowWindow{})
 	none.SoakWindow(soakWindow(0, 1, 0, true, 1))
 	none.SoakProgress(time.Second, time.Minute)
 	none.BoardPTP("b", true, time.Microsecond)
@@ -288,7 +287,7 @@ func TestFlowWindowAndNil(t *testing.T) {
 func TestFlowCap(t *testing.T) {
 	m := live.New()
 	for i := range live.MaxFlows + 3 {
-		m.FlowWindow("b", strconv.Itoa(i), &agentproto.Window{Received: 1})
+		m.FlowWindow("b", strconv.Itoa(i), &live.FlowWindow{Received: 1})
 	}
 	if got := gauge(t, m, "hilrig_live_dropped_flows_total"); got != 3 {
 		t.Fatalf("dropped flows %v, want 3", got)

@@ -36,7 +36,8 @@ func feedLive(m *live.Metrics, name string, subs []windowSource, period time.Dur
 				if w.Index < next[i] {
 					continue
 				}
-				m.FlowWindow(s.Board(), name, &w)
+				m.FlowWindow(s.Board(), name, &live.FlowWindow{Latency: w.Latency, Received: w.Received, Lost: w.Lost,
+					SpanNs: w.EndNs - w.StartNs, CPUNs: w.CPUUserNs + w.CPUSysNs, RSSBytes: w.RSSBytes})
 				next[i] = w.Index + 1
 			}
 		}

@@ -151,13 +151,63 @@ func TestBestEffortExactLoss(t *testing.T) {
 	if fs.DroppedData == 0 {
 		t.Fatal("fault layer dropped nothing: test proves nothing")
 	}
-	if rs.Lost != fs.DroppedData || c.lostSum != fs.DroppedData {
-		t.Fatalf("lost %d (per-message sum %d), fault layer dropped %d", rs.Lost, c.lostSum, fs.DroppedData)
+	// What the fault layer dropped is lost, and so is what the receiver
+	// discarded while the writer was not yet confirmed (a burst can
+	// outgrow an unconfirmed writer's share before its echo is read).
+	if want := fs.DroppedData + rs.Unconfirmed; rs.Lost != want || c.lostSum != want {
+		t.Fatalf("lost %d (per-message sum %d), fault layer dropped %d, discarded before confirmation %d",
+			rs.Lost, c.lostSum, fs.DroppedData, rs.Unconfirmed)
 	}
-	if c.got != n+1-fs.DroppedData || c.err != nil {
-		t.Fatalf("delivered %d, want %d; err %v", c.got, n+1-fs.DroppedData, c.err)
+	if want := n + 1 - fs.DroppedData - rs.Unconfirmed; c.got != want || c.err != nil {
+		t.Fatalf("delivered %d, want %d; err %v", c.got, want, c.err)
 	}
-	t.Logf("dropped %d of %d, counted exactly", fs.DroppedData, n)
+	t.Logf("dropped %d of %d (%d discarded before confirmation), counted exactly", fs.DroppedData, n, rs.Unconfirmed)
+}
+
+// TestLateConfirmationCountsDiscardsLost: a writer whose confirmation comes
+// late (its echoes are lost here) completes more messages than an
+// unconfirmed writer may hold. Once it is confirmed, the ones discarded
+// meanwhile are counted lost, so Delivered+Lost covers every sequence
+// number. They used to vanish from both counts: TestBestEffortExactLoss
+// then waited for its sentinel forever whenever the sender's goroutine
+// read the challenge late (a CI failure; 8 in 30 runs on a quiet host).
+func TestLateConfirmationCountsDiscardsLost(t *testing.T) {
+	const topic, burst = 44, 600
+	r := newRig(t,
+		udp.SenderConfig{TopicID: topic, MaxPayload: 1024, HeartbeatPeriod: time.Hour},
+		udp.ReceiverConfig{TopicID: topic, MaxPayload: 1024},
+		&udp.FaultConfig{Seed: 1, Drop: 1, Kinds: udp.KindMask(udp.KindHeartbeat)})
+	c := collect(r.rcv, true)
+	p := make([]byte, 200)
+	var seq uint64
+	send := func() {
+		seq++
+		fill(p, seq)
+		if err := r.snd.Send(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range burst {
+		send()
+		if seq%100 == 0 { // pace by signal: never outrun the socket buffer
+			testkit.Eventually(t, 5*time.Second, "receiver catching up", func() bool { return r.rcv.Stats().Datagrams >= seq })
+		}
+	}
+	if st := r.rcv.Stats(); st.Confirmed != 0 || st.Unconfirmed == 0 {
+		t.Fatalf("before any echo: confirmed %d, discarded %d; want 0 and > 0 (the burst must outgrow the share)", st.Confirmed, st.Unconfirmed)
+	}
+	r.fault.SetEnabled(false)
+	// Data draws a challenge (at most one per 5 ms); its echo passes now.
+	testkit.Eventually(t, 5*time.Second, "confirmation", func() bool { send(); return r.rcv.Stats().Confirmed == 1 })
+	testkit.Eventually(t, 5*time.Second, "every sequence number delivered or lost", func() bool {
+		st := r.rcv.Stats()
+		return st.Delivered+st.Lost == seq
+	})
+	c.finish()
+	rs := r.rcv.Stats()
+	if rs.Lost != rs.Unconfirmed || c.lostSum != rs.Lost || c.got != seq-rs.Lost || c.err != nil {
+		t.Fatalf("lost %d (per-message sum %d), discarded %d, delivered %d of %d; err %v", rs.Lost, c.lostSum, rs.Unconfirmed, c.got, seq, c.err)
+	}
 }
 
 func TestBestEffortTailLossByHeartbeat(t *testing.T) {

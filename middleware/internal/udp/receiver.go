@@ -136,7 +136,8 @@ type ReceiverStats struct {
 	PoolLimit          uint64 // the configured bound on PoolBytes
 	// Unconfirmed counts messages completed by writers that were not (yet)
 	// confirmed and were discarded undelivered: their slot was reclaimed,
-	// or the writer never answered the challenge (forged or spoofed).
+	// or the writer never answered the challenge (forged or spoofed). For a
+	// writer confirmed later, its discarded messages are in Lost as well.
 	Unconfirmed uint64
 	// Confirmed counts writers confirmed by the challenge handshake.
 	Confirmed uint64
@@ -1041,6 +1042,19 @@ func (r *Receiver) freeSlot(idx int32) {
 	if s.state == slotHeld {
 		for i, j := range st.heldQ {
 			if j == idx {
+				// A held message was sequenced already: discarding it (its
+				// unconfirmed writer outgrew its share) is a loss, like the
+				// gap before it. Both go to the next message in sequence —
+				// the next held one, else the next to be drained — so a
+				// writer confirmed later reports Delivered+Lost over every
+				// sequence number. (They vanished from both counts, and a
+				// burst from a new publisher read as fewer messages than it
+				// sent.) A writer never confirmed reports nothing of this.
+				if carry := s.lost + 1; i+1 < len(st.heldQ) {
+					r.slots[st.heldQ[i+1]].lost += carry
+				} else {
+					st.pendLost += carry
+				}
 				st.heldQ = append(st.heldQ[:i], st.heldQ[i+1:]...)
 				break
 			}

@@ -29,7 +29,7 @@ boards:
     power: {driver: vm, timeout: 8s}
     console: {device: vm}
 links:
-  - {name: a-b-udp, a: vm-a, b: vm-b, transport: udp}
+  - {name: a-b-udp, a: vm-a, b: vm-b, transport: udp, a_addr: 10.233.9.1, b_addr: 10.233.9.2}
 `, os.Getpid())
 	rack, err := fixtures.ParseRack("vmrec.yaml", []byte(y))
 	if err != nil {

@@ -88,9 +88,11 @@ type agentProc struct {
 	enc  *agentproto.Encoder
 	in   io.WriteCloser
 	msgs chan *agentproto.Msg
-	// ended is closed when the agent's output ends (it exited or died).
-	ended chan struct{}
-	name  string
+	// ended is closed when the agent's output ends (it exited or died, or
+	// wrote what the decoder refuses); endErr, set before, says why.
+	ended  chan struct{}
+	endErr error
+	name   string
 	// mw is the middleware its endpoints run on, for errors.
 	mw string
 }
@@ -118,6 +120,7 @@ func startAgent(ctx context.Context, exe, board, mw string) (*agentProc, error) 
 		for {
 			m, err := dec.Next()
 			if err != nil {
+				a.endErr = err
 				close(a.ended)
 				close(a.msgs)
 				return
@@ -136,10 +139,23 @@ func startAgent(ctx context.Context, exe, board, mw string) (*agentProc, error) 
 var ErrAgentDied = errors.New("agent process ended mid-run")
 
 // died is the error for an agent whose output ended.
+// The output can end before the process does (a line the decoder
+// refuses, a closed stdout): the process gets diedGrace to exit, then is
+// killed, so a case never hangs here (CI saw one wait 10 minutes).
 func (a *agentProc) died(waiting agentproto.Kind) error {
-	a.cmd.Wait()
-	return fmt.Errorf("board %s, peer %s: %w (%v) while waiting for %s", a.name, a.mw, ErrAgentDied, a.cmd.ProcessState, waiting)
+	done := make(chan struct{})
+	go func() { _ = a.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(diedGrace):
+		_ = a.cmd.Process.Kill()
+		<-done
+	}
+	return fmt.Errorf("board %s, peer %s: %w (%v; its output: %v) while waiting for %s", a.name, a.mw, ErrAgentDied, a.cmd.ProcessState, a.endErr, waiting)
 }
+
+// diedGrace is how long an agent whose output ended may take to exit.
+const diedGrace = 5 * time.Second
 
 // expect waits for the next message of kind, skipping windows; an error
 // message, the agent's end or the end of other (the far side, may be

@@ -19,7 +19,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 )
 
 // prefix starts every Fast DDS SHM file name.
@@ -100,11 +99,11 @@ func removeIfZombie(seg string) (bool, error) {
 		return false, fmt.Errorf("ddsshm: open lock %s_el: %w", seg, err)
 	default:
 		defer lock.Close() // releases the flock, after the removal
-		switch err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); {
-		case errors.Is(err, syscall.EWOULDBLOCK):
-			return false, nil // a live participant owns it
+		switch owned, err := tryLock(lock); {
 		case err != nil:
 			return false, fmt.Errorf("ddsshm: lock %s_el: %w", seg, err)
+		case owned:
+			return false, nil // a live participant owns it
 		}
 	}
 	files := []string{seg, seg + "_el"}

@@ -81,7 +81,7 @@ func recoveryRack(t *testing.T, power bool) (*fixtures.Rack, string) {
 // runRigSoak runs a 12 s soak of one shm flow board-a → board-b on a
 // real rig, SIGSTOPs board-b's agent (a hung board) once 3 windows are
 // durable, and returns the checkpoint and Run's error.
-func runRigSoak(t *testing.T, power bool, budget int) (lg *soak.Log, runErr error, cycles string, took time.Duration) {
+func runRigSoak(t *testing.T, power bool, budget int) (lg *soak.Log, cycles string, took time.Duration, runErr error) {
 	t.Helper()
 	rack, cycles := recoveryRack(t, power)
 	hang := func(r *rig.Rig, board string) error {
@@ -92,15 +92,15 @@ func runRigSoak(t *testing.T, power bool, budget int) (lg *soak.Log, runErr erro
 		// A hung board: its agent stops answering, the process stays.
 		return syscall.Kill(a.PID(), syscall.SIGSTOP)
 	}
-	lg, runErr, took = soakWithHang(t, rack, "board-a", "board-b", 12*time.Second, time.Second, budget, hang)
-	return lg, runErr, cycles, took
+	lg, took, runErr = soakWithHang(t, rack, "board-a", "board-b", 12*time.Second, time.Second, budget, hang)
+	return lg, cycles, took, runErr
 }
 
 // soakWithHang runs a soak of length d of one shm flow (or, on vm
 // boards, udp) from → to on rack, calls hang on board to once 3 windows
 // are durable, and returns the checkpoint and Run's error.
 func soakWithHang(t *testing.T, rack *fixtures.Rack, from, to string, d, heartbeat time.Duration, budget int,
-	hang func(r *rig.Rig, board string) error) (lg *soak.Log, runErr error, took time.Duration) {
+	hang func(r *rig.Rig, board string) error) (lg *soak.Log, took time.Duration, runErr error) {
 	t.Helper()
 	bin := agentBinary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), d+10*time.Minute)
@@ -168,7 +168,7 @@ func soakWithHang(t *testing.T, rack *fixtures.Rack, from, to string, d, heartbe
 	if err != nil {
 		t.Fatal(err)
 	}
-	return lg, runErr, took
+	return lg, took, runErr
 }
 
 // TestRigSoakRecoversHungProcessBoard: the recovery path on a real rig
@@ -179,7 +179,7 @@ func soakWithHang(t *testing.T, rack *fixtures.Rack, from, to string, d, heartbe
 // exactly one fault window naming board-b, and traffic is delivered
 // after it.
 func TestRigSoakRecoversHungProcessBoard(t *testing.T) {
-	lg, err, cycles, _ := runRigSoak(t, true, 2)
+	lg, cycles, _, err := runRigSoak(t, true, 2)
 	if err != nil {
 		t.Fatalf("soak: %v; want it to survive board-b's hang", err)
 	}
@@ -220,7 +220,7 @@ func TestRigSoakRecoversHungProcessBoard(t *testing.T) {
 // TestRigSoakWithoutPowerFailsNamingBoard: the same hang on a board
 // without power control stops the soak promptly, naming the board.
 func TestRigSoakWithoutPowerFailsNamingBoard(t *testing.T) {
-	lg, err, _, took := runRigSoak(t, false, 2)
+	lg, _, took, err := runRigSoak(t, false, 2)
 	if !errors.Is(err, soakrun.ErrBoardLost) || !strings.Contains(err.Error(), "board board-b") || !strings.Contains(err.Error(), "no power control") {
 		t.Fatalf("soak: %v; want ErrBoardLost naming board-b without power control", err)
 	}

@@ -355,7 +355,7 @@ func (f *recoverer) Recover(_ context.Context, board string, tracks []*soakrun.T
 
 // runRecovery runs a 3 s soak whose board-b subscriber hangs after 5
 // drains, with rec as its power control and a budget of budget.
-func runRecovery(t *testing.T, rec soakrun.Recoverer, budget int, panicLine func(string, time.Time) string) (*soak.Log, *soakrun.Runner, error, time.Duration) {
+func runRecovery(t *testing.T, rec soakrun.Recoverer, budget int, panicLine func(string, time.Time) string) (*soak.Log, *soakrun.Runner, time.Duration, error) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "soak.jsonl")
 	cp, err := soak.Create(path, soak.Header{Name: "unit", Window: 500 * time.Millisecond})
@@ -383,7 +383,7 @@ func runRecovery(t *testing.T, rec soakrun.Recoverer, budget int, panicLine func
 	if err != nil {
 		t.Fatal(err)
 	}
-	return lg, r, runErr, took
+	return lg, r, took, runErr
 }
 
 func faultWindows(lg *soak.Log) []soak.Window {
@@ -403,7 +403,7 @@ func faultWindows(lg *soak.Log) []soak.Window {
 // tail, excluded from the verdicts.
 func TestHungBoardIsRecoveredAsOneFaultWindow(t *testing.T) {
 	rec := &recoverer{}
-	lg, r, err, _ := runRecovery(t, rec, 2, nil)
+	lg, r, _, err := runRecovery(t, rec, 2, nil)
 	if err != nil {
 		t.Fatalf("Run: %v; want the soak to survive the recovered board", err)
 	}
@@ -451,7 +451,7 @@ func TestHungBoardIsRecoveredAsOneFaultWindow(t *testing.T) {
 // first outage stays one fault window.
 func TestRecoveryBudgetExhaustedFailsNamingBoard(t *testing.T) {
 	rec := &recoverer{hangAfter: 3}
-	lg, _, err, took := runRecovery(t, rec, 1, nil)
+	lg, _, took, err := runRecovery(t, rec, 1, nil)
 	if !errors.Is(err, soakrun.ErrBoardLost) || !strings.Contains(err.Error(), "board board-b") || !strings.Contains(err.Error(), "recovery budget exhausted (1 of 1 used)") {
 		t.Fatalf("Run: %v; want ErrBoardLost naming board-b and the exhausted budget", err)
 	}
@@ -467,7 +467,7 @@ func TestRecoveryBudgetExhaustedFailsNamingBoard(t *testing.T) {
 // is not recovered; the verdict names the board and says why.
 func TestNoPowerControlFailsNamingBoard(t *testing.T) {
 	rec := &recoverer{noPower: errors.New("board board-b has no power block")}
-	_, _, err, _ := runRecovery(t, rec, 3, nil)
+	_, _, _, err := runRecovery(t, rec, 3, nil)
 	if !errors.Is(err, soakrun.ErrBoardLost) || !strings.Contains(err.Error(), "no power control (board board-b has no power block)") || len(rec.calls) != 0 {
 		t.Fatalf("Run: %v, recoveries %v; want ErrBoardLost saying board-b has no power control", err, rec.calls)
 	}
@@ -486,7 +486,7 @@ func TestConsolePanicIsRecovered(t *testing.T) {
 		}
 		return ""
 	}
-	lg, _, err, _ := runRecovery(t, rec, 1, line)
+	lg, _, _, err := runRecovery(t, rec, 1, line)
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}

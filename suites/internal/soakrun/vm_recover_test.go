@@ -58,7 +58,7 @@ func TestVMSoakRecoversFrozenBoard(t *testing.T) {
 		return syscall.Kill(pid, syscall.SIGSTOP)
 	}
 	t.Run("recovered", func(t *testing.T) {
-		lg, err, _ := soakWithHang(t, vmRecoveryRack(t), "vm-a", "vm-b", 90*time.Second, 5*time.Second, 1, freeze)
+		lg, _, err := soakWithHang(t, vmRecoveryRack(t), "vm-a", "vm-b", 90*time.Second, 5*time.Second, 1, freeze)
 		if err != nil {
 			t.Fatalf("soak: %v; want it to survive vm-b's freeze", err)
 		}
@@ -85,7 +85,7 @@ func TestVMSoakRecoversFrozenBoard(t *testing.T) {
 		}
 	})
 	t.Run("budget exhausted", func(t *testing.T) {
-		_, err, took := soakWithHang(t, vmRecoveryRack(t), "vm-a", "vm-b", 90*time.Second, 5*time.Second, 0, freeze)
+		_, took, err := soakWithHang(t, vmRecoveryRack(t), "vm-a", "vm-b", 90*time.Second, 5*time.Second, 0, freeze)
 		if !errors.Is(err, soakrun.ErrBoardLost) || !strings.Contains(err.Error(), "board vm-b") || !strings.Contains(err.Error(), "recovery budget exhausted") {
 			t.Fatalf("soak: %v; want ErrBoardLost naming vm-b and the exhausted budget", err)
 		}

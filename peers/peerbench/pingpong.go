@@ -143,14 +143,7 @@ var ErrAgentDied = errors.New("agent process ended mid-run")
 // refuses, a closed stdout): the process gets diedGrace to exit, then is
 // killed, so a case never hangs here (CI saw one wait 10 minutes).
 func (a *agentProc) died(waiting agentproto.Kind) error {
-	done := make(chan struct{})
-	go func() { _ = a.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(diedGrace):
-		_ = a.cmd.Process.Kill()
-		<-done
-	}
+	a.waitOrKill(diedGrace)
 	return fmt.Errorf("board %s, peer %s: %w (%v; its output: %v) while waiting for %s", a.name, a.mw, ErrAgentDied, a.cmd.ProcessState, a.endErr, waiting)
 }
 
@@ -194,12 +187,18 @@ func (a *agentProc) expect(ctx context.Context, kind agentproto.Kind, timeout ti
 func (a *agentProc) close() {
 	a.enc.Encode(agentproto.NewStop(""))
 	a.in.Close()
+	a.waitOrKill(10 * time.Second)
+}
+
+// waitOrKill waits up to grace for the agent process to exit, then kills
+// it and reaps it.
+func (a *agentProc) waitOrKill(grace time.Duration) {
 	done := make(chan struct{})
-	go func() { a.cmd.Wait(); close(done) }()
+	go func() { _ = a.cmd.Wait(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(10 * time.Second):
-		a.cmd.Process.Kill()
+	case <-time.After(grace):
+		_ = a.cmd.Process.Kill()
 		<-done
 	}
 }

@@ -5,9 +5,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"runtime"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/hilrig/hilrig/agent/internal/sys"
@@ -115,12 +117,28 @@ func (i hilrigIn) close() { i.sub.Close() }
 type peerOut struct {
 	w     PeerWriter
 	clock int32
+	// epoch is this writer's publisher epoch (newPeerEpoch): a restarted
+	// publisher's sequence starts at 1 again under a new epoch, which its
+	// readers tell from a late duplicate of the old one.
+	epoch uint16
 }
+
+// peerEpochs hands out publisher epochs: random start per process (a
+// restarted agent does not repeat its predecessor's), +1 per writer (a
+// publisher restarted inside one agent never repeats the one it replaces).
+var peerEpochs = func() *atomic.Uint32 {
+	var v atomic.Uint32
+	v.Store(uint32(rand.Uint64()))
+	return &v
+}()
+
+func newPeerEpoch() uint16 { return uint16(peerEpochs.Add(1)) }
 
 // send writes one message; a peer's blocking limit (an error matching
 // os.ErrDeadlineExceeded) counts as middleware.ErrTimeout, as hilrig's.
+// seq must be below 2^48 (agentproto.PeerSeqBits): 8.9 years at 1 MHz.
 func (o *peerOut) send(buf []byte, seq uint64) error {
-	err := o.w.Write(buf, seq, o.clock)
+	err := o.w.Write(buf, agentproto.PeerSeqWord(o.epoch, seq), o.clock)
 	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
 		return middleware.ErrTimeout
 	}
@@ -136,10 +154,17 @@ type peerIn struct {
 	r PeerReader
 	// cpu and prio pin and prioritise the receiving thread (hilrig's
 	// subscriber does the same in its own receive thread).
-	cpu     *int
-	prio    int
-	m       middleware.Message // reused: the hot path allocates nothing
-	lastSeq uint64
+	cpu  *int
+	prio int
+	// lateJoin: the stream ran before this reader (Start.LateJoin), so
+	// the messages before its first are not its loss.
+	lateJoin bool
+	m        middleware.Message // reused: the hot path allocates nothing
+	// The current epoch and its last sequence; prev is the epoch it
+	// replaced, whose stragglers are delivered but never switch back.
+	epoch, prev      uint16
+	started, hasPrev bool
+	lastSeq          uint64
 }
 
 func (i *peerIn) close() { i.r.Close() }
@@ -184,15 +209,34 @@ func (i *peerIn) deliver(data []byte, recv int64, fn func(*middleware.Message) e
 		return fmt.Errorf("peer message of %d bytes, shorter than the %d-byte in-band header", len(data), agentproto.PeerHeaderBytes)
 	}
 	m := &i.m
-	m.Header.Seq = binary.LittleEndian.Uint64(data[0:8])
+	epoch, seq := agentproto.SplitPeerSeqWord(binary.LittleEndian.Uint64(data[0:8]))
+	m.Header.Epoch = uint32(epoch)
+	m.Header.Seq = seq
 	m.Header.SendMono = int64(binary.LittleEndian.Uint64(data[8:16]))
 	m.Header.SendClock = int64(binary.LittleEndian.Uint64(data[16:24]))
 	m.Header.Len = uint32(len(data))
 	m.RecvMono = recv
 	m.Lost = 0
-	if m.Header.Seq > i.lastSeq {
-		m.Lost = m.Header.Seq - i.lastSeq - 1
-		i.lastSeq = m.Header.Seq
+	switch {
+	case i.started && epoch == i.epoch:
+		if seq > i.lastSeq {
+			m.Lost = seq - i.lastSeq - 1
+			i.lastSeq = seq
+		}
+	case i.hasPrev && epoch == i.prev:
+		// A straggler of the replaced publisher: delivered, not counted.
+	default:
+		// The first message, or a restarted publisher's first: a writer
+		// sends only once a reader matched, so what came before it is
+		// loss — except before a late-joining reader's first message.
+		lost := seq - 1
+		if i.started {
+			i.prev, i.hasPrev = i.epoch, true
+		} else if i.lateJoin {
+			lost = 0
+		}
+		i.epoch, i.started, i.lastSeq = epoch, true, seq
+		m.Lost = lost
 	}
 	m.Payload = data[agentproto.PeerHeaderBytes:]
 	return fn(m)
@@ -215,7 +259,7 @@ func (x endpoints) out(c middleware.Contract, path agentproto.SendPath) (outlet,
 		if err != nil {
 			return nil, fmt.Errorf("%s writer: %w", x.s.Middleware, err)
 		}
-		return &peerOut{w: w, clock: stampClockID(x.s.Stamp)}, nil
+		return &peerOut{w: w, clock: stampClockID(x.s.Stamp), epoch: newPeerEpoch()}, nil
 	}
 	po := &middleware.PublisherOptions{SendTimeout: time.Duration(x.s.SendTimeoutNs)}
 	if x.stages != nil {
@@ -238,7 +282,7 @@ func (x endpoints) in(c middleware.Contract) (inlet, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s reader: %w", s.Middleware, err)
 		}
-		return &peerIn{r: r, cpu: s.CPU, prio: s.Priority}, nil
+		return &peerIn{r: r, cpu: s.CPU, prio: s.Priority, lateJoin: s.LateJoin}, nil
 	}
 	so := &middleware.SubscriberOptions{Wait: waitStrategy(s.Wait), CPU: s.CPU, Priority: s.Priority}
 	if x.stages != nil {

@@ -8,7 +8,8 @@ import "regexp"
 // (hilrig-peer). A peer carries no out-of-band header, so its messages
 // begin with an in-band one of PeerHeaderBytes:
 //
-//	[0:8)   sequence number, little-endian, first message 1
+//	[0:8)   the publisher's epoch (top 16 bits) and its sequence number
+//	        (low 48 bits, first message 1), little-endian: PeerSeqWord
 //	[8:16)  CLOCK_MONOTONIC ns, stamped immediately before the peer's write call
 //	[16:24) the same instant on Start.Stamp's clock (cross-host latency)
 //
@@ -21,6 +22,23 @@ const MiddlewareHilrig = "hilrig"
 
 // PeerHeaderBytes is the in-band header of a peer message.
 const PeerHeaderBytes = 24
+
+// PeerSeqBits is the width of the sequence number in a peer header's first
+// word; the 16 bits above it hold the publisher's epoch, so a restarted
+// publisher (its sequence back at 1) is told from a late or duplicate
+// message, as hilrig's own header tells them by its epoch field.
+const PeerSeqBits = 48
+
+// PeerSeqWord packs a publisher epoch and a sequence number (< 2^48) into a
+// peer header's first word.
+func PeerSeqWord(epoch uint16, seq uint64) uint64 {
+	return uint64(epoch)<<PeerSeqBits | seq&(1<<PeerSeqBits-1)
+}
+
+// SplitPeerSeqWord is PeerSeqWord's inverse.
+func SplitPeerSeqWord(w uint64) (epoch uint16, seq uint64) {
+	return uint16(w >> PeerSeqBits), w & (1<<PeerSeqBits - 1)
+}
 
 var (
 	middlewareRE = regexp.MustCompile(`^[a-z0-9-]{1,32}$`)

@@ -83,6 +83,10 @@ func (f *RigFeed) Restart(ctx context.Context, t *Track) (*Track, []agentproto.W
 	spec := ep.Spec
 	spec.Endpoint = fmt.Sprintf("%s-r%d", baseID(ep.Spec.Endpoint), f.seq)
 	spec.DurationNs = int64(time.Until(f.Until) + time.Minute)
+	// A restarted subscriber joins its stream midway: what was published
+	// before its first message is not its loss (a peer cannot tell that
+	// in-band; hilrig's receivers ignore the flag).
+	spec.LateJoin = spec.Role == agentproto.Subscriber
 	nep, err := a.Start(ctx, spec)
 	at := time.Now()
 	if err != nil {

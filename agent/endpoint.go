@@ -132,11 +132,26 @@ func (e *endpoint) run(parent context.Context) {
 		peer Peer
 		node *middleware.Node
 	)
+	var coldPeer bool
 	if agentproto.IsPeer(mw) {
 		var err error
-		if peer, err = e.a.peer(mw, s.PeerNet); err != nil {
+		if s.ColdPeer {
+			peer, coldPeer, err = e.a.coldPeer(mw, s.PeerNet)
+		} else {
+			peer, err = e.a.peer(mw, s.PeerNet)
+		}
+		if err != nil {
 			e.fail(agentproto.CodeStart, err)
 			return
+		}
+		if coldPeer {
+			// Deferred first, so it runs last: after the endpoint's
+			// writer or reader closed.
+			defer func() {
+				if err := peer.Close(); err != nil {
+					e.a.opts.Logger.Warn("closing the endpoint's own peer participant", "endpoint", e.id, "peer", mw, "err", err)
+				}
+			}()
 		}
 	} else {
 		nodeName := s.Node
@@ -224,7 +239,7 @@ func (e *endpoint) run(parent context.Context) {
 	e.ctrs = startCounters(tids)
 	started := &agentproto.Started{Endpoint: e.id, Middleware: mw}
 	if peer != nil {
-		started.Peer, started.DiscoveryNs = peer.Describe(), e.discoveryNs
+		started.Peer, started.DiscoveryNs, started.Cold = peer.Describe(), e.discoveryNs, coldPeer
 	}
 	e.send(&agentproto.Msg{Kind: agentproto.KindStarted, Started: started})
 

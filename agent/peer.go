@@ -319,6 +319,62 @@ func (a *agent) peer(name string, net *agentproto.PeerNet) (Peer, error) {
 	if p, ok := a.peers[key]; ok {
 		return p, nil
 	}
+	p, err := a.openPeer(name, net)
+	if err != nil {
+		return nil, err
+	}
+	if a.peers == nil {
+		a.peers = map[string]Peer{}
+	}
+	a.peers[key] = p
+	return p, nil
+}
+
+// PeerProcessWide is implemented by a peer whose instance is the
+// process's one runtime (iceoryx): it cannot be opened again per endpoint,
+// and closing it ends it for the whole process.
+type PeerProcessWide interface {
+	ProcessWide() bool
+}
+
+func processWide(p Peer) bool {
+	pw, ok := p.(PeerProcessWide)
+	return ok && pw.ProcessWide()
+}
+
+// coldPeer opens an instance of the named peer for one endpoint
+// (Start.ColdPeer): cold is true when the caller owns it and closes it
+// when the endpoint ends. A process-wide peer is shared instead (cold
+// false), and becomes the agent's instance. Safe for concurrent use.
+func (a *agent) coldPeer(name string, net *agentproto.PeerNet) (p Peer, cold bool, err error) {
+	a.peersMu.Lock()
+	defer a.peersMu.Unlock()
+	key := name + "@" + net.Key()
+	if p, ok := a.peers[key]; ok && processWide(p) {
+		return p, false, nil
+	}
+	if p, err = a.openPeer(name, net); err != nil {
+		return nil, false, err
+	}
+	if !processWide(p) {
+		return p, true, nil
+	}
+	// A second handle on the process's runtime: the first one opened
+	// stays the agent's (it may own the RouDi it started), this one is
+	// dropped unclosed (closing it would end the runtime).
+	if q, ok := a.peers[key]; ok {
+		return q, false, nil
+	}
+	if a.peers == nil {
+		a.peers = map[string]Peer{}
+	}
+	a.peers[key] = p
+	return p, false, nil
+}
+
+// openPeer opens a new instance of the named peer on net through its
+// opener. Errors name the board and the peer.
+func (a *agent) openPeer(name string, net *agentproto.PeerNet) (Peer, error) {
 	open, ok := a.opts.Peers[name]
 	if !ok {
 		have := make([]string, 0, len(a.opts.Peers))
@@ -336,10 +392,6 @@ func (a *agent) peer(name string, net *agentproto.PeerNet) (Peer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("board %q: peer %s: %w", a.opts.Board, name, err)
 	}
-	if a.peers == nil {
-		a.peers = map[string]Peer{}
-	}
-	a.peers[key] = p
 	return p, nil
 }
 
@@ -372,6 +424,12 @@ type adapted[W PeerWriter, R PeerReader] struct{ p peerOf[W, R] }
 
 func (a adapted[W, R]) Describe() string { return a.p.Describe() }
 func (a adapted[W, R]) Close() error     { return a.p.Close() }
+
+// ProcessWide forwards the adapter's PeerProcessWide, if it has one.
+func (a adapted[W, R]) ProcessWide() bool {
+	pw, ok := any(a.p).(PeerProcessWide)
+	return ok && pw.ProcessWide()
+}
 func (a adapted[W, R]) NewWriter(topic string, reliable bool, depth, maxPayload int) (PeerWriter, error) {
 	w, err := a.p.NewWriter(topic, reliable, depth, maxPayload)
 	if err != nil {

@@ -44,3 +44,7 @@ func init() {
 type keepRuntime struct{ Peer }
 
 func (keepRuntime) Close() error { return nil }
+
+// ProcessWide forwards the runtime's PeerProcessWide (the embedded Peer
+// interface does not carry it).
+func (k keepRuntime) ProcessWide() bool { return processWide(k.Peer) }

@@ -53,6 +53,11 @@ func IsPeer(name string) bool { return name != "" && name != MiddlewareHilrig }
 // enough for the in-band header.
 func (s *Start) validatePeer() error {
 	if !IsPeer(s.Middleware) {
+		if s.ColdPeer {
+			e := errf(CodeInvalid, "start.cold_peer: only a peer middleware opens participants (middleware %q)", s.Middleware)
+			e.Endpoint = s.Endpoint
+			return e
+		}
 		return nil
 	}
 	bad := func(format string, args ...any) error {

@@ -64,6 +64,9 @@ type Traffic struct {
 	// Middleware is the bus: "" or "hilrig", or a peer the boards' agent
 	// (hilrig-peer) was built with (docs/peers.md).
 	Middleware string
+	// ColdPeer gives every endpoint of a peer traffic a participant of its
+	// own (agentproto.Start.ColdPeer): discovery from cold.
+	ColdPeer bool
 	// Trace, when set, arms a kernel trace on every endpoint of the
 	// traffic (agentproto.TraceSpec): breaching windows come back with
 	// their snapshots, and FlowResult.Case links the worst one.
@@ -217,7 +220,7 @@ func (r *Rig) Flow(ctx context.Context, spec FlowSpec) (*Flow, error) {
 		Domain: r.Domain, Contract: c, Payload: spec.Payload, RateHz: spec.RateHz, Count: spec.Count,
 		DurationNs: int64(spec.Duration), WarmUp: spec.WarmUp, Send: spec.Send, Wait: spec.Wait,
 		Latency: spec.Latency, WindowNs: int64(spec.Window), Middleware: spec.Middleware, Trace: spec.Trace,
-		HugePages: spec.HugePages, Stages: spec.Stages,
+		HugePages: spec.HugePages, Stages: spec.Stages, ColdPeer: spec.ColdPeer,
 	}
 	f := &Flow{Spec: spec, Transport: spec.Transport}
 	ok := false

@@ -209,3 +209,7 @@ func (r *Reader) Close() error {
 
 // Matched is 1 once a publisher is connected (agent.PeerMatcher).
 func (r *Reader) Matched() (int, error) { return int(C.hlr_iox_sub_matched(r.s)), nil }
+
+// ProcessWide is true: a Peer is the process's one iceoryx runtime
+// (agent.PeerProcessWide), which cannot be opened per endpoint.
+func (p *Peer) ProcessWide() bool { return true }

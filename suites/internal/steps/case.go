@@ -286,6 +286,9 @@ type startTally struct {
 	// describes the peer).
 	discovery *report.Histogram
 	pub       *rig.Endpoint
+	// cold counts the starts whose publisher ran on a participant of its
+	// own (agentproto.Started.Cold).
+	cold int
 }
 
 // startCase is the node start → first message case.
@@ -304,8 +307,13 @@ func startCase(env *Env, name string, path Path, payload, n int, bound time.Dura
 	if path.IsPeer() && t.discovery != nil && t.discovery.Count() > 0 {
 		c.Extra[ExtraDiscovery] = float64(t.discovery.ValueAtQuantile(50))
 		c.Extra[ExtraDiscoveryMax] = float64(t.discovery.ValueAtQuantile(100))
-		c.Notes = append(c.Notes, fmt.Sprintf("discovery (seed 002: endpoints created → first message delivered): the time above; of it, the publisher's wait for its first matched reader: p50 %s, max %s (Extra). The agent keeps one participant per peer and network (docs/peers.md), so after the first start each start discovers new endpoints of existing participants",
-			report.FormatNs(t.discovery.ValueAtQuantile(50)), report.FormatNs(t.discovery.ValueAtQuantile(100))))
+		how := fmt.Sprintf("every endpoint opened a participant of its own and closed it at its end, so each start includes the peer's participant discovery (cold; %d of %d starts)", t.cold, n)
+		if t.cold < n {
+			how = fmt.Sprintf("not cold in %d of %d starts: %s keeps one runtime per process (docs/peers.md), so those starts discovered new endpoints of an existing runtime", n-t.cold, n, path.Middleware)
+		}
+		c.Extra["cold_starts"] = float64(t.cold)
+		c.Notes = append(c.Notes, fmt.Sprintf("discovery (seed 002: endpoints created → first message delivered): the time above; of it, the publisher's wait for its first matched reader: p50 %s, max %s (Extra); %s",
+			report.FormatNs(t.discovery.ValueAtQuantile(50)), report.FormatNs(t.discovery.ValueAtQuantile(100)), how))
 	}
 	return finish(env, c)
 }

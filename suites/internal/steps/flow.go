@@ -46,6 +46,9 @@ type Params struct {
 	// Judge selects what of the rack's bounds judge the case (default
 	// JudgeLatency).
 	Judge Judge
+	// ColdPeer: on a peer, every endpoint opens its own participant
+	// (discovery from cold; rig.Traffic.ColdPeer).
+	ColdPeer bool
 
 	// untraced runs the flow with the kernel trace off whatever the
 	// config says: the reference run of trace_overhead.
@@ -98,7 +101,7 @@ func start(ctx context.Context, env *Env, p Params) (*rig.Flow, string, string, 
 	}
 	spec := rig.FlowSpec{Traffic: rig.Traffic{From: from, Link: link, Transport: p.Path.Transport, Send: p.Path.Send,
 		BestEffort: p.BestEffort, Payload: p.Payload, RateHz: p.RateHz, Count: p.Count + p.WarmUp, WarmUp: p.WarmUp,
-		Markers: p.Markers, Window: p.Window, Duration: p.Duration, Middleware: p.Path.Middleware},
+		Markers: p.Markers, Window: p.Window, Duration: p.Duration, Middleware: p.Path.Middleware, ColdPeer: p.ColdPeer},
 		Drain: p.Drain, Latency: LatencyClock(env.Rack, from, to)}
 	for range p.Subscribers {
 		spec.To = append(spec.To, to)

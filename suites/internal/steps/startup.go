@@ -27,7 +27,7 @@ func StartToFirst(ctx context.Context, env *Env, name string, path Path, payload
 	t := startTally{hist: report.NewHistogram(), discovery: report.NewHistogram()}
 	for range n {
 		t0 := time.Now()
-		f, fr, tb, err := start(ctx, env, Params{Path: path, Payload: payload, Count: 1, Drain: 5 * time.Second})
+		f, fr, tb, err := start(ctx, env, Params{Path: path, Payload: payload, Count: 1, Drain: 5 * time.Second, ColdPeer: path.IsPeer()})
 		if err != nil {
 			return nil, err
 		}
@@ -36,6 +36,9 @@ func StartToFirst(ctx context.Context, env *Env, name string, path Path, payload
 		t.pub = f.Publisher
 		if path.IsPeer() {
 			t.discovery.Record(f.Publisher.Started().DiscoveryNs)
+			if f.Publisher.Started().Cold {
+				t.cold++
+			}
 		}
 		res, err := f.Wait(ctx)
 		if err != nil {

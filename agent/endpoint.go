@@ -240,6 +240,15 @@ func (e *endpoint) run(parent context.Context) {
 	started := &agentproto.Started{Endpoint: e.id, Middleware: mw}
 	if peer != nil {
 		started.Peer, started.DiscoveryNs, started.Cold = peer.Describe(), e.discoveryNs, coldPeer
+		if f, ok := peer.(PeerShmFiles); ok {
+			// After the writer or reader opened: its participant's and
+			// its ports' segments exist by now.
+			files, err := f.ShmFiles()
+			if err != nil {
+				e.a.opts.Logger.Warn("listing the peer's shared-memory files for clean-up after a kill", "endpoint", e.id, "peer", mw, "err", err)
+			}
+			started.PeerShm = files
+		}
 	}
 	e.send(&agentproto.Msg{Kind: agentproto.KindStarted, Started: started})
 

@@ -337,6 +337,14 @@ type PeerProcessWide interface {
 	ProcessWide() bool
 }
 
+// PeerShmFiles is implemented by a peer that keeps shared-memory files a
+// killed process leaves behind (Fast DDS): the started message lists them
+// (agentproto.Started.PeerShm) so the controller can remove them on the
+// board after a kill.
+type PeerShmFiles interface {
+	ShmFiles() ([]string, error)
+}
+
 func processWide(p Peer) bool {
 	pw, ok := p.(PeerProcessWide)
 	return ok && pw.ProcessWide()
@@ -424,6 +432,14 @@ type adapted[W PeerWriter, R PeerReader] struct{ p peerOf[W, R] }
 
 func (a adapted[W, R]) Describe() string { return a.p.Describe() }
 func (a adapted[W, R]) Close() error     { return a.p.Close() }
+
+// ShmFiles forwards the adapter's PeerShmFiles; none without it.
+func (a adapted[W, R]) ShmFiles() ([]string, error) {
+	if f, ok := any(a.p).(PeerShmFiles); ok {
+		return f.ShmFiles()
+	}
+	return nil, nil
+}
 
 // ProcessWide forwards the adapter's PeerProcessWide, if it has one.
 func (a adapted[W, R]) ProcessWide() bool {

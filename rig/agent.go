@@ -44,6 +44,10 @@ type Agent struct {
 	probes map[string]*PTPProbe
 	// shm is the rig's record of its peers' Fast DDS segments (peershm.go).
 	shm *peerShm
+	// remoteBin is the agent binary's path on an SSH board; remoteShm the
+	// Fast DDS segments its agent listed, removed over SSH after it ended.
+	remoteBin string
+	remoteShm []string // guarded by mu
 }
 
 // maxAgentErrors bounds the agent-level errors kept for diagnostics.
@@ -229,7 +233,7 @@ func (a *Agent) Start(ctx context.Context, s agentproto.Start) (*Endpoint, error
 		if ep.startErr != nil {
 			return nil, ep.startErr
 		}
-		if err := a.recordPeerShm(s.Middleware); err != nil {
+		if err := a.recordPeerShm(ep.ack.PeerShm); err != nil {
 			// The endpoint runs; only the clean-up after a kill would
 			// miss its files, so say so instead of failing the start.
 			a.mu.Lock()
@@ -269,6 +273,7 @@ func (a *Agent) stop(ctx context.Context) error {
 		_ = c.Close()
 	}
 	if a.ssh != nil {
+		err = errors.Join(err, a.cleanRemoteShm())
 		_ = a.ssh.Close()
 	}
 	return err
@@ -463,10 +468,12 @@ func (a *Agent) Kill(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("%w: %s: output did not end after SIGKILL: %w", ErrTimeout, a.proc.Where, ctx.Err())
 	}
+	var cerr error
 	if a.ssh != nil {
+		cerr = a.cleanRemoteShm()
 		_ = a.ssh.Close()
 	}
-	return nil
+	return cerr
 }
 
 func (a *Agent) wasKilled() bool {

@@ -1,15 +1,18 @@
 package rig
 
 import (
+	"context"
 	"fmt"
-	"strings"
+	"slices"
 	"sync"
+	"time"
 
+	"github.com/hilrig/hilrig/deploy"
 	"github.com/hilrig/hilrig/internal/ddsshm"
 )
 
 // shmDir is where the peers' shared memory lives (Fast DDS's default).
-const shmDir = "/dev/shm"
+const shmDir = ddsshm.Dir
 
 // peerShm records the Fast DDS SHM segments the rig's peer agents made,
 // so Close removes them after a killed agent (a SIGKILLed Fast DDS
@@ -20,14 +23,8 @@ type peerShm struct {
 	segs map[string]bool
 }
 
-// record adds the Fast DDS segments process pid has open. Called once
-// an endpoint on a Fast DDS peer started: its participant and its
-// listening ports exist by then.
-func (p *peerShm) record(pid int) error {
-	segs, err := ddsshm.Files(pid, shmDir)
-	if err != nil {
-		return err
-	}
+// add records segments a peer agent on this machine holds.
+func (p *peerShm) add(segs []string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.segs == nil {
@@ -36,7 +33,6 @@ func (p *peerShm) record(pid int) error {
 	for _, s := range segs {
 		p.segs[s] = true
 	}
-	return nil
 }
 
 // clean removes the recorded segments no live process owns (call it once
@@ -55,15 +51,63 @@ func (p *peerShm) clean() error {
 	return nil
 }
 
-// recordPeerShm records the Fast DDS segments of a's process after an
-// endpoint on middleware mw started, when a runs on this machine (its
-// /dev/shm is the controller's; an SSH or VM board's is not).
-func (a *Agent) recordPeerShm(mw string) error {
-	if a.shm == nil || !strings.HasPrefix(mw, "fastdds") || a.proc.PID == 0 || !a.Board.OnController() {
+// recordPeerShm records the Fast DDS segments a's process holds, as its
+// started message listed them (agentproto.Started.PeerShm), for removal
+// after the agent ended: by the rig on this machine (Close), over SSH on
+// an SSH board (stop, Kill). A vm board's /dev/shm ends with its guest.
+// The list comes from the agent: every entry is checked before it is kept.
+func (a *Agent) recordPeerShm(files []string) error {
+	if len(files) == 0 {
 		return nil
 	}
-	if err := a.shm.record(a.proc.PID); err != nil {
-		return fmt.Errorf("board %s: %w", a.Board.Name, err)
+	if len(files) > ddsshm.MaxFiles {
+		return fmt.Errorf("board %s: the agent listed %d shared-memory files, at most %d", a.Board.Name, len(files), ddsshm.MaxFiles)
+	}
+	for _, f := range files {
+		if err := ddsshm.Valid(f); err != nil {
+			return fmt.Errorf("board %s: the agent's started message: %w", a.Board.Name, err)
+		}
+	}
+	switch {
+	case a.Board.OnController():
+		if a.shm != nil {
+			a.shm.add(files)
+		}
+	case a.ssh != nil && a.remoteBin != "":
+		a.mu.Lock()
+		for _, f := range files {
+			if !slices.Contains(a.remoteShm, f) {
+				a.remoteShm = append(a.remoteShm, f)
+			}
+		}
+		a.mu.Unlock()
+	}
+	return nil
+}
+
+// remoteShmCleanWait bounds the clean-up command on an SSH board.
+const remoteShmCleanWait = 10 * time.Second
+
+// cleanRemoteShm removes, on an SSH board, the recorded Fast DDS segments
+// no live process owns (`hilrig-peer shm-clean`, the agent binary the
+// board runs): call it once the agent exited, before the SSH connection
+// closes. Bounded by remoteShmCleanWait.
+func (a *Agent) cleanRemoteShm() error {
+	a.mu.Lock()
+	files := a.remoteShm
+	a.remoteShm = nil
+	a.mu.Unlock()
+	if len(files) == 0 || a.ssh == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), remoteShmCleanWait)
+	defer cancel()
+	cmd := deploy.ShellQuote(a.remoteBin) + " shm-clean"
+	for _, f := range files {
+		cmd += " " + deploy.ShellQuote(f)
+	}
+	if _, err := a.ssh.Run(ctx, cmd, nil); err != nil {
+		return fmt.Errorf("board %s: remove the Fast DDS shared memory its killed agent left: %w", a.Board.Name, err)
 	}
 	return nil
 }

@@ -6,8 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/hilrig/hilrig/fixtures"
+	"github.com/hilrig/hilrig/internal/ddsshm"
 )
 
 // The rig's record of its peers' Fast DDS segments: only segments a
@@ -45,9 +49,11 @@ func TestPeerShmCleansOnlyItsZombies(t *testing.T) {
 	d, l := hold(dead), hold(live)
 	defer l.Close()
 	var p peerShm
-	if err := p.record(os.Getpid()); err != nil {
+	held, err := ddsshm.Files(os.Getpid(), shmDir) // what the agent's started message lists
+	if err != nil {
 		t.Fatal(err)
 	}
+	p.add(held)
 	if !p.segs[dead] || !p.segs[live] || p.segs[foreign] {
 		t.Fatalf("recorded %v: want %s and %s, not %s (not held)", p.segs, dead, live, foreign)
 	}
@@ -64,5 +70,27 @@ func TestPeerShmCleansOnlyItsZombies(t *testing.T) {
 		if _, err := os.Stat(f); err != nil {
 			t.Errorf("%s removed: owned by a live process or never recorded (%v)", f, err)
 		}
+	}
+}
+
+// TestRecordPeerShmRefusesForeignPaths: the started message's file list
+// comes from the agent; a path outside Fast DDS's segments, or too many,
+// is refused naming the board, and nothing of that list is kept.
+func TestRecordPeerShmRefusesForeignPaths(t *testing.T) {
+	b := &fixtures.Board{Name: "board-x"}
+	var p peerShm
+	a := &Agent{Board: b, shm: &p}
+	many := make([]string, ddsshm.MaxFiles+1)
+	for i := range many {
+		many[i] = fmt.Sprintf("%s/fastrtps_%d", shmDir, i)
+	}
+	for _, list := range [][]string{{shmDir + "/fastrtps_ok", "/etc/passwd"}, {shmDir + "/fastrtps_1/../x"}, many} {
+		err := a.recordPeerShm(list)
+		if err == nil || !strings.Contains(err.Error(), "board-x") {
+			t.Errorf("recordPeerShm(%.60q…) = %v, want an error naming board-x", list, err)
+		}
+	}
+	if len(p.segs) != 0 {
+		t.Errorf("kept %v from refused lists", p.segs)
 	}
 }

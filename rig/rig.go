@@ -553,6 +553,7 @@ func (r *Rig) startAgent(ctx context.Context, b *fixtures.Board) (*Agent, error)
 	args := []string{"agent", "-board", b.Name}
 	var proc *deploy.Process
 	var sshc *deploy.SSHClient
+	var remoteBin string // the agent binary on an SSH board
 	switch re.Kind {
 	case fixtures.ReachLocal, fixtures.ReachNetns:
 		bin, err := r.localBinary(ctx)
@@ -611,10 +612,11 @@ func (r *Rig) startAgent(ctx context.Context, b *fixtures.Board) (*Agent, error)
 			sshc.Close()
 			return nil, fmt.Errorf("rig: board %s: %w", b.Name, err)
 		}
+		remoteBin = remote
 	}
 	a, err := newAgent(ctx, b, proc, sshc, r.opts.StartTimeout, r.opts.MaxWindows)
 	if err == nil {
-		a.shm = &r.peerShm
+		a.shm, a.remoteBin = &r.peerShm, remoteBin
 	}
 	if err != nil {
 		_ = proc.Kill()

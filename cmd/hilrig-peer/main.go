@@ -54,7 +54,7 @@ func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: hilrig-peer agent [-board NAME] | bench pingpong --transport PEER[,PEER] | version")
+		fmt.Fprintln(stderr, "usage: hilrig-peer agent [-board NAME] | bench pingpong --transport PEER[,PEER] | shm-clean SEGMENT... | version")
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -70,6 +70,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			break
 		}
 		err = peerbench.Main(ctx, exe, args[1:], stdout, stderr)
+	case "shm-clean":
+		err = shmClean(args[1:], stdout)
 	case "version":
 		fmt.Fprintln(stdout, version())
 	default:

@@ -24,6 +24,31 @@ import (
 // prefix starts every Fast DDS SHM file name.
 const prefix = "fastrtps_"
 
+// Dir is where Fast DDS keeps its shared memory on Linux.
+const Dir = "/dev/shm"
+
+// MaxFiles bounds a list of segments taken from another process (an
+// agent's started message): a participant has one segment plus one per
+// listening port.
+const MaxFiles = 256
+
+// Valid checks a segment path that came from elsewhere (an agent, a
+// command line) before anything acts on it: Dir/fastrtps_<name> with a
+// name of [A-Za-z0-9_] only, no _el suffix (the lock file goes with its
+// segment), at most 128 bytes.
+func Valid(seg string) error {
+	base, ok := strings.CutPrefix(seg, Dir+"/"+prefix)
+	if !ok || base == "" || len(seg) > 128 || strings.HasSuffix(base, "_el") {
+		return fmt.Errorf("ddsshm: %q is not a Fast DDS segment (want %s/%s<name>)", seg, Dir, prefix)
+	}
+	for _, r := range base {
+		if !(r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return fmt.Errorf("ddsshm: %q is not a Fast DDS segment (character %q)", seg, r)
+		}
+	}
+	return nil
+}
+
 // Files returns the Fast DDS SHM segments (fastrtps_… without the _el
 // suffix) under dir that process pid has mapped or open, read from
 // /proc/<pid>/maps and /proc/<pid>/fd. Call it while the process runs:

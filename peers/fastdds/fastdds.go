@@ -17,6 +17,8 @@ import (
 	"strings"
 	"time"
 	"unsafe"
+
+	"github.com/hilrig/hilrig/internal/ddsshm"
 )
 
 // Version is the Fast DDS release the adapter is built against.
@@ -122,6 +124,11 @@ func Open(cfg Config) (*Peer, error) {
 
 // Describe is the report line: version, configuration, transport.
 func (p *Peer) Describe() string { return p.cfg.Describe() }
+
+// ShmFiles returns the Fast DDS shared-memory segments this process holds
+// in /dev/shm (agent.PeerShmFiles): a SIGKILLed participant leaves them
+// all, and the controller removes them afterwards on the board.
+func (p *Peer) ShmFiles() ([]string, error) { return ddsshm.Files(os.Getpid(), ddsshm.Dir) }
 
 // Close deletes the participant and everything it made.
 func (p *Peer) Close() error {

@@ -3,6 +3,7 @@ package throughput_test
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -100,6 +101,26 @@ var _ = Describe("throughput", Ordered, ContinueOnFailure, Label(labels.Throughp
 				c.Notes = append(c.Notes, fmt.Sprintf("peer: %d B per message, its in-band header (sequence number and stamps) alone — the smallest message a peer sends; hilrig's 16 B case carries the same fields out of band", payload))
 			}
 			c = steps.AsPeerCase(c)
+			Expect(harness.Record(c)).To(Succeed())
+			AddReportEntry(name, fmt.Sprintf("%.0f msg/s delivered, %d of %d lost, %.0f%% CPU", c.MsgsPerSec, c.Lost, c.Sent, c.CPUPercent))
+			Expect(c.MsgsPerSec).To(BeNumerically(">", 0), "nothing delivered")
+			Expect(c).To(reportmatch.MeetBounds())
+		}, SpecTimeout(2*time.Minute))
+	}
+
+	// hilrig at the peers' smallest message (their 24 B in-band header),
+	// beside every class a peer runs in: the pair the comparison reports
+	// (report.CompareMiddlewares pairs by payload), same count and warm-up
+	// as the peers'. The 16 B cases above keep hilrig's own history.
+	for _, tr := range steps.Beside(steps.ShmCopy, steps.UDP) {
+		if tr.IsPeer() || !slices.ContainsFunc(steps.PeerPaths, func(p steps.Path) bool { return p.Transport == tr.Transport }) {
+			continue
+		}
+		name := tr.String() + fmt.Sprintf(" best-effort %dB message rate (beside the peers)", agentproto.PeerHeaderBytes)
+		It(name, func(ctx SpecContext) {
+			runnable(tr)
+			c := measure(ctx, name, steps.Params{Path: tr, BestEffort: true, Payload: agentproto.PeerHeaderBytes, Count: peerSmallMessages, WarmUp: 200})
+			c.Notes = append(c.Notes, fmt.Sprintf("hilrig at %d B, the peers' smallest message (their in-band header alone), %d messages as theirs: the row the middleware comparison pairs", agentproto.PeerHeaderBytes, peerSmallMessages))
 			Expect(harness.Record(c)).To(Succeed())
 			AddReportEntry(name, fmt.Sprintf("%.0f msg/s delivered, %d of %d lost, %.0f%% CPU", c.MsgsPerSec, c.Lost, c.Sent, c.CPUPercent))
 			Expect(c.MsgsPerSec).To(BeNumerically(">", 0), "nothing delivered")

@@ -153,8 +153,10 @@ func (p *Peer) NewWriter(topic string, reliable bool, depth, maxPayload int) (*W
 // Matched reports whether a subscriber is connected (agent.PeerMatcher).
 func (w *Writer) Matched() (int, error) { return int(C.hlr_iox_pub_matched(w.p)), nil }
 
-// Write loans a chunk, copies payload into it, stamps its header in C
-// right before publishing. 0 allocations.
+// Write stamps the header's clocks in C at its entry, then loans a chunk,
+// copies payload into it and publishes it: the stamp precedes the loan
+// (a reliable publisher's wait for a full queue) and the copy, as hilrig's
+// copy path stamps at the entry of Send. 0 allocations.
 func (w *Writer) Write(payload []byte, seq uint64, clock int32) error {
 	if len(payload) < 24 {
 		return errors.New("iceoryx: payload shorter than the 24-byte header")

@@ -51,6 +51,12 @@ void hlr_iox_pub_free(hlr_iox_pub *p) {
 int hlr_iox_pub_matched(hlr_iox_pub *p) { return iox_pub_has_subscribers(p->pub) ? 1 : 0; }
 
 int hlr_iox_write(hlr_iox_pub *p, const uint8_t *buf, uint32_t len, uint64_t seq, int clock) {
+	// The stamp is taken first, before the loan and the copy into the
+	// chunk: iceoryx's "write" is loan + copy + publish, as hilrig's copy
+	// path stamps at the entry of Send, before its back-pressure wait and
+	// its copy. (Stamped after the copy, a 1 MiB message measured without
+	// its copy — and without a reliable loan's wait for the queue.)
+	int64_t mono = now_ns(CLOCK_MONOTONIC), c = now_ns(clock);
 	void *chunk = NULL;
 	// An 8-byte user header carries the length (the C binding has no
 	// getter for the chunk's payload size).
@@ -62,7 +68,6 @@ int hlr_iox_write(hlr_iox_pub *p, const uint8_t *buf, uint32_t len, uint64_t seq
 	uint8_t *d = chunk;
 	memcpy(d + 24, buf + 24, len - 24);
 	memcpy(d, &seq, 8);
-	int64_t mono = now_ns(CLOCK_MONOTONIC), c = now_ns(clock);
 	memcpy(d + 8, &mono, 8);
 	memcpy(d + 16, &c, 8);
 	iox_pub_publish_chunk(p->pub, chunk);

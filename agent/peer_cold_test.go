@@ -35,6 +35,7 @@ func TestPeerColdParticipant(t *testing.T) {
 				}
 				ps.send(agentproto.NewStart(agentproto.Start{Endpoint: pub, Role: agentproto.Publisher, Middleware: mw, Domain: "conf", Contract: c, Count: n, Payload: 64, RateHz: 1000, ColdPeer: true}))
 				st := ps.expect(agentproto.KindStarted).Started
+				t.Logf("round %d: publisher started cold=%v after %d ns of discovery", round, st.Cold, st.DiscoveryNs)
 				if st.Cold != wantCold || st.DiscoveryNs <= 0 {
 					t.Errorf("round %d: publisher started cold=%v discovery %d ns, want cold=%v and a discovery time", round, st.Cold, st.DiscoveryNs, wantCold)
 				}
@@ -42,6 +43,9 @@ func TestPeerColdParticipant(t *testing.T) {
 					t.Fatalf("round %d: received %d, lost %d of %d (%+v)", round, f.Received, f.Lost, n, f)
 				}
 				ps.finals(pub)
+				// The publisher lingers for late readers; end it (and its
+				// participant) before the next round.
+				ps.send(agentproto.NewStop(pub))
 			}
 		})
 	}

@@ -149,7 +149,16 @@ hlr_fd_peer *hlr_fd_open(uint32_t domain, int transport, uint32_t shm_segment, c
 		udp->interfaceWhiteList.push_back(local);
 		udp->sendBufferSize = 4 << 20;
 		udp->receiveBufferSize = 4 << 20;
-		udp->maxInitialPeersRange = 20;
+		// Unicast discovery reaches the participant ids 0..range-1 of every
+		// initial peer (each id has its own well-known port). Fast DDS 2.9
+		// numbers a process's participants from a counter that never goes
+		// back, so an agent that opens a participant per endpoint
+		// (Start.ColdPeer) passes id 20 after twenty of them, and a peer
+		// beyond the range is never discovered (measured: the agent test
+		// binary's 21st participant matched nothing). 100 covers a suite
+		// process's cold starts; ids stay below 120, where domain 0's ports
+		// would run into domain 1's.
+		udp->maxInitialPeersRange = 100;
 		q.transport().user_transports.push_back(udp);
 		Locator_t meta;
 		IPLocator::setIPv4(meta, local);

@@ -11,14 +11,17 @@
 // board (the rack's boards, capped at MaxBoards), and flow (a suite
 // flow's case name or a soak stream, per subscribing board: capped at
 // MaxFlows board/flow pairs, the rest counted in
-// hilrig_live_dropped_flows_total). No label takes a sequence number, a
-// time, a payload or an error text.
+// hilrig_live_dropped_flows_total), and bound (the soak's running
+// verdict: one of soak.RunningBounds, five kinds of bound, never a
+// stream or board). No label takes a sequence number, a time, a payload
+// or an error text.
 //
 // # Feeding
 //
 // The suites feed it as they run, not only when a case ends: every agent
 // window of a running flow ([Metrics.FlowWindow], from the suite steps),
 // every closed soak window ([Metrics.SoakWindow], from the soak runner),
+// the soak's verdict so far at every closed window ([Metrics.SoakVerdict]),
 // soak progress at every drain ([Metrics.SoakProgress]) and every
 // finished case ([Metrics.ObserveCase]).
 //
@@ -33,6 +36,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -71,9 +75,13 @@ type Metrics struct {
 	flowTotal    *prometheus.CounterVec
 	soakWindows  prometheus.Counter
 	droppedFlows prometheus.Counter
+	soakPass     prometheus.Gauge
+	soakBound    *prometheus.GaugeVec
 
-	mu     sync.Mutex
-	cases  map[string]report.Verdict
+	mu    sync.Mutex
+	cases map[string]report.Verdict
+	// soak is the running soak's verdict so far (NoBounds: none yet).
+	soak   report.Verdict
 	boards map[string]bool
 	flows  map[[2]string]bool
 }
@@ -81,7 +89,7 @@ type Metrics struct {
 // New returns a registry with every metric registered.
 func New() *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry(), cases: map[string]report.Verdict{}, boards: map[string]bool{},
-		flows: map[[2]string]bool{}}
+		flows: map[[2]string]bool{}, soak: report.NoBounds}
 	f := func(c prometheus.Collector) { m.reg.MustRegister(c) }
 	m.latency = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "hilrig_case_latency_seconds",
 		Help: "Latency of a recorded case at a quantile (1 = max), by the case's method."}, []string{"suite", "case", "quantile"})
@@ -90,7 +98,7 @@ func New() *Metrics {
 	m.caseResult = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "hilrig_case_pass",
 		Help: "Verdict of a recorded case: 1 pass, 0 fail, -1 not judged (no bounds)."}, []string{"suite", "case"})
 	m.verdict = prometheus.NewGauge(prometheus.GaugeOpts{Name: "hilrig_run_pass",
-		Help: "Current verdict of the run so far: 1 pass, 0 fail, -1 nothing judged yet."})
+		Help: "Current verdict of the run so far (recorded cases and the running soak's verdict so far): 1 pass, 0 fail, -1 nothing judged yet."})
 	m.soakDone = prometheus.NewGauge(prometheus.GaugeOpts{Name: "hilrig_soak_progress_ratio", Help: "Fraction of the planned soak elapsed (0..1)."})
 	m.soakETA = prometheus.NewGauge(prometheus.GaugeOpts{Name: "hilrig_soak_eta_seconds", Help: "Seconds until the soak's planned end."})
 	m.ptpLocked = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "hilrig_board_ptp_locked", Help: "1 when the board's PTP servo is locked."}, []string{"board"})
@@ -106,11 +114,17 @@ func New() *Metrics {
 		Help: "Messages of a flow so far at the subscribing board (sum of its windows): sent, delivered, lost."}, []string{"board", "flow", "kind"})
 	m.soakWindows = prometheus.NewCounter(prometheus.CounterOpts{Name: "hilrig_soak_windows_total", Help: "Soak windows closed (appended to the checkpoint)."})
 	m.droppedFlows = prometheus.NewCounter(prometheus.CounterOpts{Name: "hilrig_live_dropped_flows_total", Help: "Flow windows not exported because MaxFlows was reached."})
+	m.soakPass = prometheus.NewGauge(prometheus.GaugeOpts{Name: "hilrig_soak_pass",
+		Help: "The running soak's verdict so far, at its last closed window: 1 pass so far, 0 failing (a bound broke for good), -1 no window yet. Trend bounds are judged at the end only."})
+	m.soakBound = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "hilrig_soak_bound_failing",
+		Help: "1 when the running soak broke this kind of bound so far, 0 while it holds; one series per bound the soak sets."}, []string{"bound"})
 	for _, c := range []prometheus.Collector{m.latency, m.messages, m.caseResult, m.verdict, m.soakDone, m.soakETA,
-		m.ptpLocked, m.ptpOffset, m.rss, m.cpu, m.dropped, m.flowLatency, m.flowWindow, m.flowTotal, m.soakWindows, m.droppedFlows} {
+		m.ptpLocked, m.ptpOffset, m.rss, m.cpu, m.dropped, m.flowLatency, m.flowWindow, m.flowTotal, m.soakWindows, m.droppedFlows,
+		m.soakPass, m.soakBound} {
 		f(c)
 	}
 	m.verdict.Set(-1)
+	m.soakPass.Set(-1)
 	return m
 }
 
@@ -151,17 +165,64 @@ func (m *Metrics) ObserveCase(c *report.Case) {
 	m.messages.WithLabelValues(c.Suite, c.Name, "delivered").Set(float64(c.Delivered))
 	m.messages.WithLabelValues(c.Suite, c.Name, "lost").Set(float64(c.Lost))
 	m.caseResult.WithLabelValues(c.Suite, c.Name).Set(verdictValue(c.Verdict))
-	run := report.NoBounds
+	m.setRunLocked()
+}
+
+// setRunLocked sets the run's verdict from the recorded cases and the
+// running soak's verdict so far: fail if any failed, pass if any passed,
+// else unjudged. Called with m.mu held.
+func (m *Metrics) setRunLocked() {
+	run := m.soak
 	for _, v := range m.cases {
-		if v == report.Fail {
-			run = report.Fail
+		if run == report.Fail {
 			break
 		}
-		if v == report.Pass {
-			run = report.Pass
+		if v == report.Fail || v == report.Pass {
+			run = v
 		}
 	}
 	m.verdict.Set(verdictValue(run))
+}
+
+// SoakVerdict exports the running soak's verdict so far (a
+// soak.Running's checks at a closed window): hilrig_soak_pass, one
+// hilrig_soak_bound_failing series per check, and hilrig_run_pass, which
+// fails with it. Checks whose bound is not one of soak.RunningBounds are
+// ignored (the label stays a closed set). No checks (no window yet) reads
+// as unjudged. Call it at every closed window; each call replaces the
+// previous soak's state. Does not block.
+func (m *Metrics) SoakVerdict(checks []soak.RunningCheck) {
+	if m == nil {
+		return
+	}
+	v := report.NoBounds
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	set := map[string]bool{}
+	for _, c := range checks {
+		if !slices.Contains(soak.RunningBounds, c.Bound) {
+			continue
+		}
+		set[c.Bound] = true
+		failing := 0.0
+		switch {
+		case c.Verdict == report.Fail:
+			failing, v = 1, report.Fail
+		case c.Verdict == report.Pass && v != report.Fail:
+			v = report.Pass
+		}
+		m.soakBound.WithLabelValues(c.Bound).Set(failing)
+	}
+	for _, b := range soak.RunningBounds {
+		if !set[b] {
+			// Not set by this soak (an earlier one's): deleted rather than
+			// Reset up front, so a scrape never sees a held bound vanish.
+			m.soakBound.DeleteLabelValues(b)
+		}
+	}
+	m.soak = v
+	m.soakPass.Set(verdictValue(v))
+	m.setRunLocked()
 }
 
 // SoakProgress exports a soak's progress: elapsed of planned, and the ETA.

@@ -293,3 +293,47 @@ func TestFlowCap(t *testing.T) {
 		t.Fatalf("dropped flows %v, want 3", got)
 	}
 }
+
+// The soak's verdict so far: passing, then failing with the bound that
+// broke named, and the run's verdict failing with it even though every
+// recorded case passed; a bound outside the closed vocabulary is not
+// exported, and a later soak without a bound drops that bound's series.
+func TestSoakVerdict(t *testing.T) {
+	m := live.New()
+	if got := gauge(t, m, "hilrig_soak_pass"); got != -1 {
+		t.Fatalf("before any soak window: hilrig_soak_pass %v, want -1", got)
+	}
+	m.ObserveCase(testCase("udp 64", 0))
+	pass := []soak.RunningCheck{{Bound: soak.BoundLost, Verdict: report.Pass}, {Bound: soak.BoundWindowMax, Verdict: report.Pass}}
+	m.SoakVerdict(pass)
+	for s, want := range map[string]float64{
+		"hilrig_soak_pass": 1, "hilrig_run_pass": 1,
+		`hilrig_soak_bound_failing{bound="lost"}`: 0, `hilrig_soak_bound_failing{bound="window_max"}`: 0,
+	} {
+		if got := gauge(t, m, s); got != want {
+			t.Errorf("passing: %s = %v, want %v", s, got, want)
+		}
+	}
+	m.SoakVerdict([]soak.RunningCheck{{Bound: soak.BoundLost, Verdict: report.Pass}, {Bound: soak.BoundWindowMax, Verdict: report.Fail},
+		{Bound: "board1/imu", Verdict: report.Fail}})
+	for s, want := range map[string]float64{
+		"hilrig_soak_pass": 0, "hilrig_run_pass": 0,
+		`hilrig_soak_bound_failing{bound="lost"}`: 0, `hilrig_soak_bound_failing{bound="window_max"}`: 1,
+		`hilrig_soak_bound_failing{bound="board1/imu"}`: -1, // not a bound kind: absent
+	} {
+		if got := gauge(t, m, s); got != want {
+			t.Errorf("failing: %s = %v, want %v", s, got, want)
+		}
+	}
+	// A passing case recorded later does not hide the failing soak.
+	m.ObserveCase(testCase("udp 128", 0))
+	if got := gauge(t, m, "hilrig_run_pass"); got != 0 {
+		t.Errorf("run verdict %v after a passing case, want 0 (the soak is failing)", got)
+	}
+	m.SoakVerdict(pass[:1])
+	if got := gauge(t, m, `hilrig_soak_bound_failing{bound="window_max"}`); got != -1 {
+		t.Errorf("a soak without a window max bound still exports it: %v", got)
+	}
+	var none *live.Metrics
+	none.SoakVerdict(pass)
+}

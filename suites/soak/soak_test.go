@@ -124,7 +124,10 @@ func runSoakOn(ctx context.Context, profile string, peer steps.Path) {
 	run := &soakrun.Runner{Name: "soak " + name, Window: plan.Window, Progress: plan.Progress, Until: until,
 		Checkpoint: cp, Out: progressOut(), Churn: plan.Churn, Restarter: feed, Finisher: feed, Controller: "controller",
 		HeapProfile: soakrun.HeapProfilePath(), Heartbeat: plan.Heartbeat, ConsoleTail: consoleTail(r),
-		ConsolePanic: consolePanic(r), Recoverer: feed, Recoveries: plan.Recoveries, Live: harness.Live()}
+		ConsolePanic: consolePanic(r), Recoverer: feed, Recoveries: plan.Recoveries, Live: harness.Live(), Bounds: plan.Bounds}
+	if prior != nil {
+		run.Prior = prior.Windows // a resumed soak's verdict so far covers its earlier windows too
+	}
 	DeferCleanup(AttachProgressReporter(run.ProgressReport))
 	runErr := run.Run(ctx, tracks)
 

@@ -225,3 +225,72 @@ func verdictValue(v report.Verdict) float64 {
 	}
 	return -1
 }
+
+// The runner publishes the soak's verdict so far at every closed window:
+// a soak whose first window breaks its window max bound (synthetic
+// latencies around 30 µs against a 10 µs bound) shows failing, naming
+// that bound, from that window on — while it still runs — and a soak
+// within its bounds shows passing at every window. The final soak.Judge
+// over the checkpoint agrees.
+func TestRunnerPublishesVerdictSoFar(t *testing.T) {
+	zero := int64(0)
+	for _, tc := range []struct {
+		name    string
+		max     time.Duration
+		want    float64 // hilrig_soak_pass at every window
+		verdict report.Verdict
+	}{
+		{"breaks window max", 10 * time.Microsecond, 0, report.Fail},
+		{"within bounds", time.Second, 1, report.Pass},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "soak.jsonl")
+			const window = 50 * time.Millisecond
+			cp, err := soak.Create(path, soak.Header{Name: "verdict", Window: window})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cp.Close()
+			m := live.New()
+			b := soak.Bounds{MaxLost: &zero, MaxLatency: tc.max}
+			syn := soakrun.NewSynth(2000, 30e3, 7)
+			r := &soakrun.Runner{Name: "verdict", Window: window, Until: time.Now().Add(500 * time.Millisecond), Checkpoint: cp,
+				PTP: lockedPTP{}, Live: m, Bounds: b}
+			runningWindows := 0
+			r.OnWindow = func(w *soak.Window) {
+				running := w.End.Before(r.Until)
+				if running {
+					runningWindows++
+				}
+				failing := 1 - tc.want
+				for s, want := range map[string]float64{
+					"hilrig_soak_pass": tc.want, "hilrig_run_pass": tc.want,
+					`hilrig_soak_bound_failing{bound="window_max"}`: failing,
+					`hilrig_soak_bound_failing{bound="lost"}`:       0,
+				} {
+					if got := value(t, m, s); got != want {
+						t.Errorf("window %d (soak running: %v): %s = %v, want %v", w.Index, running, s, got, want)
+					}
+				}
+			}
+			if err := r.Run(context.Background(), []*soakrun.Track{
+				{Agent: "b", Flow: "imu", Role: agentproto.Subscriber, Src: syn.Sub()},
+				{Agent: "a", Flow: "imu", Role: agentproto.Publisher, Src: syn.Pub()},
+			}); err != nil {
+				t.Fatal(err)
+			}
+			// The verdict showed before the end: windows closed before
+			// Until carried it (window 0 among them).
+			if runningWindows < 3 {
+				t.Fatalf("%d windows of %v closed before the soak's end: the verdict was not seen while running", runningWindows, window)
+			}
+			lg, err := soak.Read(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v := soak.Judge(lg, b); v.Verdict != tc.verdict {
+				t.Errorf("final verdict %s (failed %v), live showed %v", v.Verdict, soakrun.FailedChecks(v), tc.want)
+			}
+		})
+	}
+}

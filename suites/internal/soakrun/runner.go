@@ -59,6 +59,10 @@ type LiveSink interface {
 	// SoakProgress is called at every drain, so progress and ETA move
 	// between checkpoint windows.
 	SoakProgress(elapsed, planned time.Duration)
+	// SoakVerdict is called with every window appended to the checkpoint,
+	// after SoakWindow, with the soak's verdict so far (Runner.Bounds
+	// judged by a soak.Running over the windows so far).
+	SoakVerdict(checks []soak.RunningCheck)
 }
 
 // Runner runs one soak. Fill the exported fields, then call Run once.
@@ -122,9 +126,16 @@ type Runner struct {
 	// of that name to every window, with its RSS and CPU, so the memory
 	// verdict covers the controller as well as the boards.
 	Controller string
-	// Live, if set, is fed every closed window and the progress (nil: no
-	// live metrics).
+	// Live, if set, is fed every closed window, the progress and the
+	// verdict so far (nil: no live metrics).
 	Live LiveSink
+	// Bounds are the soak's bounds, which the verdict so far fed to Live
+	// is judged against (soak.Running: the bounds a window can break for
+	// good; the zero value requires zero loss only, as soak.Judge).
+	Bounds soak.Bounds
+	// Prior holds the windows closed before a resume (the resumed
+	// checkpoint's), counted into the verdict so far before the new ones.
+	Prior []soak.Window
 
 	mu       sync.Mutex
 	stopOnce sync.Once
@@ -142,6 +153,8 @@ type Runner struct {
 	panicSince map[string]time.Time
 	// fault is the outage of the open window (nil: none).
 	fault *soak.Fault
+	// running judges the windows so far for Live (runner goroutine only).
+	running *soak.Running
 }
 
 // Status is the runner's progress, for the progress line and reports.
@@ -250,6 +263,10 @@ func (r *Runner) Run(ctx context.Context, tracks []*Track) error {
 		if t.Role == agentproto.Subscriber && t.PTPGated {
 			gated[subKey{t.Agent, t.Flow}] = true
 		}
+	}
+	r.running = soak.NewRunning(r.Bounds)
+	for i := range r.Prior {
+		r.running.Add(&r.Prior[i])
 	}
 	now := time.Now()
 	r.mu.Lock()
@@ -616,6 +633,10 @@ func (r *Runner) closeWindow(agg *aggregator, tracks []*Track, gated map[subKey]
 		elapsed, planned := end.Sub(r.started), r.Until.Sub(r.started)
 		r.mu.Unlock()
 		r.Live.SoakProgress(elapsed, planned)
+		// At every window, not only at the end: a lab watching a 72-hour
+		// soak sees it fail when a window breaks a bound, not days later.
+		r.running.Add(&w)
+		r.Live.SoakVerdict(r.running.Checks())
 	}
 	if r.OnWindow != nil {
 		r.OnWindow(&w)

@@ -200,9 +200,9 @@ func TestEndpointCountersHugePagesRefusedSaysWhy(t *testing.T) {
 
 // With NodeOptions.HugePages on a segment in a tmpfs mounted
 // huge=within_size (a private mount for the test: root; /dev/shm is left
-// alone), the slots are reported in 2 MiB transparent huge pages. (On a
-// huge=advise mount they are not: the middleware's fallocate reservation
-// comes before its madvise — HugeSupport says so.)
+// alone), the slots are reported in 2 MiB transparent huge pages. (A
+// huge=advise mount is checked in middleware/internal/shm,
+// TestHugePagesOnAdviseTmpfs.)
 func TestEndpointCountersShmTHP(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("mounting a tmpfs needs root")

@@ -108,8 +108,13 @@ func (e *endpoint) run(parent context.Context) {
 	// The endpoint's goroutine is the hot loop; pin it when asked.
 	var tids []int // the locked thread, whose context switches are the endpoint's
 	if s.CPU != nil || s.Priority > 0 {
+		// Never unlocked: run is the last thing its goroutine does
+		// (agent.handle), so a thread pinned and made SCHED_FIFO here (or
+		// by the pinger, echo.go, or a peer's receive, peer.go) exits with
+		// it. Unlocked, it went back to the runtime's pool as it was and
+		// ran any goroutine — window flushes, trace snapshots, GC — at
+		// real-time priority on the measured CPU in every later case.
 		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
 		tids = []int{sys.Gettid()}
 		if s.CPU != nil && s.Role == agentproto.Publisher {
 			if err := sys.PinThread(*s.CPU); err != nil {

@@ -195,13 +195,48 @@ func (t *tracer) snapshot(reason string, lat, recv int64, seq uint64, cpu, tid i
 		return nil, err
 	}
 	x := tracing.Explain(s.Events, tracing.Window{CPU: cpu, FromNs: from, ToNs: recv, WaiterPID: tid, Label: fmt.Sprintf("seq %d", seq)})
-	var buf bytes.Buffer
-	if err := tracing.WriteChrome(&buf, s.Events); err != nil {
+	chrome, kept, err := boundedChrome(s.Events, maxChromeBytes)
+	if err != nil {
 		return nil, err
 	}
-	return &agentproto.TraceSnapshot{Reason: reason, Summary: x.String(), FromNs: s.FromNs, ToNs: s.ToNs, CPUs: s.CPUs,
-		BufferKB: s.BufferKB, Chrome: buf.Bytes(),
+	summary := x.String()
+	if kept < len(s.Events) {
+		summary += fmt.Sprintf(" (the trace-event JSON keeps the last %d of %d events, from %s before receipt, to fit the agent protocol's %d-byte line; the summary used them all)",
+			kept, len(s.Events), report.FormatNs(recv-s.Events[len(s.Events)-kept].Ns), agentproto.MaxLine)
+	}
+	return &agentproto.TraceSnapshot{Reason: reason, Summary: summary, FromNs: s.FromNs, ToNs: s.ToNs, CPUs: s.CPUs,
+		BufferKB: s.BufferKB, Chrome: chrome,
 		Method: "Linux tracefs instance (trace_clock mono): sched_switch, sched_wakeup, irq_handler_entry/exit, softirq_entry/exit, trace_marker at send/recv; µs resolution; receiver CPU and thread from getcpu/gettid at receipt"}, nil
+}
+
+// maxChromeBytes bounds a snapshot's trace-event JSON so the window or
+// final that carries it stays under agentproto.MaxLine, the longest line
+// the controller reads (a longer one is refused whole, window and all):
+// half a line, leaving the rest to the window's histogram and words. A
+// wait of ~400 ms on a loaded 2-CPU machine made ~1.5 MB.
+const maxChromeBytes = agentproto.MaxLine / 2
+
+// boundedChrome writes evs (in time order) as trace-event JSON of at most
+// limit bytes, dropping the oldest events until it fits: the end of a
+// snapshot is the late message's receipt, what the reader looks at. It
+// returns how many events it kept (all, at least one).
+func boundedChrome(evs []tracing.Event, limit int) ([]byte, int, error) {
+	from := 0
+	for {
+		var buf bytes.Buffer
+		if err := tracing.WriteChrome(&buf, evs[from:]); err != nil {
+			return nil, 0, err
+		}
+		n := len(evs) - from
+		if buf.Len() <= limit || n <= 1 {
+			return buf.Bytes(), n, nil
+		}
+		// Keep the share of the events that should fit, less a tenth for
+		// the uneven size of events; at least one fewer each round.
+		keep := int(float64(n) * float64(limit) / float64(buf.Len()) * 0.9)
+		from += max(1, n-keep)
+		from = min(from, len(evs)-1)
+	}
 }
 
 // endpointCounters samples the agent process for an endpoint's counters.

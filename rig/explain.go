@@ -13,7 +13,8 @@ import (
 // trace snapshot of the worst late window (of the breaching windows'
 // snapshots the widest, i.e. the longest wait; else a final's
 // worst-window snapshot). Result.WriteFile stores its
-// JSON beside the result.
+// JSON beside the result. A NIC IRQ allowed on a pinned endpoint's CPU is
+// a note of the case (report.IRQOverlaps).
 func (res *FlowResult) explain(c *report.Case, spec FlowSpec) {
 	add := func(f *agentproto.Final, board string) {
 		if f != nil && f.Counters != nil {
@@ -50,6 +51,9 @@ func (res *FlowResult) explain(c *report.Case, spec FlowSpec) {
 	if spec.Trace != nil && c.Trace == nil {
 		c.Notes = append(c.Notes, fmt.Sprintf("measured with the kernel trace armed (%s, %d KiB per CPU); no window kept a snapshot; what arming costs: docs/report.md, Explaining a tail", spec.Trace.Mode, spec.Trace.BufferKB))
 	}
+	for _, p := range res.pins {
+		c.Notes = append(c.Notes, report.IRQOverlaps(p.tuning, []report.PinnedEndpoint{p.ep})...)
+	}
 	if spec.Stages {
 		c.Notes = append(c.Notes, "measured with the shared-memory stage stamps on (up to four CLOCK_MONOTONIC reads per message, more while a subscriber spins)")
 	}
@@ -62,4 +66,29 @@ func (res *FlowResult) explain(c *report.Case, spec FlowSpec) {
 		}
 		c.Stages = agentproto.JoinStages(res.Publisher.Stages, subs)
 	}
+}
+
+// pinned is an endpoint pinned to a CPU and the real-time tuning its
+// board's agent reported in its hello (nil when it reported none).
+type pinned struct {
+	ep     report.PinnedEndpoint
+	tuning *report.HostTuning
+}
+
+// pins lists the flow's endpoints that were started pinned to a CPU
+// (agentproto.Start.CPU, from the rack's board CPUs): a NIC IRQ allowed
+// on such a CPU becomes a finding of the case (report.IRQOverlaps).
+func (f *Flow) pins() []pinned {
+	var out []pinned
+	for _, e := range append([]*Endpoint{f.Publisher}, f.Subscribers...) {
+		if e == nil || e.Spec.CPU == nil || e.agent == nil {
+			continue
+		}
+		host := ""
+		if e.agent.Board != nil {
+			host = e.agent.Board.Name
+		}
+		out = append(out, pinned{report.PinnedEndpoint{Endpoint: e.Spec.Endpoint, Host: host, CPU: *e.Spec.CPU}, e.agent.Hello.Tuning})
+	}
+	return out
 }

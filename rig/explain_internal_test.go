@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/hilrig/hilrig/agentproto"
+	"github.com/hilrig/hilrig/fixtures"
 	"github.com/hilrig/hilrig/report"
 )
 
@@ -47,5 +48,30 @@ func TestCaseCarriesStageSplit(t *testing.T) {
 	res.Publisher.Stages, res.Subscribers[0].Stages = nil, nil
 	if c := res.Case("s", "n", FlowSpec{Traffic: Traffic{From: "a", Payload: 8}, To: []string{"b"}}); c.Stages != nil {
 		t.Fatalf("stages without stamps: %+v", c.Stages)
+	}
+}
+
+// A flow's endpoints pinned to CPUs are checked against the NIC IRQ
+// affinity their boards' agents reported: an IRQ allowed on the
+// subscriber's CPU is a note of the case naming the NIC, the IRQ, the CPU
+// and the endpoint; the unpinned publisher's board tuning is not looked at.
+func TestCaseNotesIRQOnPinnedCPU(t *testing.T) {
+	cpu := 1
+	tun := &report.HostTuning{NICIRQs: []report.NICIRQ{{NIC: "eth0", IRQ: 38, Name: "virtio2-input.0", Affinity: "0-1"}, {NIC: "eth0", IRQ: 39, Affinity: "0"}}}
+	f := &Flow{
+		Publisher: &Endpoint{Spec: agentproto.Start{Endpoint: "f-pub"}, agent: &Agent{Board: &fixtures.Board{Name: "a"}, Hello: agentproto.Hello{Tuning: tun}}},
+		Subscribers: []*Endpoint{{Spec: agentproto.Start{Endpoint: "f-sub0", CPU: &cpu},
+			agent: &Agent{Board: &fixtures.Board{Name: "b"}, Hello: agentproto.Hello{Tuning: tun}}}},
+	}
+	res := &FlowResult{pins: f.pins(), Publisher: &agentproto.Final{Endpoint: "f-pub"}, Subscribers: []*agentproto.Final{{Endpoint: "f-sub0"}}}
+	c := res.Case("s", "n", FlowSpec{Traffic: Traffic{From: "a", Payload: 8}, To: []string{"b"}})
+	want := "NIC eth0 IRQ 38 (virtio2-input.0) affinity 0-1 may be handled on CPU 1 of b, where endpoint f-sub0 is pinned"
+	if len(c.Notes) != 1 || !strings.HasPrefix(c.Notes[0], want) {
+		t.Fatalf("notes %q, want one starting %q", c.Notes, want)
+	}
+	cpu = 2 // pinned elsewhere: outside every affinity, no note
+	res.pins = f.pins()
+	if c := res.Case("s", "n", FlowSpec{Traffic: Traffic{From: "a", Payload: 8}, To: []string{"b"}}); len(c.Notes) != 0 {
+		t.Fatalf("CPU 2 outside every affinity: notes %q", c.Notes)
 	}
 }

@@ -173,6 +173,10 @@ type FlowResult struct {
 	Subscribers []*agentproto.Final
 	// Windows of every subscriber, in arrival order per subscriber.
 	Windows [][]agentproto.Window
+
+	// pins are the flow's endpoints pinned to a CPU, with their boards'
+	// tuning, for the IRQ-affinity findings (explain.go).
+	pins []pinned
 }
 
 // Flow starts subscribers (waiting until each is attached), then the
@@ -311,7 +315,7 @@ func (r *Rig) boardAddr(link, board string) (netip.Addr, error) {
 // (stopping subscribers still waiting after Drain), then stops the
 // publisher. Blocks; ctx bounds everything.
 func (f *Flow) Wait(ctx context.Context) (*FlowResult, error) {
-	res := &FlowResult{}
+	res := &FlowResult{pins: f.pins()}
 	pf, err := f.Publisher.Wait(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("rig: flow %s: publisher: %w", f.Spec.Name, err)

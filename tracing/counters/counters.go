@@ -175,10 +175,12 @@ func HugeSupport(p Paths, shmDir string) (words string, ok bool) {
 		ok = true
 		parts = append(parts, "tmpfs THP: "+mnt+" mounted huge="+huge+" (2 MiB-aligned ranges of a segment get 2 MiB pages)")
 	case huge == "advise":
-		// The middleware reserves a segment's working set with fallocate
-		// before it can madvise the mapping, and fallocate without a
-		// madvised mapping allocates 4 KiB pages on an advise mount.
-		parts = append(parts, "tmpfs THP: "+mnt+" mounted huge=advise, but the middleware reserves a segment's slots (fallocate) before it madvises them, so they stay 4 KiB; mount with huge=within_size")
+		// The middleware madvises a segment's slots before it reserves
+		// them and reserves them through the mapping (MADV_POPULATE_WRITE;
+		// fallocate alone would allocate 4 KiB pages on an advise mount).
+		// Before Linux 5.14 there is no populate, and the slots stay 4 KiB.
+		ok = true
+		parts = append(parts, "tmpfs THP: "+mnt+" mounted huge=advise (the middleware madvises a segment's slots: their 2 MiB-aligned ranges get 2 MiB pages; Linux ≥ 5.14)")
 	default:
 		parts = append(parts, "tmpfs THP: "+mnt+" mounted "+hugeOpt(huge)+" (never; e.g. mount -o remount,huge=within_size "+mnt+")")
 	}

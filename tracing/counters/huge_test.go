@@ -41,10 +41,10 @@ func TestHugeSupportFakeTree(t *testing.T) {
 			[]string{"/dev/shm mounted without huge="}},
 		{"mount within_size", "0\n", "HugePages_Free:        0\n", "[never]\n", devShm + "tmpfs /dev/shm tmpfs rw,huge=within_size 0 0\n", true,
 			[]string{"/dev/shm mounted huge=within_size"}},
-		// advise loses to the middleware's fallocate reservation
-		// (TestEndpointCountersShmTHP found it on a real mount).
-		{"mount advise", "0\n", "HugePages_Free:        0\n", "[never]\n", devShm + "tmpfs /dev/shm tmpfs rw,huge=advise 0 0\n", false,
-			[]string{"huge=advise, but the middleware reserves", "mount with huge=within_size"}},
+		// advise works: the middleware madvises before it reserves
+		// (shm.TestHugePagesOnAdviseTmpfs checks it on a real mount).
+		{"mount advise", "0\n", "HugePages_Free:        0\n", "[never]\n", devShm + "tmpfs /dev/shm tmpfs rw,huge=advise 0 0\n", true,
+			[]string{"/dev/shm mounted huge=advise (the middleware madvises"}},
 		{"deny", "0\n", "HugePages_Free:        0\n", "always [deny]\n", devShm + "tmpfs /dev/shm tmpfs rw,huge=always 0 0\n", false,
 			[]string{"shmem_enabled=deny"}},
 		{"force", "0\n", "HugePages_Free:        0\n", "always [force]\n", devShm, true,

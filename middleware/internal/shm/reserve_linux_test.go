@@ -15,15 +15,16 @@ import (
 	"github.com/hilrig/hilrig/middleware/internal/shm"
 )
 
-// smallTmpfs mounts a 1 MiB tmpfs on a fresh directory (needs root) and
-// unmounts it when the test ends.
-func smallTmpfs(t *testing.T) string {
+// smallTmpfs mounts a 1 MiB tmpfs on a fresh directory (needs root),
+// with extra mount options opts (e.g. ",huge=advise"), and unmounts it
+// when the test ends.
+func smallTmpfs(t *testing.T, opts string) string {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to mount a 1 MiB tmpfs (mount -t tmpfs -o size=1m)")
 	}
 	dir := t.TempDir()
-	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=1m"); err != nil {
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=1m"+opts); err != nil {
 		t.Skipf("cannot mount a 1 MiB tmpfs on %s (no CAP_SYS_ADMIN in this container?): %v", dir, err)
 	}
 	t.Cleanup(func() {
@@ -92,11 +93,14 @@ func lazyReservation(dir string) error {
 	}
 	const firstUnfit = 9
 	path := filepath.Join(dir, shm.FileName("t", "lazy"))
-	seg, err := shm.Open(path, p, shm.OpenOptions{Mode: 0o600, Gid: -1, PID: os.Getpid()})
+	seg, err := shm.Open(path, p, shm.OpenOptions{Mode: 0o600, Gid: -1, PID: os.Getpid(), HugePages: os.Getenv("SHM_HUGE") != ""})
 	if err != nil {
 		return fmt.Errorf("open: %w", err)
 	}
 	defer seg.Close()
+	if huge := os.Getenv("SHM_HUGE") != ""; huge != seg.HugeAdvised {
+		return fmt.Errorf("huge pages asked %v, advised %v", huge, seg.HugeAdvised)
+	}
 	w, err := shm.NewWriter(seg.Region, os.Getpid())
 	if err != nil {
 		return fmt.Errorf("writer: %w", err)
@@ -173,7 +177,7 @@ func lazyReservation(dir string) error {
 func createTooBig(dir string) error {
 	p := shm.Params{Topic: "big", TopicID: 2, MaxPayload: 512 << 10, RingLen: 1}
 	path := filepath.Join(dir, shm.FileName("t", "big"))
-	seg, err := shm.Open(path, p, shm.OpenOptions{Mode: 0o600, Gid: -1, PID: os.Getpid()})
+	seg, err := shm.Open(path, p, shm.OpenOptions{Mode: 0o600, Gid: -1, PID: os.Getpid(), HugePages: os.Getenv("SHM_HUGE") != ""})
 	if err == nil {
 		seg.Close()
 		return fmt.Errorf("opened a %d-byte working set on a 1 MiB tmpfs", p.Geometry().SlotsOff+3*p.Geometry().SlotSize)
@@ -193,25 +197,42 @@ func createTooBig(dir string) error {
 	return nil
 }
 
+// spaceCases run the reservation tests with 4 KiB pages, and with huge
+// pages on a huge=advise tmpfs, where reserving first faults the pages
+// in through the mapping (MADV_POPULATE_WRITE): a full filesystem must
+// still be ErrNoSpace, not SIGBUS.
+var spaceCases = []struct{ name, mount, env string }{
+	{"4KiB", "", "SHM_HUGE="},
+	{"huge=advise", ",huge=advise", "SHM_HUGE=1"},
+}
+
 func TestLazySlotReservationOnSmallTmpfs(t *testing.T) {
-	dir := smallTmpfs(t)
-	out := runChild(t, "lazy", "SHM_DIR="+dir)
-	if !strings.Contains(out, "PASS") {
-		t.Fatalf("child:\n%s", out)
-	}
-	t.Log(out)
-	if left, _ := filepath.Glob(filepath.Join(dir, "*")); len(left) > 0 {
-		t.Errorf("segments left in %s: %v", dir, left)
+	for _, c := range spaceCases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := smallTmpfs(t, c.mount)
+			out := runChild(t, "lazy", "SHM_DIR="+dir, c.env)
+			if !strings.Contains(out, "PASS") {
+				t.Fatalf("child:\n%s", out)
+			}
+			t.Log(out)
+			if left, _ := filepath.Glob(filepath.Join(dir, "*")); len(left) > 0 {
+				t.Errorf("segments left in %s: %v", dir, left)
+			}
+		})
 	}
 }
 
 // A segment too big for the filesystem fails at creation with ErrNoSpace
 // naming the file, the bytes and the free space, and leaves no file.
 func TestCreateOnSmallTmpfs(t *testing.T) {
-	dir := smallTmpfs(t)
-	out := runChild(t, "create", "SHM_DIR="+dir)
-	if !strings.Contains(out, "PASS") {
-		t.Fatalf("child:\n%s", out)
+	for _, c := range spaceCases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := smallTmpfs(t, c.mount)
+			out := runChild(t, "create", "SHM_DIR="+dir, c.env)
+			if !strings.Contains(out, "PASS") {
+				t.Fatalf("child:\n%s", out)
+			}
+			t.Log(out)
+		})
 	}
-	t.Log(out)
 }

@@ -63,6 +63,18 @@ func openOnce(path string, p Params, o OpenOptions) (s *Segment, retry bool, err
 		if err := unix.Ftruncate(fd, int64(g.TotalSize)); err != nil {
 			return nil, false, fmt.Errorf("%s: size %d bytes: %w", path, g.TotalSize, err)
 		}
+		mem, err := unix.Mmap(fd, 0, g.TotalSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+		if err != nil {
+			return nil, false, fmt.Errorf("%s: mmap %d bytes: %w", path, g.TotalSize, err)
+		}
+		f := &fileRef{fd: fd, path: path}
+		// Advise before anything allocates a page: on a tmpfs mounted
+		// huge=advise only a fault through a madvised mapping allocates
+		// a 2 MiB page, and a page once allocated small stays small.
+		huge := o.HugePages && adviseHuge(mem, g)
+		if huge {
+			f.populate = mem
+		}
 		// ftruncate leaves the file sparse; reserve before the first
 		// touch so a full tmpfs is an error here, not a SIGBUS later
 		// (reserve.go says what is reserved when).
@@ -70,17 +82,13 @@ func openOnce(path string, p Params, o OpenOptions) (s *Segment, retry bool, err
 		if o.ReserveAll {
 			what, n = fmt.Sprintf("the header plus all %d slots (%d bytes each)", g.PoolLen, g.SlotSize), g.TotalSize
 		}
-		f := &fileRef{fd: fd, path: path}
-		if err := f.fallocate(0, int64(n)); err != nil {
+		if err := f.reserve(0, int64(n)); err != nil {
+			unix.Munmap(mem)
 			return nil, false, f.fail(err, 0, int64(n), what, int64(g.TotalSize))
 		}
-		mem, err := unix.Mmap(fd, 0, g.TotalSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
-		if err != nil {
-			return nil, false, fmt.Errorf("%s: mmap %d bytes: %w", path, g.TotalSize, err)
-		}
 		r := format(mem, p, o.PID, o.NowNs)
-		r.file, r.name = &fileRef{fd: fd, path: path}, path
-		s = &Segment{Region: r, Path: path, Created: true}
+		r.file, r.name = f, path
+		s = &Segment{Region: r, Path: path, Created: true, HugeAdvised: huge}
 	} else {
 		if int(st.Uid) != os.Geteuid() && !o.AllowForeign {
 			return nil, false, fmt.Errorf("%s: %w: owned by uid %d, we are uid %d (set NodeOptions.AllowForeignOwner to accept it)", path, ErrPermission, st.Uid, os.Geteuid())
@@ -99,12 +107,20 @@ func openOnce(path string, p Params, o OpenOptions) (s *Segment, retry bool, err
 		}
 		r.file, r.name = &fileRef{fd: fd, path: path}, path
 		s = &Segment{Region: r, Path: path}
-	}
-	if o.HugePages {
-		s.HugeAdvised = unix.Madvise(s.mem[s.G.SlotsOff:], unix.MADV_HUGEPAGE) == nil
+		// Pages the creator reserved keep the size they got; a slot a
+		// writer of ours reserves later is populated huge (reserve.go).
+		if o.HugePages && adviseHuge(r.mem, r.G) {
+			s.HugeAdvised, r.file.populate = true, r.mem
+		}
 	}
 	ok = true
 	return s, false, nil
+}
+
+// adviseHuge madvises the slots of mem MADV_HUGEPAGE and reports whether
+// the kernel accepted it. The header stays on base pages.
+func adviseHuge(mem []byte, g Geometry) bool {
+	return unix.Madvise(mem[g.SlotsOff:], unix.MADV_HUGEPAGE) == nil
 }
 
 // attachFile maps and validates an existing segment, waiting up to

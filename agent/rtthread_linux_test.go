@@ -1,0 +1,97 @@
+package agent_test
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hilrig/hilrig/agentproto"
+)
+
+// A publisher pinned to a CPU with SCHED_FIFO changes the thread its hot
+// loop is locked to; when the endpoint ends, that thread must end with it.
+// Unlocked instead, it went back to the Go runtime's pool still pinned and
+// real-time, and ran whatever goroutine came next — window flushes, trace
+// snapshots, GC work — at SCHED_FIFO on the measured CPU in every later
+// case of the agent process, where it competed with that case's
+// endpoints at their own priority (TestTraceOnBreachNamesHog stalled in
+// the later runs of one process: -count N).
+func TestPinnedEndpointThreadEndsWithIt(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("SCHED_FIFO and pinning need root")
+	}
+	cpu := 0
+	s := startSession(t, t.TempDir())
+	c := contract("rt/t")
+	s.send(agentproto.NewStart(agentproto.Start{Endpoint: "sub", Role: agentproto.Subscriber, Domain: "rtleak", Contract: c,
+		CPU: &cpu, Priority: 5, Count: 200}))
+	s.expect(agentproto.KindStarted)
+	s.send(agentproto.NewStart(agentproto.Start{Endpoint: "pub", Role: agentproto.Publisher, Domain: "rtleak", Contract: c,
+		CPU: &cpu, Priority: 5, Payload: 64, Count: 200, RateHz: 10000}))
+	s.expect(agentproto.KindStarted)
+	for range 2 {
+		if f := s.expect(agentproto.KindFinal).Final; f.Reason != agentproto.EndCount {
+			t.Fatalf("final %+v", f)
+		}
+	}
+	s.send(agentproto.NewStop(""))
+	s.expect(agentproto.KindBye)
+	if err := s.wait(); err != nil {
+		t.Fatal(err)
+	}
+	// A locked goroutine's thread exits just after the goroutine, with no
+	// event to wait for: poll /proc, bounded.
+	var left []string
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if left = changedThreads(t); len(left) == 0 {
+			return
+		}
+	}
+	t.Fatalf("threads still pinned or real-time after their endpoints ended: %v", left)
+}
+
+// changedThreads lists this process's threads that run SCHED_FIFO/RR or
+// on fewer CPUs than the process may use.
+func changedThreads(t *testing.T) []string {
+	t.Helper()
+	all := cpusAllowed(t, "/proc/self/status")
+	ents, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ents {
+		dir := "/proc/self/task/" + e.Name()
+		st, err := os.ReadFile(dir + "/stat")
+		if err != nil {
+			continue // exited meanwhile
+		}
+		// Fields after the ")" closing comm; policy is field 41 (proc(5)).
+		f := strings.Fields(string(st[strings.LastIndexByte(string(st), ')')+1:]))
+		policy := -1
+		if len(f) > 41-3 {
+			policy, _ = strconv.Atoi(f[41-3])
+		}
+		aff := cpusAllowed(t, dir+"/status")
+		if policy != 0 || aff != all {
+			out = append(out, "tid "+e.Name()+" policy "+strconv.Itoa(policy)+" cpus "+aff)
+		}
+	}
+	return out
+}
+
+func cpusAllowed(t *testing.T, status string) string {
+	t.Helper()
+	b, err := os.ReadFile(status)
+	if err != nil {
+		return "" // a thread that exited: compared as changed only if it is still listed
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "Cpus_allowed_list:"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}

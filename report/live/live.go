@@ -34,6 +34,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"slices"
@@ -253,6 +254,21 @@ func (m *Metrics) BoardPTP(name string, locked bool, offset time.Duration) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.boardLocked(name, &soak.PTPSample{Locked: locked, OffsetNs: int64(offset)}, 0, -1)
+}
+
+// BoardPTPUnread marks board's PTP state as unreadable (its ptp4l gone or
+// not answering): locked 0 and the offset NaN — no measurement, rather
+// than a 0 that reads as a perfect offset. Safe for concurrent use.
+func (m *Metrics) BoardPTPUnread(name string) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.boardLocked(name, &soak.PTPSample{}, 0, -1)
+	if m.boards[name] {
+		m.ptpOffset.WithLabelValues(name).Set(math.NaN())
+	}
 }
 
 // boardLocked exports a board's resources, and its PTP state when ptp is

@@ -76,7 +76,14 @@ func (g *ptpGate) feedLive(m *live.Metrics) {
 		}
 		var offset time.Duration
 		if series, err := g.mon.Series(b); err == nil && len(series) > 0 {
-			offset = series[len(series)-1].Offset
+			last := series[len(series)-1]
+			if last.Err != "" {
+				// The last poll read nothing: no offset to show (a 0
+				// would read as a perfect one).
+				m.BoardPTPUnread(b)
+				continue
+			}
+			offset = last.Offset
 		}
 		m.BoardPTP(b, locked, offset)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -231,6 +232,22 @@ bounds:
 			_, v, _ := gate.mon.Locked("far")
 			t.Fatalf("slave ptp4l gone: monitor still %s (%s), want a read error", v.Cond, v.Detail)
 		case <-time.After(100 * time.Millisecond): // polling interval against the deadline
+		}
+	}
+	// The feeder's next pass shows the offset as unknown (NaN), not as
+	// the 0 of a failed read, which would read as a perfect offset.
+	for _, b := range gate.boards {
+		s := fmt.Sprintf("hilrig_board_ptp_offset_seconds{board=%q}", b)
+		for {
+			got, ok, err := scrapeHTTP(ctx, addr.String(), s)
+			if err == nil && ok && math.IsNaN(got) {
+				break
+			}
+			select {
+			case <-rctx.Done():
+				t.Fatalf("slave ptp4l gone: %s = %v (present %v, %v), want NaN", s, got, ok, err)
+			case <-time.After(100 * time.Millisecond): // polling interval against the deadline
+			}
 		}
 	}
 	stop()

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hilrig/hilrig/internal/thp"
 	"github.com/hilrig/hilrig/middleware/internal/shm"
 )
 
@@ -79,25 +80,16 @@ func (n *Node) acquireRing(p shm.Params, intra bool) (*sharedRing, error) {
 		if n.opts.HugePages && !seg.HugeAdvised {
 			n.opts.Logger.Warn("middleware: madvise(MADV_HUGEPAGE) refused for segment; using normal pages", "segment", seg.Path)
 		} else if n.opts.HugePages {
-			if b, _ := os.ReadFile("/sys/kernel/mm/transparent_hugepage/shmem_enabled"); len(b) > 0 && !containsSel(string(b), "advise", "always", "within_size") {
-				n.opts.Logger.Warn("middleware: /sys/kernel/mm/transparent_hugepage/shmem_enabled does not allow huge pages for /dev/shm; segment uses normal pages", "segment", seg.Path, "shmem_enabled", string(b))
+			// The tmpfs's own huge= option decides, not shmem_enabled
+			// (which governs only the kernel's internal shmem mount).
+			if words, ok := thp.Tmpfs("/proc", "/sys", filepath.Dir(seg.Path)); !ok {
+				n.opts.Logger.Warn("middleware: no transparent huge pages for the segment's tmpfs; segment uses normal pages", "segment", seg.Path, "why", words)
 			}
 		}
 		sr.seg, sr.r = seg, seg.Region
 	}
 	rings.m[key] = sr
 	return sr, nil
-}
-
-// containsSel reports whether the bracketed selection in a sysfs choice
-// list ("always [never] advise") is one of want.
-func containsSel(s string, want ...string) bool {
-	for _, w := range want {
-		if len(s) > 0 && (contains(s, "["+w+"]")) {
-			return true
-		}
-	}
-	return false
 }
 
 func contains(s, sub string) bool {

@@ -13,6 +13,8 @@ import (
 	"runtime/metrics"
 	"strconv"
 	"strings"
+
+	"github.com/hilrig/hilrig/internal/thp"
 )
 
 // Methods, printed next to the figures.
@@ -156,82 +158,10 @@ func HugeSupport(p Paths, shmDir string) (words string, ok bool) {
 	default:
 		parts = append(parts, "hugetlb: all vm.nr_hugepages="+nr+" pages in use (HugePages_Free 0)")
 	}
-	sel := selected(readTrim(p.Sys + "/kernel/mm/transparent_hugepage/shmem_enabled"))
-	mnt, fstype, huge := mountOf(p.Proc+"/mounts", shmDir)
-	switch {
-	case sel == "":
-		parts = append(parts, "tmpfs THP: no /sys/kernel/mm/transparent_hugepage/shmem_enabled (kernel without CONFIG_TRANSPARENT_HUGEPAGE)")
-	case sel == "deny":
-		parts = append(parts, "tmpfs THP: shmem_enabled=deny (off for every tmpfs)")
-	case sel == "force":
-		ok = true
-		parts = append(parts, "tmpfs THP: shmem_enabled=force (on for every tmpfs)")
-	case fstype != "tmpfs":
-		if fstype == "" {
-			fstype = "an unknown filesystem"
-		}
-		parts = append(parts, "tmpfs THP: "+shmDir+" is on "+fstype+", not tmpfs")
-	case huge == "always" || huge == "within_size":
-		ok = true
-		parts = append(parts, "tmpfs THP: "+mnt+" mounted huge="+huge+" (2 MiB-aligned ranges of a segment get 2 MiB pages)")
-	case huge == "advise":
-		// The middleware madvises a segment's slots before it reserves
-		// them and reserves them through the mapping (MADV_POPULATE_WRITE;
-		// fallocate alone would allocate 4 KiB pages on an advise mount).
-		// Before Linux 5.14 there is no populate, and the slots stay 4 KiB.
-		ok = true
-		parts = append(parts, "tmpfs THP: "+mnt+" mounted huge=advise (the middleware madvises a segment's slots: their 2 MiB-aligned ranges get 2 MiB pages; Linux ≥ 5.14)")
-	default:
-		parts = append(parts, "tmpfs THP: "+mnt+" mounted "+hugeOpt(huge)+" (never; e.g. mount -o remount,huge=within_size "+mnt+")")
-	}
+	words, tmpfsOK := thp.Tmpfs(p.Proc, p.Sys, shmDir)
+	ok = ok || tmpfsOK
+	parts = append(parts, words)
 	return strings.Join(parts, "; "), ok
-}
-
-// hugeOpt spells a tmpfs huge= option as mounted.
-func hugeOpt(v string) string {
-	if v == "" {
-		return "without huge="
-	}
-	return "huge=" + v
-}
-
-// mountOf returns the mount point, filesystem type and huge= option of
-// the mount holding dir (the longest mount point that prefixes it; later
-// lines of /proc/mounts win, as the kernel stacks them).
-func mountOf(mounts, dir string) (mnt, fstype, huge string) {
-	b, err := os.ReadFile(mounts)
-	if err != nil {
-		return "", "", ""
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		f := strings.Fields(l)
-		if len(f) < 4 {
-			continue
-		}
-		m := f[1]
-		if !(dir == m || m == "/" || strings.HasPrefix(dir, m+"/")) || len(m) < len(mnt) {
-			continue
-		}
-		mnt, fstype, huge = m, f[2], ""
-		for _, o := range strings.Split(f[3], ",") {
-			if v, ok := strings.CutPrefix(o, "huge="); ok {
-				huge = v
-			}
-		}
-	}
-	return mnt, fstype, huge
-}
-
-// selected returns the bracketed choice of a sysfs choice list
-// ("always [never] advise" → "never"), or the text itself when it has
-// no brackets.
-func selected(s string) string {
-	if i := strings.IndexByte(s, '['); i >= 0 {
-		if j := strings.IndexByte(s[i:], ']'); j > 0 {
-			return s[i+1 : i+j]
-		}
-	}
-	return s
 }
 
 func readTrim(path string) string {

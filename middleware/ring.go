@@ -92,15 +92,6 @@ func (n *Node) acquireRing(p shm.Params, intra bool) (*sharedRing, error) {
 	return sr, nil
 }
 
-func contains(s, sub string) bool {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if s[i:i+len(sub)] == sub {
-			return true
-		}
-	}
-	return false
-}
-
 func releaseRing(sr *sharedRing) error {
 	rings.Lock()
 	defer rings.Unlock()

@@ -11,9 +11,6 @@ import (
 	"github.com/hilrig/hilrig/internal/ddsshm"
 )
 
-// shmDir is where the peers' shared memory lives (Fast DDS's default).
-const shmDir = ddsshm.Dir
-
 // peerShm records the Fast DDS SHM segments the rig's peer agents made,
 // so Close removes them after a killed agent (a SIGKILLed Fast DDS
 // participant leaves every one of its files; a clean stop leaves none)

@@ -18,7 +18,7 @@ import (
 // recorded process held are removed, and of those only the ones no live
 // process owns (the _el flock Fast DDS holds while it lives).
 func TestPeerShmCleansOnlyItsZombies(t *testing.T) {
-	base := filepath.Join(shmDir, fmt.Sprintf("fastrtps_hilrigtest%d", os.Getpid()))
+	base := filepath.Join(ddsshm.Dir, fmt.Sprintf("fastrtps_hilrigtest%d", os.Getpid()))
 	dead, live, foreign := base+"a", base+"b", base+"c"
 	var all []string
 	for _, s := range []string{dead, live, foreign} {
@@ -26,7 +26,7 @@ func TestPeerShmCleansOnlyItsZombies(t *testing.T) {
 	}
 	for _, f := range all {
 		if err := os.WriteFile(f, nil, 0o600); err != nil {
-			t.Skipf("no writable %s: %v", shmDir, err)
+			t.Skipf("no writable %s: %v", ddsshm.Dir, err)
 		}
 	}
 	t.Cleanup(func() {
@@ -49,7 +49,7 @@ func TestPeerShmCleansOnlyItsZombies(t *testing.T) {
 	d, l := hold(dead), hold(live)
 	defer l.Close()
 	var p peerShm
-	held, err := ddsshm.Files(os.Getpid(), shmDir) // what the agent's started message lists
+	held, err := ddsshm.Files(os.Getpid(), ddsshm.Dir) // what the agent's started message lists
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,9 +82,9 @@ func TestRecordPeerShmRefusesForeignPaths(t *testing.T) {
 	a := &Agent{Board: b, shm: &p}
 	many := make([]string, ddsshm.MaxFiles+1)
 	for i := range many {
-		many[i] = fmt.Sprintf("%s/fastrtps_%d", shmDir, i)
+		many[i] = fmt.Sprintf("%s/fastrtps_%d", ddsshm.Dir, i)
 	}
-	for _, list := range [][]string{{shmDir + "/fastrtps_ok", "/etc/passwd"}, {shmDir + "/fastrtps_1/../x"}, many} {
+	for _, list := range [][]string{{ddsshm.Dir + "/fastrtps_ok", "/etc/passwd"}, {ddsshm.Dir + "/fastrtps_1/../x"}, many} {
 		err := a.recordPeerShm(list)
 		if err == nil || !strings.Contains(err.Error(), "board-x") {
 			t.Errorf("recordPeerShm(%.60q…) = %v, want an error naming board-x", list, err)

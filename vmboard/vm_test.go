@@ -334,3 +334,77 @@ func TestVMStdioChannel(t *testing.T) {
 	}
 	assertReaped(t, res)
 }
+
+// markerWatcher closes seen when a console line contains marker.
+type markerWatcher struct {
+	marker string
+	seen   chan struct{}
+	once   sync.Once
+}
+
+func (m *markerWatcher) Write(p []byte) (int, error) {
+	if strings.Contains(string(p), m.marker) {
+		m.once.Do(func() { close(m.seen) })
+	}
+	return len(p), nil
+}
+
+// SysRq 'c' on the serial console (BREAK then 'c') panics the board's
+// kernel: the board stops at once (panic=-1 and -no-reboot end QEMU),
+// and its console shows the sysrq and the panic.
+func TestVMSysRqCrashPanicsBoard(t *testing.T) {
+	im := image(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	w := &markerWatcher{marker: "hilrig-test: waiting for sysrq", seen: make(chan struct{})}
+	b, err := vmboard.Start(ctx, im, vmboard.RunOptions{
+		Tests:   []vmboard.Test{{Name: "idle", Command: "/bin/sh", Args: []string{"-c", "echo hilrig-test: waiting for sysrq; exec sleep 600"}}},
+		Console: w,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Wait is what follows the console (and feeds the watcher).
+	type waited struct {
+		res *vmboard.Result
+		err error
+	}
+	done := make(chan waited, 1)
+	go func() {
+		res, err := b.Wait()
+		done <- waited{res, err}
+	}()
+	select {
+	case <-w.seen:
+	case wt := <-done:
+		t.Fatalf("the board ended before its waiting line: %v", wt.err)
+	}
+	sent := time.Now()
+	if err := b.SysRq(ctx, 'c'); err != nil {
+		b.Kill()
+		<-done
+		t.Fatal(err)
+	}
+	wt := <-done
+	res, err := wt.res, wt.err
+	took := time.Since(sent)
+	t.Logf("QEMU ended %v after the sysrq; console:\n%s", took.Round(time.Millisecond), res.Console)
+	if !errors.Is(err, vmboard.ErrBoardCrashed) {
+		t.Fatalf("err = %v, want ErrBoardCrashed", err)
+	}
+	for _, want := range []string{"sysrq: Trigger a crash", "Kernel panic - not syncing: sysrq triggered crash"} {
+		if !strings.Contains(res.Console, want) {
+			t.Errorf("console lacks %q", want)
+		}
+	}
+	if res.Tests[0].Status != -1 {
+		t.Errorf("the idle test exited with %d: want it still running when the kernel panicked", res.Tests[0].Status)
+	}
+	if took > time.Minute {
+		t.Errorf("the board ran on %v after the sysrq", took)
+	}
+	assertReaped(t, res)
+	if err := b.SysRq(ctx, 'c'); !errors.Is(err, vmboard.ErrNotRunning) {
+		t.Errorf("SysRq after Wait: %v, want ErrNotRunning", err)
+	}
+}

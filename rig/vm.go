@@ -238,3 +238,19 @@ func (r *Rig) VMPID(board string) int {
 	}
 	return 0
 }
+
+// VMSysRq sends the Magic SysRq key to vm board board's kernel over its
+// serial console (a BREAK, then key: [vmboard.Board.SysRq]), as a lab
+// engineer would on its terminal: 'c' panics the board, which its
+// console capture shows. It fails, naming the board, when no QEMU runs
+// for it. Blocks until QEMU has the bytes or ctx ends.
+func (r *Rig) VMSysRq(ctx context.Context, board string, key byte) error {
+	p := r.vmRunning(board)
+	if p == nil {
+		return fmt.Errorf("rig: board %s: sysrq %q: no QEMU runs for it: %w", board, key, vmboard.ErrNotRunning)
+	}
+	if err := p.SysRq(ctx, key); err != nil {
+		return fmt.Errorf("rig: board %s: %w", board, err)
+	}
+	return nil
+}

@@ -58,8 +58,12 @@ type Event struct {
 }
 
 // line: "<comm>-<pid> [<cpu>] <flags> <sec>.<usec>: <event>: <fields>";
-// comm may hold spaces and dashes, the flags column may be absent.
-var lineRE = regexp.MustCompile(`^\s*(.*)-(\d+)\s+\[(\d+)\]\s+(?:\S+\s+)?(\d+)\.(\d{6}): ([a-z_]+): (.*)$`)
+// comm may hold spaces and dashes, the flags column may be absent. A
+// trace_marker write is named by the writer's symbol, tracing_mark_write;
+// a kernel without CONFIG_KALLSYMS (the vm board's) prints its address
+// instead ("0xffffffff810ab998: hlr send seq=3"). The only events with an
+// address there in an instance of the sched/irq events are those writes.
+var lineRE = regexp.MustCompile(`^\s*(.*)-(\d+)\s+\[(\d+)\]\s+(?:\S+\s+)?(\d+)\.(\d{6}): ([a-z_]+|0x[0-9a-f]+): (.*)$`)
 
 // Parse decodes the text of a tracefs trace file. Comment lines and
 // events of other kinds are skipped; a line that looks like an event of a
@@ -80,6 +84,9 @@ func Parse(text []byte) ([]Event, error) {
 			continue
 		}
 		k, ok := kindNames[m[6]]
+		if strings.HasPrefix(m[6], "0x") {
+			k, ok = Marker, true
+		}
 		if !ok {
 			continue
 		}

@@ -57,6 +57,18 @@ func TestParseExplainChrome(t *testing.T) {
 	checkChrome(t, buf.Bytes(), "hog-x", "hlr recv seq=3")
 }
 
+// A kernel without CONFIG_KALLSYMS (the vm board's) names a trace_marker
+// write by its address: it is still a marker.
+func TestParseMarkerWithoutKallsyms(t *testing.T) {
+	evs, err := Parse([]byte("           <...>-59      [000] .....     1.423920: 0xffffffff810ab998: hlr probe seq=0\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 1 || evs[0].Kind != Marker || evs[0].Text != "hlr probe seq=0" || evs[0].PID != 59 || evs[0].Ns != 1_423_920_000 {
+		t.Fatalf("parsed %+v, want the marker hlr probe seq=0", evs)
+	}
+}
+
 func TestParseRejectsBrokenKnownEvent(t *testing.T) {
 	_, err := Parse([]byte("  a-1 [000] d..2. 1.000001: sched_switch: prev_comm=a prev_pid=x\n"))
 	if err == nil || !strings.Contains(err.Error(), "line 1") {

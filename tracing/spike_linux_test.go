@@ -2,6 +2,7 @@ package tracing
 
 import (
 	"bytes"
+	"flag"
 	"os"
 	"runtime"
 	"slices"
@@ -42,6 +43,15 @@ func lockTo(t *testing.T, cpu int) bool {
 	return true
 }
 
+// spikeEmulated says the run is inside an emulated board (vmboard's
+// TestVMTraceSpike under TCG), where a vCPU is often late by
+// milliseconds: the sender sends late into the hog, the receiver writes
+// its marker after the snapshot's 1 ms margin, or a message is late for
+// the emulator's sake while the hog ran outside its window. Such an
+// attempt says nothing of the tracing and is repeated (up to 10) instead
+// of failing; one attempt must still pass every check.
+var spikeEmulated = flag.Bool("spike-emulated", false, "in an emulated board: repeat attempts whose timing the emulator spoiled (up to 10)")
+
 func TestMain(m *testing.M) {
 	tracetest.RunHogIfChild()
 	os.Exit(m.Run())
@@ -63,14 +73,19 @@ func TestSpikeSnapshotNamesHog(t *testing.T) {
 	// The hog holds the receiver's CPU for 5 ms from when it reports
 	// ready; a sender preempted for that long on a loaded host sends after
 	// the hog is done, and no spike happens. That says nothing of the
-	// tracing, so such an attempt is repeated (at most 3); every check on
-	// a spike that did happen is fatal at once.
-	for attempt := 1; attempt <= 3; attempt++ {
+	// tracing, so such an attempt is repeated (at most 3), as is one whose
+	// message was sent late into the hog; every check on a spike that did
+	// happen is fatal at once.
+	attempts := 3
+	if *spikeEmulated {
+		attempts = 10
+	}
+	for attempt := 1; attempt <= attempts; attempt++ {
 		if trySpike(t) {
 			return
 		}
 	}
-	t.Fatal("the hog did not delay the spike message in 3 attempts: spike not induced")
+	t.Fatalf("the hog did not delay the spike message in %d attempts: spike not induced", attempts)
 }
 
 func trySpike(t *testing.T) (induced bool) {
@@ -174,6 +189,20 @@ func trySpike(t *testing.T) (induced bool) {
 		t.Logf("hog did not delay any message past %v (worst %v): spike not induced", time.Duration(bound), time.Duration(worstNs))
 		return false
 	}
+	// spoiled fails the attempt, or in an emulated board repeats it.
+	spoiled := func(format string, args ...any) bool {
+		if !*spikeEmulated {
+			t.Fatalf(format, args...)
+		}
+		t.Logf("emulated board, attempt repeated: "+format, args...)
+		return false
+	}
+	// A sender that ran late into the hog's 5 ms breaks the bound but sees
+	// only the hog's end: its window cannot hold the ≥3 ms checked below.
+	const mostOfHog = int64(4 * time.Millisecond)
+	if *spikeEmulated && worstNs <= mostOfHog {
+		return spoiled("the spike message waited %v, under %v: sent late into the hog", time.Duration(worstNs), time.Duration(mostOfHog))
+	}
 	w := rs[worst]
 	for _, r := range rs {
 		t.Logf("seq %d latency %v", r.seq, time.Duration(r.ns-sent[r.seq]))
@@ -193,8 +222,11 @@ func trySpike(t *testing.T) (induced bool) {
 			sawHog = true
 		}
 	}
-	if !sawSend || !sawRecv || !sawHog {
-		t.Fatalf("snapshot of %d events: send marker %v, recv marker %v, hog switched in %v", len(snap.Events), sawSend, sawRecv, sawHog)
+	if !sawSend {
+		t.Fatalf("snapshot of %d events: no send marker", len(snap.Events))
+	}
+	if !sawRecv || !sawHog {
+		return spoiled("snapshot of %d events: send marker %v, recv marker %v, hog switched in %v", len(snap.Events), sawSend, sawRecv, sawHog)
 	}
 	x := Explain(snap.Events, Window{CPU: recvCPU, FromNs: sent[w.seq], ToNs: w.ns, WaiterPID: w.tid, Label: "seq " + itoa(int(w.seq))})
 	t.Log(x.String())

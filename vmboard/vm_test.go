@@ -115,11 +115,17 @@ func logRun(t *testing.T, res *vmboard.Result) {
 // runInBoard runs one static test binary in a fresh board and requires it
 // to pass without skips.
 func runInBoard(t *testing.T, name, pkg string, args ...string) string {
+	return runInBoardCPUs(t, 1, name, pkg, args...)
+}
+
+// runInBoardCPUs is runInBoard on a board of cpus CPUs.
+func runInBoardCPUs(t *testing.T, cpus int, name, pkg string, args ...string) string {
 	im := image(t)
 	bin := goTestBinary(t, pkg)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	res, err := vmboard.Run(ctx, im, vmboard.RunOptions{
+		CPUs:  cpus,
 		Tests: []vmboard.Test{{Name: name, Binary: bin, Args: append([]string{"-test.v", "-test.count=1"}, args...)}},
 	})
 	logRun(t, res)
@@ -150,6 +156,36 @@ func TestVMGPIOConformance(t *testing.T) {
 // facebook/time.
 func TestVMInBoardTests(t *testing.T) {
 	runInBoard(t, "boardtest", "./vmboard/boardtest")
+}
+
+// The induced-spike trace tests (issue 17) on the board kernel's tracefs
+// (CONFIG_FTRACE, the sched/irq tracepoints; the tracer mounts tracefs on
+// /sys/kernel/tracing, /init does not): a 5 ms SCHED_FIFO hog on the
+// receiver's CPU breaks a 1 ms bound, the snapshot holds it and the
+// summary names it, the JSON is trace-event format. Two CPUs: on one,
+// the hog would hold the sender off too and no spike could happen.
+// -spike-emulated: an attempt whose timing TCG spoiled (a vCPU late by
+// milliseconds) is repeated, up to 10; one must pass every check.
+func TestVMTraceSpike(t *testing.T) {
+	out := runInBoardCPUs(t, 2, "tracing", "./tracing", "-test.run", "^(TestSpikeSnapshotNamesHog|TestSnapshotResumesRecording)$", "-spike-emulated")
+	for _, want := range []string{"--- PASS: TestSpikeSnapshotNamesHog", "--- PASS: TestSnapshotResumesRecording"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("tracing tests in the board: no %q", want)
+		}
+	}
+}
+
+// The agent's trace-on-breach test (issue 17) in a 2-CPU board: the
+// breaching windows carry snapshots whose JSON is trace-event format
+// with scheduler slices. Under TCG the agent's messages are late by tens
+// of ms for the emulator's sake, so whether a snapshot names the hog is
+// only logged there, as on a loaded host; TestVMTraceSpike is the strict
+// check.
+func TestVMAgentTraceOnBreach(t *testing.T) {
+	out := runInBoardCPUs(t, 2, "agent", "./agent", "-test.run", "^TestTraceOnBreachNamesHog$")
+	if !strings.Contains(out, "--- PASS: TestTraceOnBreachNamesHog") {
+		t.Errorf("agent trace test in the board: no PASS line")
+	}
 }
 
 // hangWatcher cancels ctx when a console line contains marker.
@@ -333,4 +369,78 @@ func TestVMStdioChannel(t *testing.T) {
 		t.Fatalf("echoed %q, want %q", got, msg)
 	}
 	assertReaped(t, res)
+}
+
+// markerWatcher closes seen when a console line contains marker.
+type markerWatcher struct {
+	marker string
+	seen   chan struct{}
+	once   sync.Once
+}
+
+func (m *markerWatcher) Write(p []byte) (int, error) {
+	if strings.Contains(string(p), m.marker) {
+		m.once.Do(func() { close(m.seen) })
+	}
+	return len(p), nil
+}
+
+// SysRq 'c' on the serial console (BREAK then 'c') panics the board's
+// kernel: the board stops at once (panic=-1 and -no-reboot end QEMU),
+// and its console shows the sysrq and the panic.
+func TestVMSysRqCrashPanicsBoard(t *testing.T) {
+	im := image(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	w := &markerWatcher{marker: "hilrig-test: waiting for sysrq", seen: make(chan struct{})}
+	b, err := vmboard.Start(ctx, im, vmboard.RunOptions{
+		Tests:   []vmboard.Test{{Name: "idle", Command: "/bin/sh", Args: []string{"-c", "echo hilrig-test: waiting for sysrq; exec sleep 600"}}},
+		Console: w,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Wait is what follows the console (and feeds the watcher).
+	type waited struct {
+		res *vmboard.Result
+		err error
+	}
+	done := make(chan waited, 1)
+	go func() {
+		res, err := b.Wait()
+		done <- waited{res, err}
+	}()
+	select {
+	case <-w.seen:
+	case wt := <-done:
+		t.Fatalf("the board ended before its waiting line: %v", wt.err)
+	}
+	sent := time.Now()
+	if err := b.SysRq(ctx, 'c'); err != nil {
+		b.Kill()
+		<-done
+		t.Fatal(err)
+	}
+	wt := <-done
+	res, err := wt.res, wt.err
+	took := time.Since(sent)
+	t.Logf("QEMU ended %v after the sysrq; console:\n%s", took.Round(time.Millisecond), res.Console)
+	if !errors.Is(err, vmboard.ErrBoardCrashed) {
+		t.Fatalf("err = %v, want ErrBoardCrashed", err)
+	}
+	for _, want := range []string{"sysrq: Trigger a crash", "Kernel panic - not syncing: sysrq triggered crash"} {
+		if !strings.Contains(res.Console, want) {
+			t.Errorf("console lacks %q", want)
+		}
+	}
+	if res.Tests[0].Status != -1 {
+		t.Errorf("the idle test exited with %d: want it still running when the kernel panicked", res.Tests[0].Status)
+	}
+	if took > time.Minute {
+		t.Errorf("the board ran on %v after the sysrq", took)
+	}
+	assertReaped(t, res)
+	if err := b.SysRq(ctx, 'c'); !errors.Is(err, vmboard.ErrNotRunning) {
+		t.Errorf("SysRq after Wait: %v, want ErrNotRunning", err)
+	}
 }

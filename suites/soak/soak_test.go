@@ -15,7 +15,6 @@ import (
 	"github.com/hilrig/hilrig/report"
 	"github.com/hilrig/hilrig/report/soak"
 	"github.com/hilrig/hilrig/rig"
-	"github.com/hilrig/hilrig/rig/console"
 	"github.com/hilrig/hilrig/suites/internal/harness"
 	"github.com/hilrig/hilrig/suites/internal/soakrun"
 	"github.com/hilrig/hilrig/suites/internal/steps"
@@ -123,8 +122,8 @@ func runSoakOn(ctx context.Context, profile string, peer steps.Path) {
 
 	run := &soakrun.Runner{Name: "soak " + name, Window: plan.Window, Progress: plan.Progress, Until: until,
 		Checkpoint: cp, Out: progressOut(), Churn: plan.Churn, Restarter: feed, Finisher: feed, Controller: "controller",
-		HeapProfile: soakrun.HeapProfilePath(), Heartbeat: plan.Heartbeat, ConsoleTail: consoleTail(r),
-		ConsolePanic: consolePanic(r), Recoverer: feed, Recoveries: plan.Recoveries, Live: harness.Live(), Bounds: plan.Bounds}
+		HeapProfile: soakrun.HeapProfilePath(), Heartbeat: plan.Heartbeat, ConsoleTail: soakrun.ConsoleTail(r.Console, 40),
+		ConsolePanic: soakrun.ConsolePanic(r.Console), Recoverer: feed, Recoveries: plan.Recoveries, Live: harness.Live(), Bounds: plan.Bounds}
 	if prior != nil {
 		run.Prior = prior.Windows // a resumed soak's verdict so far covers its earlier windows too
 	}
@@ -164,39 +163,6 @@ func runSoakOn(ctx context.Context, profile string, peer steps.Path) {
 func openRig(ctx context.Context, tc *harness.TestContext, plan *soakrun.Plan) (*rig.Rig, error) {
 	return rig.Open(ctx, tc.Rack, &rig.Options{Logger: tc.Log, Binary: tc.Binary, MaxWindows: plan.RigMaxWindows(),
 		ConsoleDir: tc.RunDir})
-}
-
-// consoleTail is the last 40 console lines of a board with a captured
-// console ("" without one), for the verdict of a lost board.
-func consoleTail(r *rig.Rig) func(board string) string {
-	return func(board string) string {
-		c, ok := r.Console(board)
-		if !ok {
-			return ""
-		}
-		var b strings.Builder
-		for _, l := range c.Tail(40) {
-			b.WriteString(l.String() + "\n")
-		}
-		return b.String()
-	}
-}
-
-// consolePanic is the first panic or oops line of a board's captured
-// console after since ("" without one, or without capture).
-func consolePanic(r *rig.Rig) func(board string, since time.Time) string {
-	return func(board string, since time.Time) string {
-		c, ok := r.Console(board)
-		if !ok {
-			return ""
-		}
-		for _, l := range c.Flags() {
-			if (l.Flag == console.Panic || l.Flag == console.Oops) && l.Wall.After(since) {
-				return l.Text
-			}
-		}
-		return ""
-	}
 }
 
 // controllerRSS is the controller's RSS in the first and last window.

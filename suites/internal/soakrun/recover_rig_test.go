@@ -98,7 +98,9 @@ func runRigSoak(t *testing.T, power bool, budget int) (lg *soak.Log, cycles stri
 
 // soakWithHang runs a soak of length d of one shm flow (or, on vm
 // boards, udp) from → to on rack, calls hang on board to once 3 windows
-// are durable, and returns the checkpoint and Run's error.
+// are durable, and returns the checkpoint and Run's error. As in the
+// soak suite, a panic or oops on a captured console loses the board at
+// once (boards without a capture have none).
 func soakWithHang(t *testing.T, rack *fixtures.Rack, from, to string, d, heartbeat time.Duration, budget int,
 	hang func(r *rig.Rig, board string) error) (lg *soak.Log, took time.Duration, runErr error) {
 	t.Helper()
@@ -139,17 +141,7 @@ func soakWithHang(t *testing.T, rack *fixtures.Rack, from, to string, d, heartbe
 	stopped := false
 	run := &soakrun.Runner{Name: "rig recovery", Window: plan.Window, Drain: 100 * time.Millisecond, Progress: time.Hour, Until: until,
 		Checkpoint: cp, Heartbeat: heartbeat, Recoverer: feed, Finisher: feed, Recoveries: budget,
-		ConsoleTail: func(board string) string {
-			c, ok := r.Console(board)
-			if !ok {
-				return ""
-			}
-			var b strings.Builder
-			for _, l := range c.Tail(40) {
-				b.WriteString(l.String() + "\n")
-			}
-			return b.String()
-		},
+		ConsoleTail: soakrun.ConsoleTail(r.Console, 40), ConsolePanic: soakrun.ConsolePanic(r.Console),
 		OnWindow: func(w *soak.Window) {
 			if w.Index == 2 && !stopped {
 				stopped = true

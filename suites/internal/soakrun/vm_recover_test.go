@@ -16,7 +16,10 @@ import (
 )
 
 // vmRecoveryRack is two QEMU boards on one segment with a udp link;
-// board vm-b has the vm power driver and its console captured.
+// board vm-b has the vm power driver and its console captured. Its power
+// timeout covers a fresh QEMU's boot under TCG on two loaded cores: 8 s
+// was exceeded at load ≈17 (the cycle's 2 s of unanswered QMP, the kill,
+// the boot).
 func vmRecoveryRack(t *testing.T) *fixtures.Rack {
 	t.Helper()
 	y := fmt.Sprintf(`name: vmrec%d
@@ -27,7 +30,7 @@ boards:
   - name: vm-b
     reach: vm
     vm: {segment: s, ip: 10.233.9.2/24}
-    power: {driver: vm, timeout: 8s}
+    power: {driver: vm, timeout: 30s}
     console: {device: vm}
 links:
   - {name: a-b-udp, a: vm-a, b: vm-b, transport: udp, a_addr: 10.233.9.1, b_addr: 10.233.9.2}

@@ -62,7 +62,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var err error
 	switch args[0] {
 	case "agent":
-		err = agent.MainWith(ctx, args[1:], os.Stdin, stdout, stderr, agent.Options{Build: version(), Peers: peers})
+		out := stdout
+		if stdout == io.Writer(os.Stdout) {
+			// The process's own stdout: the peers' libraries print to it
+			// too (protocolStdout).
+			p, perr := protocolStdout()
+			if perr != nil {
+				err = perr
+				break
+			}
+			out = p
+		}
+		err = agent.MainWith(ctx, args[1:], os.Stdin, out, stderr, agent.Options{Build: version(), Peers: peers})
 	case "bench":
 		exe, xerr := os.Executable()
 		if xerr != nil {

@@ -16,6 +16,9 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == "agent" {
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}
+	if len(os.Args) > 1 && os.Args[1] == stdoutSplitArg {
+		os.Exit(stdoutSplitChild())
+	}
 	os.Exit(m.Run())
 }
 

@@ -23,6 +23,10 @@ func TestPinnedEndpointThreadEndsWithIt(t *testing.T) {
 		t.Skip("SCHED_FIFO and pinning need root")
 	}
 	cpu := 0
+	// Threads already there: an earlier test may have left one pinned
+	// where it cannot end (the main thread, which a locked goroutine
+	// cannot take down); only what this test's endpoints changed counts.
+	before := threadStates(t)
 	s := startSession(t, t.TempDir())
 	c := contract("rt/t")
 	s.send(agentproto.NewStart(agentproto.Start{Endpoint: "sub", Role: agentproto.Subscriber, Domain: "rtleak", Contract: c,
@@ -45,23 +49,21 @@ func TestPinnedEndpointThreadEndsWithIt(t *testing.T) {
 	// event to wait for: poll /proc, bounded.
 	var left []string
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if left = changedThreads(t); len(left) == 0 {
+		if left = changedThreads(t, before, strconv.Itoa(cpu)); len(left) == 0 {
 			return
 		}
 	}
 	t.Fatalf("threads still pinned or real-time after their endpoints ended: %v", left)
 }
 
-// changedThreads lists this process's threads that run SCHED_FIFO/RR or
-// on fewer CPUs than the process may use.
-func changedThreads(t *testing.T) []string {
+// threadStates maps this process's threads to "policy P cpus LIST".
+func threadStates(t *testing.T) map[string]string {
 	t.Helper()
-	all := cpusAllowed(t, "/proc/self/status")
 	ents, err := os.ReadDir("/proc/self/task")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []string
+	out := map[string]string{}
 	for _, e := range ents {
 		dir := "/proc/self/task/" + e.Name()
 		st, err := os.ReadFile(dir + "/stat")
@@ -74,9 +76,23 @@ func changedThreads(t *testing.T) []string {
 		if len(f) > 41-3 {
 			policy, _ = strconv.Atoi(f[41-3])
 		}
-		aff := cpusAllowed(t, dir+"/status")
-		if policy != 0 || aff != all {
-			out = append(out, "tid "+e.Name()+" policy "+strconv.Itoa(policy)+" cpus "+aff)
+		out[e.Name()] = "policy " + strconv.Itoa(policy) + " cpus " + cpusAllowed(t, dir+"/status")
+	}
+	return out
+}
+
+// changedThreads lists the threads that run SCHED_FIFO/RR, or are pinned
+// to the endpoints' CPU cpu, and were not so before (the states of
+// threadStates at the test's start).
+func changedThreads(t *testing.T, before map[string]string, cpu string) []string {
+	t.Helper()
+	var out []string
+	for tid, st := range threadStates(t) {
+		if st == before[tid] {
+			continue
+		}
+		if !strings.HasPrefix(st, "policy 0 ") || strings.HasSuffix(st, " cpus "+cpu) {
+			out = append(out, "tid "+tid+" "+st)
 		}
 	}
 	return out

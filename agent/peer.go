@@ -323,11 +323,16 @@ func (a *agent) peer(name string, net *agentproto.PeerNet) (Peer, error) {
 	if err != nil {
 		return nil, err
 	}
+	a.keepPeer(key, p)
+	return p, nil
+}
+
+// keepPeer makes p the agent's instance for key. Called with peersMu held.
+func (a *agent) keepPeer(key string, p Peer) {
 	if a.peers == nil {
 		a.peers = map[string]Peer{}
 	}
 	a.peers[key] = p
-	return p, nil
 }
 
 // PeerProcessWide is implemented by a peer whose instance is the
@@ -367,16 +372,9 @@ func (a *agent) coldPeer(name string, net *agentproto.PeerNet) (p Peer, cold boo
 	if !processWide(p) {
 		return p, true, nil
 	}
-	// A second handle on the process's runtime: the first one opened
-	// stays the agent's (it may own the RouDi it started), this one is
-	// dropped unclosed (closing it would end the runtime).
-	if q, ok := a.peers[key]; ok {
-		return q, false, nil
-	}
-	if a.peers == nil {
-		a.peers = map[string]Peer{}
-	}
-	a.peers[key] = p
+	// The process's runtime, opened here first: it becomes the agent's
+	// (it may own the RouDi it started), and later cold starts share it.
+	a.keepPeer(key, p)
 	return p, false, nil
 }
 

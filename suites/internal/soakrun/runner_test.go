@@ -396,6 +396,23 @@ func faultWindows(lg *soak.Log) []soak.Window {
 	return out
 }
 
+// deliveredAfter sums what every stream delivered in the windows after
+// window index: a recovered board's traffic resumed when it is > 0.
+func deliveredAfter(lg *soak.Log, index int) int64 {
+	var n int64
+	for _, w := range lg.Windows {
+		if w.Index <= index {
+			continue
+		}
+		for _, a := range w.Agents {
+			for _, s := range a.Streams {
+				n += s.Delivered
+			}
+		}
+	}
+	return n
+}
+
 // TestHungBoardIsRecoveredAsOneFaultWindow: with power control and
 // budget, a board that misses its heartbeats is recovered within the
 // heartbeat budget, the soak runs to its end, and the checkpoint holds
@@ -427,17 +444,7 @@ func TestHungBoardIsRecoveredAsOneFaultWindow(t *testing.T) {
 		t.Errorf("status board recoveries %d, want 1", got)
 	}
 	// Traffic resumed: a window after the fault window delivered.
-	var after int64
-	for _, w := range lg.Windows {
-		if w.Index > fw[0].Index {
-			for _, a := range w.Agents {
-				for _, s := range a.Streams {
-					after += s.Delivered
-				}
-			}
-		}
-	}
-	if after == 0 {
+	if deliveredAfter(lg, fw[0].Index) == 0 {
 		t.Errorf("nothing delivered after the fault window: the flows did not resume")
 	}
 	one := 1

@@ -74,17 +74,7 @@ func TestVMSoakRecoversFrozenBoard(t *testing.T) {
 		if f.Board != "vm-b" || !strings.Contains(f.Cause, "sent no agent window") || f.Console == "" {
 			t.Errorf("fault %+v: want vm-b, the heartbeat cause and its console tail", f)
 		}
-		var after int64
-		for _, w := range lg.Windows {
-			if w.Index > fw[0].Index {
-				for _, a := range w.Agents {
-					for _, s := range a.Streams {
-						after += s.Delivered
-					}
-				}
-			}
-		}
-		if after == 0 {
+		if deliveredAfter(lg, fw[0].Index) == 0 {
 			t.Error("nothing delivered after the fault window: vm-b's subscriber did not resume")
 		}
 	})
@@ -159,17 +149,7 @@ func TestVMSoakRecoversGuestPanic(t *testing.T) {
 		if pid := p.r.VMPID("vm-b"); pid == 0 || pid == p.pid {
 			t.Errorf("vm-b's QEMU after the recovery is pid %d (before: %d): want a new process booted by the vm driver", pid, p.pid)
 		}
-		var after int64
-		for _, w := range lg.Windows {
-			if w.Index > fw[0].Index {
-				for _, a := range w.Agents {
-					for _, s := range a.Streams {
-						after += s.Delivered
-					}
-				}
-			}
-		}
-		if after == 0 {
+		if deliveredAfter(lg, fw[0].Index) == 0 {
 			t.Error("nothing delivered after the fault window: vm-b's subscriber did not resume")
 		}
 	})

@@ -344,10 +344,21 @@ func (p *pinger) send(ctx context.Context, timeout time.Duration) error {
 			if err := p.awaitReply(ctx, seq, timeout); err != nil {
 				return err
 			}
+			if seq >= noReplyLimit && p.replied.Load() == 0 {
+				return fmt.Errorf("pinger: %w: none of the first %d pings was answered within %v each (is the echo running, and does its reply reach this board?)", ErrNoReply, seq, timeout)
+			}
 		}
 	}
 	return nil
 }
+
+// noReplyLimit is how many back-to-back pings may go unanswered before
+// the first reply: a ping-pong that never got one is a set-up fault (no
+// echo, a reply path that reaches nowhere), not a measurement of loss,
+// and ends within noReplyLimit reply timeouts (30 s by default) instead
+// of Count of them. Once a reply came, later losses (a link fault) are
+// counted, never fatal.
+const noReplyLimit = 15
 
 // awaitReply waits until ping seq is answered, timeout passes (nil: the
 // reply is lost unless it still arrives) or ctx ends (its cause).

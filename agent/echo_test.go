@@ -1,6 +1,7 @@
 package agent_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -213,5 +214,38 @@ func TestPinnedPinger(t *testing.T) {
 	s.expect(agentproto.KindBye)
 	if err := s.wait(); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestPingerWithoutEchoEndsBounded: with no echo, a pinger bound to many
+// pings does not wait out a reply timeout for each (CI: a ping-pong whose
+// replies could not come waited 2 s × 2000): after 15 unanswered pings and
+// no reply at all it ends with an error saying so, and what it sent stays
+// counted — sent and lost.
+func TestPingerWithoutEchoEndsBounded(t *testing.T) {
+	s := startSession(t, t.TempDir())
+	ping, reply := contract("rtt/lonely2"), contract("rtt/lonely2-r")
+	ping.Reliability = middleware.BestEffort
+	ps, _ := roundTripStarts(ping, reply, 100000, 0)
+	ps.Echo.ReplyTimeoutNs = int64(10 * time.Millisecond)
+	s.send(agentproto.NewStart(ps))
+	s.expect(agentproto.KindStarted)
+	var f *agentproto.Final
+	deadline := time.After(30 * time.Second)
+	for f == nil {
+		select {
+		case m := <-s.msgs:
+			if m.Kind == agentproto.KindFinal && m.Final.Endpoint == "ping" {
+				f = m.Final
+			}
+		case <-deadline:
+			t.Fatal("no final of the lonely pinger within 30 s")
+		}
+	}
+	if f.Reason != agentproto.EndError || !strings.Contains(f.Error, "none of the first 15 pings was answered") {
+		t.Errorf("final reason %s error %q, want an error: none of the first 15 pings was answered", f.Reason, f.Error)
+	}
+	if f.Sent != 15 || f.Lost != 15 || f.Received != 0 {
+		t.Errorf("final sent %d lost %d received %d, want 15 15 0", f.Sent, f.Lost, f.Received)
 	}
 }

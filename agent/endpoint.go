@@ -139,6 +139,10 @@ func (e *endpoint) run(parent context.Context) {
 	)
 	var coldPeer bool
 	if agentproto.IsPeer(mw) {
+		if err := awaitPeerLink(e.ctx, s.PeerNet); err != nil {
+			e.fail(agentproto.CodeStart, fmt.Errorf("board %q: peer %s: %w", e.a.opts.Board, mw, err))
+			return
+		}
 		var err error
 		if s.ColdPeer {
 			peer, coldPeer, err = e.a.coldPeer(mw, s.PeerNet)

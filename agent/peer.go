@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/netip"
 	"os"
 	"runtime"
 	"slices"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/hilrig/hilrig/agent/internal/sys"
 	"github.com/hilrig/hilrig/agentproto"
+	"github.com/hilrig/hilrig/internal/linkstate"
 	"github.com/hilrig/hilrig/middleware"
 )
 
@@ -304,6 +306,34 @@ func stampClockID(stamp string) int32 {
 		return sys.ClockMonotonic
 	}
 	return sys.ClockRealtime
+}
+
+// peerLinkWait bounds how long a peer's start waits for the interface of
+// its PeerNet.Address to run. A variable for the tests only.
+var peerLinkWait = 10 * time.Second
+
+// awaitPeerLink returns once net's address (if any) is on an interface of
+// this board that is up and running, or an error after peerLinkWait naming
+// the address, the interface and its state. A DDS started earlier does
+// not fail: Fast DDS drops an interface that is not running from its
+// allow-list ("All whitelist interfaces were filtered out") and runs with
+// no network, so its endpoints match nothing and a ping-pong waits for
+// replies that cannot come (CI: TestDDSConfinementVeth, right after the
+// veth came up). Blocks; honours ctx.
+func awaitPeerLink(ctx context.Context, net *agentproto.PeerNet) error {
+	if net == nil || net.Address == "" {
+		return nil
+	}
+	addr, err := netip.ParseAddr(net.Address)
+	if err != nil {
+		return fmt.Errorf("peer_net.address %q: %w", net.Address, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, peerLinkWait)
+	defer cancel()
+	if _, err := linkstate.AwaitAddr(ctx, addr); err != nil {
+		return fmt.Errorf("peer_net.address: %w", err)
+	}
+	return nil
 }
 
 // ErrNoPeer: the agent was not built with the peer an endpoint asked for.

@@ -5,7 +5,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/hilrig/hilrig/agent"
 	"github.com/hilrig/hilrig/agentproto"
 	"github.com/hilrig/hilrig/middleware"
 )
@@ -56,4 +58,28 @@ func TestPeerColdParticipant(t *testing.T) {
 			t.Errorf("hilrig with cold_peer: %+v, want an invalid-start error naming cold_peer", e)
 		}
 	})
+}
+
+// TestPeerLinkNotRunning: a peer start whose peer_net address is on no
+// running interface of the board fails within the link wait with an error
+// naming the board, the peer and the address — before, the peer was
+// opened anyway (Fast DDS then filters the interface out and runs with no
+// network) and a ping-pong waited for replies that could not come.
+func TestPeerLinkNotRunning(t *testing.T) {
+	old := *agent.PeerLinkWait
+	*agent.PeerLinkWait = 200 * time.Millisecond
+	t.Cleanup(func() { *agent.PeerLinkWait = old })
+	s := startPeerSession(t, t.TempDir())
+	c := confContract("cyclonedds", "conf/link/"+strconv.Itoa(os.Getpid()), middleware.Reliable, 32)
+	s.send(agentproto.NewStart(agentproto.Start{Endpoint: "x", Role: agentproto.Subscriber, Middleware: "cyclonedds", Domain: "conf", Contract: c,
+		PeerNet: &agentproto.PeerNet{Address: "192.0.2.1", Peers: []string{"192.0.2.2"}}}))
+	e := s.expect(agentproto.KindError).Error
+	for _, want := range []string{`board "conf"`, "peer cyclonedds", "peer_net.address", "192.0.2.1 is on no interface"} {
+		if !strings.Contains(e.Message, want) {
+			t.Errorf("error %q does not say %q", e.Message, want)
+		}
+	}
+	if e.Code != agentproto.CodeStart {
+		t.Errorf("code %s, want %s", e.Code, agentproto.CodeStart)
+	}
 }

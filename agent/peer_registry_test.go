@@ -11,6 +11,9 @@ var testPeers = map[string]PeerOpener{}
 // TestPeers exports testPeers to the external tests (conformance_test.go).
 var TestPeers = testPeers
 
+// PeerLinkWait lets the external tests shorten peerLinkWait.
+var PeerLinkWait = &peerLinkWait
+
 // peerSetups run before the tests and return their teardown (a RouDi for
 // iceoryx).
 var peerSetups []func() (func(), error)

@@ -17,6 +17,9 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
+
+	"github.com/hilrig/hilrig/internal/linkstate"
 )
 
 // ErrUnavailable is returned by Available and New when namespaces cannot be
@@ -128,8 +131,9 @@ type PairOptions struct {
 }
 
 // NewPair creates two namespaces joined by a veth pair, addresses from
-// 10.233.0.0/16 (only ever inside the namespaces), links up. Close removes
-// everything.
+// 10.233.0.0/16 (only ever inside the namespaces), links up and running
+// (it waits for the kernel to mark both ends running, up to 10 s). Close
+// removes everything.
 func NewPair(ctx context.Context, opts *PairOptions) (*Pair, error) {
 	if opts == nil {
 		opts = &PairOptions{}
@@ -181,10 +185,38 @@ func NewPair(ctx context.Context, opts *PairOptions) (*Pair, error) {
 			return nil, err
 		}
 	}
+	if err := p.awaitRunning(ctx); err != nil {
+		_ = p.Close()
+		return nil, err
+	}
 	return p, nil
 }
 
+// linkWait bounds how long a veth end brought up may take to run.
+const linkWait = 10 * time.Second
+
+// awaitRunning returns when both veth ends are up and running: `ip link
+// set up` returns before the kernel marks a link running, and programs
+// that skip interfaces not running (Fast DDS) would start without it.
+func (p *Pair) awaitRunning(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, linkWait)
+	defer cancel()
+	for _, end := range []struct {
+		ns    *NS
+		iface string
+	}{{p.A, p.AIface}, {p.B, p.BIface}} {
+		if err := end.ns.Do(func() error {
+			_, err := linkstate.AwaitName(ctx, end.iface)
+			return err
+		}); err != nil {
+			return fmt.Errorf("netns %s: %w", end.ns.Name, err)
+		}
+	}
+	return nil
+}
+
 // SetLink brings the veth link up or down on both ends (link-loss faults).
+// Up returns once both ends run (carry traffic), or an error after 10 s.
 func (p *Pair) SetLink(ctx context.Context, up bool) error {
 	state := "down"
 	if up {
@@ -193,7 +225,13 @@ func (p *Pair) SetLink(ctx context.Context, up bool) error {
 	if err := ip(ctx, "-n", p.A.Name, "link", "set", p.AIface, state); err != nil {
 		return err
 	}
-	return ip(ctx, "-n", p.B.Name, "link", "set", p.BIface, state)
+	if err := ip(ctx, "-n", p.B.Name, "link", "set", p.BIface, state); err != nil {
+		return err
+	}
+	if !up {
+		return nil
+	}
+	return p.awaitRunning(ctx)
 }
 
 // Close deletes both namespaces (the veth goes with them). Idempotent.

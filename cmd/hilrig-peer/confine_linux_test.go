@@ -69,7 +69,7 @@ func TestDDSConfinement(t *testing.T) {
 						got = append(got, pn)
 					}
 				}}
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			res, err := peerbench.RunCase(ctx, o, mw, peerbench.Class(mw), 256)
 			if err != nil {
@@ -160,7 +160,7 @@ func TestDDSConfinementVeth(t *testing.T) {
 						got = append(got, pn)
 					}
 				}}
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			res, err := peerbench.RunCase(ctx, o, mw, peerbench.Class(mw), 256)
 			if err != nil {

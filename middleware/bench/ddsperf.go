@@ -313,8 +313,11 @@ func DDSPerf(ctx context.Context, c DDSPerfConfig) (*DDSPerfReport, error) {
 			n = max(n/20, 200)
 		}
 		// ddsperf's ping/pong sleeps in a listener: compare with hilrig's
-		// sleeping (futex) receiver, not its spinning one.
-		pr, err := PingPong(ctx, PingPongConfig{Transport: TUDP, Wait: "futex", Sizes: []int{size}, RoundTrips: n,
+		// sleeping (futex) receiver, not its spinning one. ddsperf is
+		// reliable unless -u, so hilrig is too (like for like; before
+		// issue 16 this ran best effort, which spared hilrig the
+		// acknowledgements ddsperf sends).
+		pr, err := PingPong(ctx, PingPongConfig{Transport: TUDP, Wait: "futex", Reliable: true, Sizes: []int{size}, RoundTrips: n,
 			Warmup: min(n/10, 1000), Pin: c.Pin, PingCPU: ping, PongCPU: pong, Launcher: c.Launcher})
 		if err != nil {
 			return nil, err

@@ -23,3 +23,12 @@ type Conn interface {
 	// Close closes the socket and unblocks ReadFrom. Idempotent.
 	Close() error
 }
+
+// vecWriter is a Conn that sends one datagram from two buffers without
+// joining them (*Socket: sendmsg with two iovecs). The Sender sends DATA
+// fragments through it straight from its history, saving a copy of every
+// payload byte (docs/udp.md, "Sockets").
+type vecWriter interface {
+	// WriteTo2 sends the datagram hdr ++ body to `to`; as WriteTo. 0 allocs.
+	WriteTo2(hdr, body []byte, to netip.AddrPort) error
+}

@@ -47,6 +47,7 @@ type FaultStats struct {
 // path. Safe for concurrent use.
 type FaultConn struct {
 	Conn
+	dc      directConn // Conn's direct read, nil if none
 	mu      sync.Mutex
 	cfg     FaultConfig
 	rng     *rand.Rand
@@ -62,7 +63,29 @@ var _ Conn = (*FaultConn)(nil)
 
 // NewFaultConn wraps c. Faults are enabled.
 func NewFaultConn(c Conn, cfg FaultConfig) *FaultConn {
-	return &FaultConn{Conn: c, cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)), on: true}
+	f := &FaultConn{Conn: c, cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)), on: true}
+	f.dc, _ = c.(directConn)
+	return f
+}
+
+// ReadDirect is the underlying Conn's direct read (reads are never
+// faulted), so a Sender or Receiver on a FaultConn reads the way it does
+// in production. Only used when the underlying Conn has one (asDirect).
+func (f *FaultConn) ReadDirect(b []byte, wait time.Duration) (int, netip.AddrPort, int64, error) {
+	return f.dc.ReadDirect(b, wait)
+}
+
+// asDirect returns c's direct read, or nil when c has none (a FaultConn
+// over a Conn without one included).
+func asDirect(c Conn) directConn {
+	if f, ok := c.(*FaultConn); ok {
+		if f.dc == nil {
+			return nil
+		}
+		return f
+	}
+	d, _ := c.(directConn)
+	return d
 }
 
 // SetEnabled turns fault injection on or off (a held datagram is flushed

@@ -218,6 +218,7 @@ type stream struct {
 	lastNack   int64
 	pendLost   uint64 // lost seqs to report on the next delivery
 	unacked    int    // reliable: deliveries since the last ACKNACK
+	ackDue     bool   // reliable: an acknowledgement waits for flushAcks
 	created    int64
 	delivered  uint64
 	// hbAt is when the stream's latest heartbeat arrived (-1 none) and
@@ -277,6 +278,10 @@ type Receiver struct {
 	touched  atomic.Int64 // r.now() when a consumer last released mu
 	nextTick int64
 	deadline int64 // the read deadline the goroutine last set (0: unknown)
+	// acksDue (mu) says some stream's ackDue is set; ackHint mirrors it
+	// for Next, which checks it after a delivery without the lock.
+	acksDue bool
+	ackHint atomic.Bool
 
 	// receive state (guarded by mu)
 	streams   []stream
@@ -321,7 +326,7 @@ func newReceiver(conn Conn, cfg ReceiverConfig, start bool) (*Receiver, error) {
 	slotBytes := max(c.MaxPayload, 1)
 	n := min(max(c.ReassemblyBytes/slotBytes, 2), 4096)
 	r := &Receiver{cfg: c, conn: conn, base: time.Now(), done: make(chan struct{}), intr: make(chan struct{})}
-	r.dc, _ = conn.(directConn)
+	r.dc = asDirect(conn)
 	r.touched.Store(-int64(consumerLease))
 	r.nextTick = int64(c.Tick)
 	r.slots = make([]slot, n)
@@ -397,6 +402,7 @@ func (r *Receiver) Next(ctx context.Context, fn func(*Delivery)) error {
 		select {
 		case idx := <-r.ready:
 			r.deliver(idx, fn)
+			r.flushAcksAfterDelivery()
 			return nil
 		default:
 		}
@@ -436,6 +442,7 @@ func (r *Receiver) TryNext(fn func(*Delivery)) bool {
 	select {
 	case idx := <-r.ready:
 		r.deliver(idx, fn)
+		r.flushAcksAfterDelivery()
 		return true
 	default:
 		return false
@@ -485,6 +492,7 @@ func (r *Receiver) readLocked(ctx context.Context, block bool) error {
 			return err
 		}
 		now := r.now()
+		r.flushAcks(now)
 		var wait time.Duration
 		if block {
 			until := now + int64(maxSleep)
@@ -515,6 +523,7 @@ func (r *Receiver) readLocked(ctx context.Context, block bool) error {
 // the node's (Announcer), not the receiver's.
 func (r *Receiver) timers(now int64) {
 	if now >= r.nextTick {
+		r.flushAcks(now)
 		r.tick(now)
 		r.nextTick = now + int64(r.cfg.Tick)
 	}
@@ -646,6 +655,8 @@ func (r *Receiver) serve() bool {
 	} else {
 		r.handle(r.rbuf[:n], from, rx, now)
 	}
+	// No consumer reads: acknowledge at once.
+	r.flushAcks(now)
 	r.timers(now)
 	return false
 }
@@ -842,6 +853,7 @@ func (r *Receiver) stream(epoch uint32, from netip.AddrPort, seq uint64, now int
 		st.next = 1
 	}
 	st.high, st.hbFirst, st.hbLast, st.hbLastAt, st.gapSince, st.lastNack, st.pendLost, st.unacked = 0, 0, 0, now, -1, 0, 0, 0
+	st.ackDue = false
 	st.created, st.delivered = now, 0
 	st.hbAt, st.hbGap = -1, 0
 	st.confirmed, st.token, st.chalAt, st.held, st.rw = false, 0, -1, 0, replayWindow{}
@@ -1263,10 +1275,45 @@ func (r *Receiver) drain(si int) {
 		st.delivered++
 	}
 	// Acknowledge every half window so the publisher's send window keeps
-	// moving between heartbeats.
+	// moving between heartbeats: after the delivery's callback when a
+	// consumer reads (flushAcks), so the acknowledgement's send is not on
+	// the message's way to the callback — in a ping-pong it then leaves
+	// while the reply wakes the other side, and is there when that side
+	// sends next.
 	if r.cfg.Reliable && st.unacked >= max(r.cfg.Depth/2, 1) {
-		r.sendAckNack(si, r.now(), false)
+		st.ackDue, r.acksDue = true, true
+		r.ackHint.Store(true)
 	}
+}
+
+// flushAcks sends the acknowledgements drain deferred (mu held).
+func (r *Receiver) flushAcks(now int64) {
+	if !r.acksDue {
+		return
+	}
+	r.acksDue = false
+	r.ackHint.Store(false)
+	for si := range r.streams {
+		st := &r.streams[si]
+		if !st.ackDue {
+			continue
+		}
+		st.ackDue = false
+		if st.used && st.unacked > 0 { // a heartbeat's answer may have acknowledged it
+			r.sendAckNack(si, now, false)
+		}
+	}
+}
+
+// flushAcksAfterDelivery sends deferred acknowledgements once a consumer's
+// callback returned, if the socket is free (else whoever holds it, or the
+// consumer's next read, sends them).
+func (r *Receiver) flushAcksAfterDelivery() {
+	if !r.ackHint.Load() || !r.mu.TryLock() {
+		return
+	}
+	r.flushAcks(r.now())
+	r.mu.Unlock()
 }
 
 // heartbeat applies a publisher's history range and answers it (reliable).

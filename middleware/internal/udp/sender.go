@@ -168,6 +168,10 @@ type SenderStats struct {
 	// Unauthenticated counts datagrams dropped for a missing or bad tag;
 	// Replayed ACKNACKs whose counter the subscriber used before.
 	Unauthenticated, Replayed uint64
+	// AcksInline counts the ACKNACKs a sender read itself, on its own
+	// thread, while it waited for the window (reliable); the others woke
+	// the control goroutine.
+	AcksInline uint64
 }
 
 type histEntry struct {
@@ -227,6 +231,36 @@ type Sender struct {
 	vmac   *mac // verifies ACKNACKs (nil: unauthenticated domain)
 	echoAt [echoSlots]int64
 
+	// Inline reads (reliable, and a Conn with ReadDirect): Send and Loan
+	// read the ACKNACKs they wait for on the caller's thread, and the
+	// control goroutine leaves the socket alone while they do (see
+	// docs/udp.md, "Receive path"). Reading them in the goroutine cost a
+	// second thread wake-up per message: the ACKNACK woke it, then it
+	// woke the sender. dc is nil otherwise.
+	dc directConn
+	// vw sends DATA fragments without copying their payload (a Conn that
+	// can, in an unauthenticated domain); nil: marshal into scratch.
+	vw vecWriter
+	// rmu is held by whoever reads the socket: the goroutine (ReadFrom)
+	// or a sender (ReadDirect). Lock order rmu, then mu: nobody acquires
+	// rmu holding mu (a sender releases mu first, see readInline), and
+	// the goroutine takes mu only after releasing rmu.
+	rmu sync.Mutex
+	// want: a sender waits for rmu (the goroutine must let go); inRead:
+	// a sender holds or wants rmu; touched: ns since base when a sender
+	// last read. All three are read by the goroutine without a lock;
+	// sequentially consistent atomics, so the goroutine's "set deadline,
+	// then check want" and the sender's "set want, then move the
+	// deadline" cannot both miss (the receiver's hand-over protocol).
+	want    atomic.Bool
+	inRead  atomic.Bool
+	touched atomic.Int64
+	// The sender's own read state: used only by the caller of
+	// Send/Loan, which the middleware serialises.
+	ibuf  []byte
+	ian   AckNack
+	ivmac *mac
+
 	mac   *mac // seals what the sender sends (guarded by mu)
 	tseed maphash.Seed
 
@@ -251,7 +285,7 @@ type Sender struct {
 	st struct {
 		published, datagrams, bytes, batches, batched, retrans, nacks, acks, hbs,
 		blocked, timeouts, dropped, live, malformed, unknownSource, stale, werr,
-		unproven, echoes, echoLimited, unauth, replayed atomic.Uint64
+		unproven, echoes, echoLimited, unauth, replayed, acksInline atomic.Uint64
 	}
 }
 
@@ -278,6 +312,13 @@ func NewSender(conn Conn, cfg SenderConfig) (*Sender, error) {
 		}
 	}
 	s.rbuf = make([]byte, MaxDatagram+1)
+	s.vw, _ = conn.(vecWriter) // a FaultConn has none: it needs the whole datagram
+	if dc := asDirect(conn); dc != nil && c.Reliable {
+		s.dc = dc
+		s.ibuf = make([]byte, MaxDatagram+1)
+		s.ivmac = c.Key.newMAC(0)
+		s.touched.Store(-int64(senderLease))
+	}
 	if c.PaceRate > 0 {
 		s.tokens = int64(c.PaceBurst)
 		s.paceSlack = max(c.PaceRate/5000, int64(DataHeaderLen+c.FragSize)) // 200 µs of traffic, ≥ 1 datagram
@@ -324,7 +365,7 @@ func (s *Sender) Stats() SenderStats {
 		LiveSubs: t.live.Load(), Malformed: t.malformed.Load(), UnknownSource: t.unknownSource.Load(),
 		StaleEpoch: t.stale.Load(), WriteErrors: t.werr.Load(), Paced: time.Duration(s.paced.Load()),
 		Unproven: t.unproven.Load(), Echoes: t.echoes.Load(), EchoLimited: t.echoLimited.Load(),
-		Unauthenticated: t.unauth.Load(), Replayed: t.replayed.Load(),
+		Unauthenticated: t.unauth.Load(), Replayed: t.replayed.Load(), AcksInline: t.acksInline.Load(),
 	}
 }
 
@@ -415,7 +456,23 @@ func (s *Sender) Send(payload []byte) error {
 func (s *Sender) slotFor(seq uint64) (*histEntry, error) {
 	h := &s.hist[(seq-1)%uint64(len(s.hist))]
 	if s.cfg.Reliable && seq > uint64(len(s.hist)) {
-		if err := s.waitWindow(seq - uint64(len(s.hist))); err != nil {
+		need := seq - uint64(len(s.hist))
+		if s.dc != nil {
+			// Read what the subscribers sent when the window is shut
+			// (the acknowledgement is usually queued already) or when
+			// the socket was not read for inlineEvery (NACKs wait no
+			// longer than that while the window stays open).
+			now := s.now()
+			if s.minAck(now) < need || now-s.touched.Load() >= int64(inlineEvery) {
+				s.mu.Unlock()
+				s.readInline(0, need)
+				s.mu.Lock()
+				if s.closed {
+					return nil, ErrClosed
+				}
+			}
+		}
+		if err := s.waitWindow(need); err != nil {
 			return nil, err
 		}
 	}
@@ -445,6 +502,18 @@ func (s *Sender) waitWindow(seq uint64) error {
 			s.st.blocked.Add(uint64(now - start))
 			s.st.timeouts.Add(1)
 			return ErrTimeout
+		}
+		if s.dc != nil {
+			// Wait in the socket on this thread: the acknowledgement
+			// wakes the sender itself.
+			wait := min(time.Duration(start+int64(s.cfg.SendTimeout)-now), maxSleep)
+			s.mu.Unlock()
+			s.readInline(wait, seq)
+			s.mu.Lock()
+			if s.closed {
+				return ErrClosed
+			}
+			continue
 		}
 		s.mu.Unlock()
 		select {
@@ -492,6 +561,33 @@ func (s *Sender) write(b []byte, to netip.AddrPort) {
 	}
 	s.st.datagrams.Add(1)
 	s.st.bytes.Add(uint64(len(b)))
+}
+
+// writeVec sends hdr ++ body (through vw) to `to`, or to every
+// destination when `to` is not valid (mu held).
+func (s *Sender) writeVec(hdr, body []byte, to netip.AddrPort) {
+	if to.IsValid() {
+		s.writeVecTo(hdr, body, to)
+		return
+	}
+	for _, p := range s.dests {
+		s.writeVecTo(hdr, body, p)
+	}
+	for i := range s.learned {
+		s.writeVecTo(hdr, body, s.learned[i].addr)
+	}
+}
+
+// writeVecTo is write for a datagram in two parts.
+func (s *Sender) writeVecTo(hdr, body []byte, to netip.AddrPort) {
+	if err := s.vw.WriteTo2(hdr, body, to); err != nil {
+		if n := s.st.werr.Add(1); n == 1 || n%10000 == 0 {
+			s.cfg.Logger.Warn("udp: send failed", "peer", to, "bytes", len(hdr)+len(body), "errors", n, "err", err)
+		}
+		return
+	}
+	s.st.datagrams.Add(1)
+	s.st.bytes.Add(uint64(len(hdr) + len(body)))
 }
 
 // writeAll sends b to every static and learned destination (mu held).
@@ -559,6 +655,23 @@ func (s *Sender) sendMessage(h *histEntry, first, count uint32, retrans bool, to
 		off := int(f) * fs
 		d.FragIndex = f
 		d.Payload = h.buf[off:min(off+fs, h.n)]
+		if s.vw != nil && s.mac == nil && len(d.Payload) > 0 {
+			// Header in scratch, payload straight from the history.
+			m, err := d.MarshalHeaderTo(s.scratch)
+			if err != nil {
+				continue
+			}
+			if s.cfg.PaceRate > 0 {
+				nd := 1
+				if !to.IsValid() {
+					nd = len(s.dests) + len(s.learned)
+				}
+				s.pace(int64(m * nd))
+			}
+			s.writeVec(s.scratch[:DataHeaderLen], d.Payload, to)
+			sent++
+			continue
+		}
 		m, err := d.MarshalBinaryTo(s.scratch)
 		if err == nil {
 			m, err = s.seal(s.scratch, m)
@@ -767,6 +880,7 @@ func (s *Sender) Close() error {
 func (s *Sender) loop() {
 	defer s.wg.Done()
 	nextHB := s.now()
+	var sleep *time.Timer
 	for {
 		now := s.now()
 		s.mu.Lock()
@@ -776,10 +890,48 @@ func (s *Sender) loop() {
 			s.pruneLearnedLocked(now)
 			nextHB = now + int64(s.cfg.HeartbeatPeriod)
 		}
-		_ = s.conn.SetReadDeadline(s.base.Add(time.Duration(nextHB)))
+		if s.dc == nil {
+			_ = s.conn.SetReadDeadline(s.base.Add(time.Duration(nextHB)))
+		}
 		s.mu.Unlock()
+		if s.dc != nil {
+			if active, d := s.senderActive(now); active {
+				// A sender reads the socket: come back for the next
+				// heartbeat, or when its lease ends.
+				d = max(min(d, time.Duration(nextHB-now)), time.Millisecond)
+				if sleep == nil {
+					sleep = time.NewTimer(d)
+				} else {
+					sleep.Reset(d)
+				}
+				select {
+				case <-s.done:
+					sleep.Stop()
+					return
+				case <-sleep.C:
+				}
+				continue
+			}
+			if !s.rmu.TryLock() {
+				continue // a sender just took it; senderActive now says so
+			}
+			if active, _ := s.senderActive(s.now()); active {
+				s.rmu.Unlock()
+				continue
+			}
+			_ = s.conn.SetReadDeadline(s.base.Add(time.Duration(nextHB)))
+			// A sender that arrives from here on sets want and then
+			// pushes the deadline into the past, ending the read below.
+			if s.want.Load() {
+				s.rmu.Unlock()
+				continue
+			}
+		}
 		listen := s.now()
 		n, from, _, err := s.conn.ReadFrom(s.rbuf)
+		if s.dc != nil {
+			s.rmu.Unlock() // rbuf and an are the goroutine's own
+		}
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			s.mu.Lock()
 			s.heardUpTo = max(s.heardUpTo, listen)
@@ -801,6 +953,80 @@ func (s *Sender) loop() {
 		}
 		s.control(s.rbuf[:n], from)
 	}
+}
+
+// senderLease is how long after a sender's last inline read the control
+// goroutine leaves the socket alone; inlineEvery is how often a sender
+// whose window is open reads anyway (so NACKs are answered while it
+// sends); inlineMax bounds the datagrams one inline read takes.
+const (
+	senderLease = 5 * time.Millisecond
+	inlineEvery = time.Millisecond
+	inlineMax   = 64
+)
+
+// senderActive reports whether a sender reads the socket now or did
+// within senderLease, and if so for how much longer.
+func (s *Sender) senderActive(now int64) (bool, time.Duration) {
+	if s.want.Load() || s.inRead.Load() {
+		return true, senderLease
+	}
+	if left := s.touched.Load() + int64(senderLease) - now; left > 0 {
+		return true, time.Duration(left)
+	}
+	return false, 0
+}
+
+// readInline reads the socket on the caller's thread (mu not held): up to
+// wait for a first datagram, then whatever is queued, until the window
+// admits need (every live subscriber acknowledged it) or the socket is
+// empty. Each ACKNACK is applied under mu as the goroutine would. An
+// empty socket advances heardUpTo, so a dead subscriber is still found
+// while the sender waits. Blocks up to wait; Close ends it at once.
+func (s *Sender) readInline(wait time.Duration, need uint64) {
+	s.inRead.Store(true)
+	if !s.rmu.TryLock() {
+		// The goroutine is in ReadFrom: make it let go. Only on a
+		// hand-over, never per message.
+		s.want.Store(true)
+		_ = s.conn.SetReadDeadline(time.Unix(1, 0))
+		s.rmu.Lock()
+		s.want.Store(false)
+	}
+	for range inlineMax {
+		listen := s.now()
+		n, from, _, err := s.dc.ReadDirect(s.ibuf, wait)
+		if err != nil {
+			if err == errWouldBlock {
+				s.mu.Lock()
+				s.heardUpTo = max(s.heardUpTo, listen)
+				s.mu.Unlock()
+			} else if !errors.Is(err, net.ErrClosed) {
+				s.cfg.Logger.Warn("udp: receive error", "local", s.conn.LocalAddr(), "err", err)
+			}
+			break
+		}
+		wait = 0 // then only what is already queued
+		ctr, ok := s.parseControl(s.ibuf[:n], from, &s.ian, s.ivmac)
+		if !ok {
+			continue
+		}
+		s.st.acksInline.Add(1)
+		now := s.now()
+		s.mu.Lock()
+		open := s.closed
+		if !s.closed {
+			s.applyControl(&s.ian, from, ctr, now)
+			open = s.minAck(now) >= need
+		}
+		s.mu.Unlock()
+		if open {
+			break
+		}
+	}
+	s.touched.Store(s.now())
+	s.rmu.Unlock()
+	s.inRead.Store(false)
 }
 
 // batchLoop flushes a batch BatchDelay after its first message.
@@ -838,42 +1064,9 @@ func (s *Sender) allowed(from netip.AddrPort) bool {
 
 // control handles one datagram on the publisher's socket.
 func (s *Sender) control(b []byte, from netip.AddrPort) {
-	if !s.allowed(from) {
-		s.st.unknownSource.Add(1)
+	ctr, ok := s.parseControl(b, from, &s.an, s.vmac)
+	if !ok {
 		return
-	}
-	c, err := Parse(b)
-	if err != nil {
-		s.st.malformed.Add(1)
-		return
-	}
-	if c.Kind != KindAckNack {
-		return // our own multicast looped back, or an announce
-	}
-	var ctr uint64
-	if s.vmac != nil || c.Auth {
-		ok := false
-		if s.vmac != nil && c.Auth {
-			ctr, ok = s.vmac.verify(b)
-		}
-		if !ok {
-			s.st.unauth.Add(1)
-			return
-		}
-		b = c.body(b)
-	}
-	if c.TopicID != s.cfg.TopicID || c.Epoch != s.cfg.Epoch {
-		s.st.stale.Add(1)
-		return
-	}
-	a := &s.an
-	if err := a.decode(c, b); err != nil {
-		s.st.malformed.Add(1)
-		return
-	}
-	s.st.acks.Add(1)
-	if a.N > 0 {
-		s.st.nacks.Add(1)
 	}
 	now := s.now()
 	s.mu.Lock()
@@ -881,6 +1074,55 @@ func (s *Sender) control(b []byte, from netip.AddrPort) {
 	if s.closed {
 		return
 	}
+	s.applyControl(&s.an, from, ctr, now)
+}
+
+// parseControl validates datagram b from `from` and decodes it into a
+// (verifying it with vmac in a keyed domain). false: not an ACKNACK of
+// this topic and epoch (counted). Touches no state guarded by mu; a and
+// vmac belong to the caller's reader (the goroutine's or the sender's).
+func (s *Sender) parseControl(b []byte, from netip.AddrPort, a *AckNack, vmac *mac) (ctr uint64, ok bool) {
+	if !s.allowed(from) {
+		s.st.unknownSource.Add(1)
+		return 0, false
+	}
+	c, err := Parse(b)
+	if err != nil {
+		s.st.malformed.Add(1)
+		return 0, false
+	}
+	if c.Kind != KindAckNack {
+		return 0, false // our own multicast looped back, or an announce
+	}
+	if vmac != nil || c.Auth {
+		ok := false
+		if vmac != nil && c.Auth {
+			ctr, ok = vmac.verify(b)
+		}
+		if !ok {
+			s.st.unauth.Add(1)
+			return 0, false
+		}
+		b = c.body(b)
+	}
+	if c.TopicID != s.cfg.TopicID || c.Epoch != s.cfg.Epoch {
+		s.st.stale.Add(1)
+		return 0, false
+	}
+	if err := a.decode(c, b); err != nil {
+		s.st.malformed.Add(1)
+		return 0, false
+	}
+	s.st.acks.Add(1)
+	if a.N > 0 {
+		s.st.nacks.Add(1)
+	}
+	return ctr, true
+}
+
+// applyControl acts on a decoded ACKNACK (mu held): echo, window,
+// retransmissions.
+func (s *Sender) applyControl(a *AckNack, from netip.AddrPort, ctr uint64, now int64) {
 	proven := s.isStatic(from) || a.Token == s.token(from)
 	if a.Challenge || !proven {
 		s.echo(a, from, now)

@@ -52,9 +52,11 @@ type SocketConfig struct {
 // thread parked in epoll_wait on every datagram received and on every send
 // (write-space edge), even when no goroutine waits on it. On this VM each of
 // those wake-ups costs as much as the message itself. All I/O is raw
-// syscalls on a non-blocking descriptor; blocking waits are ppoll on the
-// caller's thread, with an eventfd that Close (and a moved read deadline)
-// signals.
+// syscalls. The descriptor blocks, with a receive timeout (rcvSlice), but
+// every call passes MSG_DONTWAIT except ReadDirect's blocking recvmsg;
+// the other blocking waits are ppoll on the caller's thread, with an
+// eventfd that Close (and a moved read deadline) signals. Close also
+// shuts the socket down, which wakes a blocking recvmsg.
 type Socket struct {
 	fd    int
 	cfd   int // eventfd, written once by Close: wakes every waiter for good
@@ -151,8 +153,24 @@ func Open(cfg SocketConfig) (*Socket, error) {
 		return nil, fmt.Errorf("udp: socket %s: eventfd: %w", s.local, err)
 	}
 	s.d.fds[1] = unix.PollFd{Fd: int32(s.cfd), Events: unix.POLLIN}
+	// The descriptor blocks (every other call passes MSG_DONTWAIT), with
+	// a receive timeout, so ReadDirect's blocking read is one recvmsg.
+	tv := unix.NsecToTimeval(int64(rcvSlice))
+	if err = errors.Join(unix.SetNonblock(s.fd, false), unix.SetsockoptTimeval(s.fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)); err != nil {
+		for _, fd := range []int{s.fd, s.cfd, s.kfd} {
+			unix.Close(fd)
+		}
+		return nil, fmt.Errorf("udp: socket %s: blocking receive: %w", s.local, err)
+	}
 	return s, nil
 }
+
+// rcvSlice is the socket's receive timeout (SO_RCVTIMEO): the longest one
+// blocking recvmsg of ReadDirect waits. ReadDirect blocks in recvmsg only
+// when its caller may wait at least this long; shorter waits (a receive
+// timer due sooner) use ppoll, whose timeout is exact where SO_RCVTIMEO
+// counts in jiffies.
+const rcvSlice = 10 * time.Millisecond
 
 func (s *Socket) setup(fd int, cfg SocketConfig, ifi *net.Interface, log *slog.Logger) error {
 	var err error
@@ -238,8 +256,9 @@ func (s *Socket) WriteTo(b []byte, to netip.AddrPort) error {
 		p = unsafe.Pointer(&b[0])
 	}
 	for {
-		// Non-blocking: the cheaper RawSyscall (no scheduler hand-off).
-		_, _, e := unix.RawSyscall6(unix.SYS_SENDTO, uintptr(s.fd), uintptr(p), uintptr(len(b)), 0,
+		// Non-blocking (MSG_DONTWAIT: the descriptor itself blocks, for
+		// ReadDirect): the cheaper RawSyscall (no scheduler hand-off).
+		_, _, e := unix.RawSyscall6(unix.SYS_SENDTO, uintptr(s.fd), uintptr(p), uintptr(len(b)), unix.MSG_DONTWAIT,
 			uintptr(unsafe.Pointer(&sa)), unsafe.Sizeof(sa))
 		switch e {
 		case 0:
@@ -247,19 +266,68 @@ func (s *Socket) WriteTo(b []byte, to netip.AddrPort) error {
 		case unix.EINTR:
 			continue
 		case unix.EAGAIN:
-			fds := [2]unix.PollFd{{Fd: int32(s.fd), Events: unix.POLLOUT}, {Fd: int32(s.cfd), Events: unix.POLLIN}}
-			ts := unix.NsecToTimespec(int64(maxSleep))
-			_, _, e = unix.Syscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&fds[0])), 2, uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
-			if s.closed.Load() {
-				return net.ErrClosed
-			}
-			if e != 0 && e != unix.EINTR {
-				return os.NewSyscallError("ppoll", e)
+			if err := s.awaitWritable(); err != nil {
+				return err
 			}
 		default:
 			return os.NewSyscallError("sendto", e)
 		}
 	}
+}
+
+// WriteTo2 sends hdr ++ body as one datagram (sendmsg, two iovecs) with
+// WriteTo's waiting and errors. Safe concurrently. 0 allocs.
+func (s *Socket) WriteTo2(hdr, body []byte, to netip.AddrPort) error {
+	if len(hdr) == 0 || len(body) == 0 {
+		// An empty iovec base is not addressable: join them (tiny).
+		return s.WriteTo(append(hdr[:len(hdr):len(hdr)], body...), to)
+	}
+	s.ops.RLock()
+	defer s.ops.RUnlock()
+	if s.closed.Load() {
+		return net.ErrClosed
+	}
+	var sa unix.RawSockaddrInet4
+	sa.Family = unix.AF_INET
+	pb := (*[2]byte)(unsafe.Pointer(&sa.Port))
+	binary.BigEndian.PutUint16(pb[:], to.Port())
+	sa.Addr = to.Addr().Unmap().As4()
+	var iov [2]unix.Iovec
+	iov[0].Base, iov[1].Base = &hdr[0], &body[0]
+	iov[0].SetLen(len(hdr))
+	iov[1].SetLen(len(body))
+	msg := unix.Msghdr{Name: (*byte)(unsafe.Pointer(&sa)), Namelen: uint32(unsafe.Sizeof(sa)), Iov: &iov[0]}
+	msg.SetIovlen(2)
+	for {
+		_, _, e := unix.RawSyscall(unix.SYS_SENDMSG, uintptr(s.fd), uintptr(unsafe.Pointer(&msg)), unix.MSG_DONTWAIT)
+		switch e {
+		case 0:
+			return nil
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			if err := s.awaitWritable(); err != nil {
+				return err
+			}
+		default:
+			return os.NewSyscallError("sendmsg", e)
+		}
+	}
+}
+
+// awaitWritable waits (ppoll, at most maxSleep) for room in the send
+// buffer; net.ErrClosed after Close.
+func (s *Socket) awaitWritable() error {
+	fds := [2]unix.PollFd{{Fd: int32(s.fd), Events: unix.POLLOUT}, {Fd: int32(s.cfd), Events: unix.POLLIN}}
+	ts := unix.NsecToTimespec(int64(maxSleep))
+	_, _, e := unix.Syscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&fds[0])), 2, uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
+	if s.closed.Load() {
+		return net.ErrClosed
+	}
+	if e != 0 && e != unix.EINTR {
+		return os.NewSyscallError("ppoll", e)
+	}
+	return nil
 }
 
 // ReadFrom reads one datagram; see Conn. It blocks (ppoll on the caller's
@@ -301,6 +369,14 @@ func (s *Socket) ReadFrom(b []byte) (int, netip.AddrPort, int64, error) {
 // recv is one non-blocking recvmsg into b (s.oob for control messages);
 // errWouldBlock when the socket is empty.
 func (s *Socket) recv(b []byte) (int, netip.AddrPort, int64, error) {
+	return s.recvmsg(b, false)
+}
+
+// recvmsg is one recvmsg into b: non-blocking, or (block) a blocking one
+// that waits up to the socket's receive timeout (rcvSlice; errWouldBlock
+// then, as when a signal interrupts it) or until Close shuts the socket
+// down (net.ErrClosed).
+func (s *Socket) recvmsg(b []byte, block bool) (int, netip.AddrPort, int64, error) {
 	d := &s.d
 	if len(b) == 0 {
 		return 0, netip.AddrPort{}, 0, errWouldBlock
@@ -311,8 +387,24 @@ func (s *Socket) recv(b []byte) (int, netip.AddrPort, int64, error) {
 		d.msg = unix.Msghdr{Name: (*byte)(unsafe.Pointer(&d.rsa)), Namelen: uint32(unsafe.Sizeof(d.rsa)), Iov: &d.iov, Control: &s.oob[0]}
 		d.msg.SetIovlen(1)
 		d.msg.SetControllen(len(s.oob))
-		// Non-blocking, so the cheaper RawSyscall is safe.
-		n, _, e := unix.RawSyscall(unix.SYS_RECVMSG, uintptr(s.fd), uintptr(unsafe.Pointer(&d.msg)), unix.MSG_DONTWAIT)
+		var (
+			n uintptr
+			e unix.Errno
+		)
+		if block {
+			// Blocking: Syscall lets the runtime hand this thread's P on.
+			n, _, e = unix.Syscall(unix.SYS_RECVMSG, uintptr(s.fd), uintptr(unsafe.Pointer(&d.msg)), 0)
+			if s.closed.Load() {
+				d.iov.Base = nil
+				return 0, netip.AddrPort{}, 0, net.ErrClosed
+			}
+			if e == unix.EINTR {
+				e = unix.EAGAIN // the caller's loop recomputes its wait
+			}
+		} else {
+			// Non-blocking, so the cheaper RawSyscall is safe.
+			n, _, e = unix.RawSyscall(unix.SYS_RECVMSG, uintptr(s.fd), uintptr(unsafe.Pointer(&d.msg)), unix.MSG_DONTWAIT)
+		}
 		switch e {
 		case 0:
 			var from netip.AddrPort
@@ -349,9 +441,11 @@ type directIO struct {
 	ts  unix.Timespec
 }
 
-// ReadDirect reads one datagram on the calling thread: recvmsg and, when
-// nothing is queued and wait > 0, one ppoll of at most wait followed by
-// one more recvmsg. It returns errWouldBlock when nothing arrived, and
+// ReadDirect reads one datagram on the calling thread: a blocking recvmsg
+// (in slices of rcvSlice) when wait is at least rcvSlice; otherwise, or
+// for what is left of wait below rcvSlice, recvmsg and, when nothing is
+// queued and wait > 0, one ppoll followed by one more recvmsg. It
+// returns errWouldBlock when nothing arrived within wait, and
 // net.ErrClosed after Close (which wakes the ppoll at once). The receive
 // path of a subscriber waiting in Next uses it, so that the kernel wakes
 // the waiting thread itself: no netpoller thread, no goroutine hand-off,
@@ -363,6 +457,25 @@ func (s *Socket) ReadDirect(b []byte, wait time.Duration) (int, netip.AddrPort, 
 	defer s.ops.RUnlock()
 	if s.closed.Load() {
 		return 0, netip.AddrPort{}, 0, net.ErrClosed
+	}
+	if wait >= rcvSlice {
+		// Blocking recvmsg: the datagram wakes this thread inside the
+		// call that returns it (what a plain blocking socket does),
+		// instead of recvmsg, ppoll, recvmsg. Each call returns after at
+		// most rcvSlice; what is left of wait below that goes to ppoll.
+		end := time.Now().Add(wait)
+		for {
+			n, from, rx, err := s.recvmsg(b, true)
+			if err != errWouldBlock {
+				return n, from, rx, err
+			}
+			if wait = time.Until(end); wait < rcvSlice {
+				break
+			}
+		}
+		if wait <= 0 {
+			return 0, netip.AddrPort{}, 0, errWouldBlock
+		}
 	}
 	n, from, rx, err := s.recv(b)
 	if err != errWouldBlock || wait <= 0 {
@@ -451,6 +564,10 @@ func (s *Socket) Close() error {
 	}
 	one := [8]byte{1}
 	_, _ = unix.Write(s.cfd, one[:])
+	// Wakes a blocking recvmsg (ReadDirect): it returns 0 and sees
+	// closed. On an unconnected UDP socket shutdown fails with ENOTCONN
+	// but marks the socket shut down and wakes its waiters all the same.
+	_ = unix.Shutdown(s.fd, unix.SHUT_RDWR)
 	s.ops.Lock() // every call in progress has seen closed and returned
 	defer s.ops.Unlock()
 	return errors.Join(unix.Close(s.fd), unix.Close(s.cfd), unix.Close(s.kfd))

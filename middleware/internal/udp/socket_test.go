@@ -117,7 +117,8 @@ func TestSocketReadDirect(t *testing.T) {
 		return err
 	})
 	runtimeYield()
-	if err := peer.WriteTo([]byte("ping"), s.LocalAddr()); err != nil {
+	// Sent in two parts (sendmsg, two iovecs): one datagram.
+	if err := peer.WriteTo2([]byte("pi"), []byte("ng"), s.LocalAddr()); err != nil {
 		t.Fatal(err)
 	}
 	if err := within(t, got, 5*time.Second, "ReadDirect waiting for a datagram"); err != nil {

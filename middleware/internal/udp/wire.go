@@ -225,6 +225,31 @@ func (d *Data) MarshalBinaryTo(b []byte) (int, error) {
 	return n, nil
 }
 
+// MarshalHeaderTo writes the header of d's datagram into b (at least
+// DataHeaderLen bytes), its CRC covering d.Payload in place: the datagram
+// is b[:DataHeaderLen] followed by d.Payload, for a vectored send that
+// copies no payload. Returns the datagram's total length. 0 allocs.
+func (d *Data) MarshalHeaderTo(b []byte) (int, error) {
+	n := DataHeaderLen + len(d.Payload)
+	if len(b) < DataHeaderLen {
+		return 0, ErrBuffer
+	}
+	if n > MaxDatagram {
+		return 0, ErrField
+	}
+	d.putHeader(b)
+	be.PutUint32(b[0:], Magic)
+	b[4] = Version
+	b[5] = byte(KindData)
+	be.PutUint16(b[6:], uint16(n))
+	be.PutUint32(b[8:], d.TopicID)
+	be.PutUint32(b[12:], d.Epoch)
+	c := crc32.Update(0, castagnoli, b[:16])
+	c = crc32.Update(c, castagnoli, b[CommonLen:DataHeaderLen])
+	be.PutUint32(b[16:], crc32.Update(c, castagnoli, d.Payload))
+	return n, nil
+}
+
 func (d *Data) putHeader(b []byte) {
 	be.PutUint64(b[20:], d.Seq)
 	be.PutUint64(b[28:], uint64(d.SendMono))

@@ -26,6 +26,12 @@ func TestDataRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// The vectored form (header only, CRC over the payload in
+			// place) is the same datagram, byte for byte.
+			h := make([]byte, udp.DataHeaderLen)
+			if hn, err := tc.d.MarshalHeaderTo(h); err != nil || hn != n || !bytes.Equal(append(h, tc.d.Payload...), b[:n]) {
+				t.Fatalf("MarshalHeaderTo = %d, %v; header ++ payload differs from MarshalBinaryTo's %d bytes", hn, err, n)
+			}
 			var got udp.Data
 			if err := got.UnmarshalBinary(b[:n]); err != nil {
 				t.Fatal(err)

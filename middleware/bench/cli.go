@@ -118,6 +118,7 @@ func mainPingPong(ctx context.Context, l Launcher, args []string, stdout, stderr
 	fs.IntVar(&c.PongCPU, "pong-cpu", -1, "CPU for the pong thread (implies --pin; -1: 1 with --pin, else not pinned)")
 	fs.BoolVar(&c.NetNS, "netns", false, "udp/raw-udp: run the two ends in two network namespaces joined by a veth (root)")
 	fs.BoolVar(&c.Reliable, "reliable", false, "middleware topics use Reliable QoS (default best effort)")
+	fs.IntVar(&c.Depth, "depth", 0, "middleware contract history depth (0: 1; the reliable UDP send window)")
 	fs.IntVar(&c.Datagram, "datagram", 0, "raw-udp payload bytes per datagram (0: 65507 on loopback, 1472 across --netns, the middleware's packet sizes)")
 	fs.BoolVar(&c.Compare, "compare", false, "also run the matching baseline, alternating rounds, and print the ratio")
 	fs.IntVar(&c.Rounds, "rounds", 4, "compare: number of alternating rounds (n is split across them)")

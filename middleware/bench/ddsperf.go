@@ -40,7 +40,8 @@ type DDSPerfConfig struct {
 }
 
 // DDSPerfLatency is one ddsperf ping-pong: the medians over its one-second
-// reports (the first report is warm-up and dropped), round trip, ns.
+// reports (the first report is warm-up and dropped), round trip, ns —
+// twice what ddsperf prints, which is half a round trip (parsePing).
 type DDSPerfLatency struct {
 	Size    int   `json:"size"`
 	Count   int64 `json:"count"`
@@ -188,7 +189,13 @@ func (r *ddsRunner) pair(ctx context.Context, d time.Duration, server, client []
 
 var pingLine = regexp.MustCompile(`size (\d+) mean [\d.]+us min [\d.]+us 50% ([\d.]+)us 90% ([\d.]+)us 99% ([\d.]+)us max ([\d.]+)us cnt (\d+)`)
 
-// parsePing reads ddsperf ping's one-second reports (round-trip times).
+// parsePing reads ddsperf ping's one-second reports. ddsperf prints half
+// of each round trip: its pong handler records (t_receive − t_send)/2
+// (update_roundtrip in src/tools/ddsperf/ddsperf.c, Cyclone DDS 0.10.x,
+// the version Debian ships), a one-way estimate. The figures are doubled
+// here into the round trip that hilrig's ping-pong measures. Before
+// issue 16 they were taken as round trips, so every hilrig/ddsperf
+// latency ratio in the report was twice what it should have been.
 func parsePing(out string, size int) (DDSPerfLatency, error) {
 	var p50, p90, p99, mx []float64
 	l := DDSPerfLatency{Size: size}
@@ -203,7 +210,8 @@ func parsePing(out string, size int) (DDSPerfLatency, error) {
 			first = false
 			continue
 		}
-		f := func(i int) float64 { v, _ := strconv.ParseFloat(m[i], 64); return v * 1e3 }
+		// µs of half a round trip → ns of a round trip.
+		f := func(i int) float64 { v, _ := strconv.ParseFloat(m[i], 64); return 2 * v * 1e3 }
 		p50, p90, p99, mx = append(p50, f(2)), append(p90, f(3)), append(p99, f(4)), append(mx, f(5))
 		c, _ := strconv.ParseInt(m[6], 10, 64)
 		l.Count += c
@@ -314,21 +322,32 @@ func DDSPerf(ctx context.Context, c DDSPerfConfig) (*DDSPerfReport, error) {
 		}
 		// ddsperf's ping/pong sleeps in a listener: compare with hilrig's
 		// sleeping (futex) receiver, not its spinning one. ddsperf is
-		// reliable unless -u, so hilrig is too (like for like; before
-		// issue 16 this ran best effort, which spared hilrig the
-		// acknowledgements ddsperf sends).
-		pr, err := PingPong(ctx, PingPongConfig{Transport: TUDP, Wait: "futex", Reliable: true, Sizes: []int{size}, RoundTrips: n,
-			Warmup: min(n/10, 1000), Pin: c.Pin, PingCPU: ping, PongCPU: pong, Launcher: c.Launcher})
-		if err != nil {
-			return nil, err
+		// RELIABLE KEEP_LAST 1 (ddsperf.c), so hilrig is reliable too
+		// (before issue 16 this ran best effort, which spared hilrig the
+		// acknowledgements). Depth 1 is the same words, but stricter:
+		// hilrig's depth is its send window, so every message waits for
+		// the acknowledgement of the one before, where Cyclone's writer
+		// does not wait (strace: one sendmsg per message, no ACKNACK per
+		// sample). Depth 16, the reliable UDP default, acknowledges every
+		// 8th message. Both are reported; the first is the ratio's.
+		for _, depth := range []int{1, udpReliableDepth} {
+			pr, err := PingPong(ctx, PingPongConfig{Transport: TUDP, Wait: "futex", Reliable: true, Depth: depth, Sizes: []int{size}, RoundTrips: n,
+				Warmup: min(n/10, 1000), Pin: c.Pin, PingCPU: ping, PongCPU: pong, Launcher: c.Launcher})
+			if err != nil {
+				return nil, err
+			}
+			h := pr.Results[0]
+			rep.HilrigLatency = append(rep.HilrigLatency, h)
+			target := "<= 1"
+			if depth != 1 {
+				target = ""
+			}
+			rep.Ratios = append(rep.Ratios,
+				ThroughputRatio{What: fmt.Sprintf("hilrig udp reliable depth %d / ddsperf round trip p50 at %s (lower is better)", depth, FormatSize(size)),
+					Value: float64(h.RTT.P50) / float64(l.P50), Target: target},
+				ThroughputRatio{What: fmt.Sprintf("hilrig udp reliable depth %d / ddsperf round trip p99 at %s", depth, FormatSize(size)),
+					Value: float64(h.RTT.P99) / float64(l.P99)})
 		}
-		h := pr.Results[0]
-		rep.HilrigLatency = append(rep.HilrigLatency, h)
-		rep.Ratios = append(rep.Ratios,
-			ThroughputRatio{What: fmt.Sprintf("hilrig udp / ddsperf round trip p50 at %s (lower is better)", FormatSize(size)),
-				Value: float64(h.RTT.P50) / float64(l.P50), Target: "<= 1"},
-			ThroughputRatio{What: fmt.Sprintf("hilrig udp / ddsperf round trip p99 at %s", FormatSize(size)),
-				Value: float64(h.RTT.P99) / float64(l.P99)})
 	}
 	// 1 MiB reliable throughput.
 	subOut, _, err := r.pair(ctx, c.Duration, []string{"sub"}, []string{"pub", "size", strconv.Itoa(1 << 20)})
@@ -378,6 +397,10 @@ func DDSPerf(ctx context.Context, c DDSPerfConfig) (*DDSPerfReport, error) {
 	return rep, nil
 }
 
+// udpReliableDepth is the UDP transport's default reliable depth
+// (udp.SenderConfig.Depth).
+const udpReliableDepth = 16
+
 // ddsMaxMessageSize is Cyclone DDS 0.10's default General/MaxMessageSize:
 // the most it packs into one datagram.
 const ddsMaxMessageSize = 14720
@@ -386,11 +409,17 @@ const ddsMaxMessageSize = 14720
 func (r *DDSPerfReport) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "round trip\tsize\tcount\tp50 µs\tp90 µs\tp99 µs\tmax µs\t\n")
-	for i, d := range r.DDSLatency {
-		fmt.Fprintf(tw, "ddsperf\t%s\t%d\t%s\t%s\t%s\t%s\t\n", FormatSize(d.Size), d.Count, us(d.P50), us(d.P90), us(d.P99), us(d.Max))
-		if i < len(r.HilrigLatency) {
-			h := r.HilrigLatency[i]
-			fmt.Fprintf(tw, "hilrig udp/%s\t%s\t%d\t%s\t%s\t%s\t%s\t\n", h.Wait, FormatSize(h.Size), h.RTT.Count, us(h.RTT.P50), us(h.RTT.P90), us(h.RTT.P99), us(h.RTT.Max))
+	for _, d := range r.DDSLatency {
+		fmt.Fprintf(tw, "ddsperf (printed × 2)\t%s\t%d\t%s\t%s\t%s\t%s\t\n", FormatSize(d.Size), d.Count, us(d.P50), us(d.P90), us(d.P99), us(d.Max))
+		for _, h := range r.HilrigLatency {
+			if h.Size != d.Size {
+				continue
+			}
+			name := "hilrig udp/" + h.Wait
+			if h.Reliable {
+				name += fmt.Sprintf(" reliable depth %d", h.Depth)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t\n", name, FormatSize(h.Size), h.RTT.Count, us(h.RTT.P50), us(h.RTT.P90), us(h.RTT.P99), us(h.RTT.Max))
 		}
 	}
 	fmt.Fprintf(tw, "\t\t\t\t\t\t\t\n")

@@ -37,6 +37,10 @@ type PingPongConfig struct {
 	NetNS bool
 	// Reliable selects the Reliable QoS for middleware topics.
 	Reliable bool
+	// Depth is the middleware contracts' history depth (0: 1). For
+	// reliable UDP it is the send window: with 1 every message waits for
+	// the acknowledgement of the one before.
+	Depth int
 	// Datagram is raw-udp's payload per datagram; 0 sends the same IP
 	// packets as the middleware's fragments: 65507 B on loopback (a full
 	// 64 KiB IP packet), 1472 B across the namespaces' veth (MTU 1500).
@@ -107,6 +111,9 @@ func (c *PingPongConfig) Validate() error {
 	if c.RoundTrips < 1 || c.Warmup < 0 {
 		return fmt.Errorf("%w: --n %d / --warmup %d: want n >= 1, warmup >= 0", ErrUsage, c.RoundTrips, c.Warmup)
 	}
+	if c.Depth < 0 || c.Depth > 64 {
+		return fmt.Errorf("%w: --depth %d: want 0..64", ErrUsage, c.Depth)
+	}
 	if c.Datagram != 0 && (c.Datagram < 16 || c.Datagram > 65507) {
 		return fmt.Errorf("%w: --datagram %d: want 16..65507", ErrUsage, c.Datagram)
 	}
@@ -162,6 +169,9 @@ type Result struct {
 	OneWay Percentiles `json:"one_way"`
 	// RoundP50 are the per-round RTT p50s in compare mode, ns.
 	RoundP50 []int64 `json:"round_p50_ns,omitempty"`
+	// Reliable and Depth are the middleware contracts' QoS (0: 1).
+	Reliable bool `json:"reliable,omitempty"`
+	Depth    int  `json:"depth,omitempty"`
 }
 
 // Ratio compares a middleware transport with its baseline measured in the
@@ -206,7 +216,7 @@ type Report struct {
 
 func (c *PingPongConfig) end(t string, size int) endSpec {
 	e := endSpec{transport: t, size: size, reliable: c.Reliable, netns: c.NetNS, dgram: datagram(c.Datagram, c.NetNS),
-		pingCPU: c.PingCPU, pongCPU: c.PongCPU, launcher: c.Launcher}
+		pingCPU: c.PingCPU, pongCPU: c.PongCPU, launcher: c.Launcher, depth: c.Depth}
 	if isMiddleware(t) {
 		e.wait, e.path = c.Wait, c.Path
 	}
@@ -357,7 +367,7 @@ func (c *PingPongConfig) result(t string, size int, h *hist, rounds []int64) Res
 	r := Result{Transport: t, Size: size, NetNS: c.NetNS && (t == TUDP || t == TRawUDP), RTT: h.percentiles(), RoundP50: rounds,
 		Auth: t == TUDP && c.KeyFile != ""}
 	if isMiddleware(t) {
-		r.Wait, r.Path = c.Wait, c.Path
+		r.Wait, r.Path, r.Reliable, r.Depth = c.Wait, c.Path, c.Reliable, max(c.Depth, 1)
 	}
 	r.OneWay = r.RTT.half()
 	return r

@@ -296,7 +296,7 @@ func (s *session) openUDP(e endSpec, buf []byte) error {
 	if err != nil {
 		return err
 	}
-	spec.Wait, spec.Path, spec.Reliable, spec.KeyFile = e.wait, e.path, e.reliable, e.keyFile
+	spec.Wait, spec.Path, spec.Reliable, spec.KeyFile, spec.Depth = e.wait, e.path, e.reliable, e.keyFile, e.depth
 	var end *mwEnd
 	err = s.inA(func() error {
 		port, err := freeUDPPort(parentIP)
@@ -424,7 +424,7 @@ func newChildPong(spec childSpec) (ponger, string, error) {
 		return &rawUDPPong{u: &udpMsg{s: sock, dgram: spec.Dgram}, rbuf: make([]byte, spec.Size)},
 			netip.AddrPortFrom(ip, uint16(port)).String(), nil
 	case TShm, TUDP:
-		e := endSpec{transport: spec.Transport, wait: spec.Wait, path: spec.Path, size: spec.Size, reliable: spec.Reliable}
+		e := endSpec{transport: spec.Transport, wait: spec.Wait, path: spec.Path, size: spec.Size, reliable: spec.Reliable, depth: spec.Depth}
 		o, err := e.mwOptions()
 		if err != nil {
 			return nil, "", err

@@ -563,6 +563,11 @@ func (s *Sender) write(b []byte, to netip.AddrPort) {
 	s.st.bytes.Add(uint64(len(b)))
 }
 
+// vecMin is the smallest fragment payload sent in two parts (sendmsg,
+// two iovecs) instead of being copied behind its header: below it the
+// copy costs less than the second iovec.
+const vecMin = 1024
+
 // writeVec sends hdr ++ body (through vw) to `to`, or to every
 // destination when `to` is not valid (mu held).
 func (s *Sender) writeVec(hdr, body []byte, to netip.AddrPort) {
@@ -655,7 +660,7 @@ func (s *Sender) sendMessage(h *histEntry, first, count uint32, retrans bool, to
 		off := int(f) * fs
 		d.FragIndex = f
 		d.Payload = h.buf[off:min(off+fs, h.n)]
-		if s.vw != nil && s.mac == nil && len(d.Payload) > 0 {
+		if s.vw != nil && s.mac == nil && len(d.Payload) >= vecMin {
 			// Header in scratch, payload straight from the history.
 			m, err := d.MarshalHeaderTo(s.scratch)
 			if err != nil {

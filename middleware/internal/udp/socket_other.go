@@ -47,6 +47,9 @@ func Open(cfg SocketConfig) (*Socket, error) { return nil, errNotLinux }
 // WriteTo fails: no Socket exists off Linux.
 func (s *Socket) WriteTo(b []byte, to netip.AddrPort) error { return net.ErrClosed }
 
+// WriteTo2 fails: no Socket exists off Linux.
+func (s *Socket) WriteTo2(hdr, body []byte, to netip.AddrPort) error { return net.ErrClosed }
+
 // ReadFrom fails: no Socket exists off Linux.
 func (s *Socket) ReadFrom(b []byte) (int, netip.AddrPort, int64, error) {
 	return 0, netip.AddrPort{}, 0, net.ErrClosed

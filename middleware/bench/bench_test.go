@@ -182,6 +182,12 @@ func TestPingPongJSON(t *testing.T) {
 	if rep.Probe == nil || rep.Probe.BeforeNs <= 0 || rep.Probe.AfterNs <= 0 {
 		t.Fatalf("probe missing from report: %+v", rep.Probe)
 	}
+	// The stall count times round trips one by one over its window.
+	for _, st := range []bench.Stalls{rep.Probe.StallsBefore, rep.Probe.StallsAfter} {
+		if st.StallNs != 10_000 || st.RoundTrips <= 0 || st.Stalled > st.RoundTrips || st.PerSecond < 0 {
+			t.Fatalf("platform stall count missing or inconsistent: %+v", st)
+		}
+	}
 }
 
 func TestPingPongTable(t *testing.T) {

@@ -190,3 +190,27 @@ func TestMWErrClassifiesByIdentity(t *testing.T) {
 		t.Error("mwErr(nil) != nil")
 	}
 }
+
+func TestStallFractionAndPercentile(t *testing.T) {
+	if f := (Stalls{}).Fraction(); f != 0 {
+		t.Fatalf("Fraction with nothing timed = %v, want 0", f)
+	}
+	st := Stalls{StallNs: probeStallNs, RoundTrips: 100_000, Stalled: 157}
+	if f := st.Fraction(); f != 0.00157 {
+		t.Fatalf("Fraction = %v, want 0.00157", f)
+	}
+	for p, want := range map[float64]string{99.843: "99.84", 99.9: "99.9", 100: "100", 98.999: "98.99"} {
+		if got := trimPct(p); got != want {
+			t.Errorf("trimPct(%v) = %q, want %q", p, got, want)
+		}
+	}
+	var b strings.Builder
+	r := &Report{Probe: &Probe{BeforeNs: 100, AfterNs: 100, StallsBefore: st, StallsAfter: Stalls{StallNs: probeStallNs, RoundTrips: 10, PerSecond: 0}}}
+	if err := r.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "platform stalls (bare spin round trips >= 10µs, no middleware)") ||
+		!strings.Contains(b.String(), "above p99.84 are the platform's") {
+		t.Fatalf("table does not report the platform's stalls:\n%s", b.String())
+	}
+}

@@ -193,6 +193,12 @@ type Probe struct {
 	BeforeNs  int64 `json:"before_ns"`
 	AfterNs   int64 `json:"after_ns"`
 	Disturbed bool  `json:"disturbed"`
+	// StallsBefore/After are the platform's stalls seen by the bare spin
+	// before and after the run: no middleware, no syscall, so a stall is
+	// the host or the kernel taking a vCPU away (docs/bench.md, "Where the
+	// spin tail comes from").
+	StallsBefore Stalls `json:"stalls_before"`
+	StallsAfter  Stalls `json:"stalls_after"`
 	// Reason says why the run is flagged.
 	Reason string `json:"reason,omitempty"`
 }
@@ -309,9 +315,10 @@ func PingPong(ctx context.Context, c PingPongConfig) (*Report, error) {
 	rep := &Report{CPUs: runtime.NumCPU(), PingCPU: c.PingCPU, PongCPU: c.PongCPU, N: c.RoundTrips, Warmup: c.Warmup,
 		Started: start.UTC().Format(time.RFC3339), ClockNs: clockOverhead()}
 	var before int64
+	var stallsBefore Stalls
 	if c.Probe {
 		var err error
-		if before, err = probe(ctx, c.PingCPU, c.PongCPU); err != nil {
+		if before, stallsBefore, err = probe(ctx, c.PingCPU, c.PongCPU); err != nil {
 			return nil, err
 		}
 	}
@@ -353,11 +360,12 @@ func PingPong(ctx context.Context, c PingPongConfig) (*Report, error) {
 		rep.Ratios = append(rep.Ratios, ratio)
 	}
 	if c.Probe {
-		after, err := probe(ctx, c.PingCPU, c.PongCPU)
+		after, stallsAfter, err := probe(ctx, c.PingCPU, c.PongCPU)
 		if err != nil {
 			return nil, err
 		}
 		rep.Probe = judgeProbe(before, after)
+		rep.Probe.StallsBefore, rep.Probe.StallsAfter = stallsBefore, stallsAfter
 	}
 	rep.Duration = time.Since(start).Round(time.Millisecond).String()
 	return rep, nil
@@ -434,40 +442,91 @@ const (
 	probeBatch   = 50
 )
 
+// Stalls counts the bare spin's round trips of at least StallNs during a
+// window of probeStallWindow.
+type Stalls struct {
+	// StallNs is the threshold, ns.
+	StallNs int64 `json:"stall_ns"`
+	// RoundTrips were timed one by one; Stalled of them took ≥ StallNs.
+	RoundTrips int64 `json:"round_trips"`
+	Stalled    int64 `json:"stalled"`
+	// PerSecond is Stalled over the window's wall time.
+	PerSecond float64 `json:"per_second"`
+}
+
+// Fraction is Stalled/RoundTrips (0 when nothing was timed). A spin
+// transport's percentile above 1 − Fraction is the platform's, whatever
+// the transport does.
+func (s Stalls) Fraction() float64 {
+	if s.RoundTrips == 0 {
+		return 0
+	}
+	return float64(s.Stalled) / float64(s.RoundTrips)
+}
+
+// probeStallWindow and probeStallNs: the stall count's window and
+// threshold. 10 µs is ~10 bare round trips, far above any cache effect;
+// on the 2-vCPU VM of docs/bench.md the bare spin stalls ~60 µs about
+// 1,400–2,900 times a second while the guest counts ~520 timer interrupts
+// a second, so most of those stalls happen outside the guest.
+const (
+	probeStallWindow = 50 * time.Millisecond
+	probeStallNs     = 10_000
+)
+
 // probe is the raw-spin round trip between two threads of this process
 // (16 B), pinned like the run (CPUs 0 and 1 when the run floats). It reads
 // ~110 ns when the two vCPUs share a cache and ~300 ns when the host
-// placed them apart; it returns the p50 over batches, ns.
-func probe(ctx context.Context, pingCPU, pongCPU int) (int64, error) {
+// placed them apart; it returns the p50 over batches, ns, and the stalls
+// of one-by-one round trips over probeStallWindow.
+func probe(ctx context.Context, pingCPU, pongCPU int) (int64, Stalls, error) {
 	if pingCPU < 0 && pongCPU < 0 && runtime.NumCPU() >= 2 {
 		pingCPU, pongCPU = 0, 1
 	}
+	st := Stalls{StallNs: probeStallNs}
 	s, err := openSession(ctx, endSpec{transport: TRawSpinIntra, size: 16, pingCPU: pingCPU, pongCPU: pongCPU})
 	if err != nil {
-		return 0, fmt.Errorf("cache-line probe: %w", err)
+		return 0, st, fmt.Errorf("cache-line probe: %w", err)
 	}
 	defer s.close()
 	pin, err := sys.PinThread(pingCPU)
 	if err != nil {
-		return 0, fmt.Errorf("cache-line probe: %w", err)
+		return 0, st, fmt.Errorf("cache-line probe: %w", err)
 	}
 	defer pin.Release()
 	h := newHist()
 	var seq uint64
 	if err := timedLoop(s.ping, 0, 500, h, &seq); err != nil {
-		return 0, fmt.Errorf("cache-line probe: %w", err)
+		return 0, st, fmt.Errorf("cache-line probe: %w", err)
 	}
 	for range probeBatches {
 		t0 := time.Now()
 		for range probeBatch {
 			seq++
 			if err := s.ping.roundTrip(seq); err != nil {
-				return 0, fmt.Errorf("cache-line probe: %w", err)
+				return 0, st, fmt.Errorf("cache-line probe: %w", err)
 			}
 		}
 		h.record(int64(time.Since(t0)) / probeBatch)
 	}
-	return h.percentiles().P50, nil
+	start := time.Now()
+	for {
+		t0 := time.Now()
+		seq++
+		if err := s.ping.roundTrip(seq); err != nil {
+			return 0, st, fmt.Errorf("cache-line probe: %w", err)
+		}
+		t1 := time.Now()
+		st.RoundTrips++
+		if t1.Sub(t0) >= probeStallNs {
+			st.Stalled++
+		}
+		if el := t1.Sub(start); el >= probeStallWindow {
+			st.PerSecond = float64(st.Stalled) / el.Seconds()
+			break
+		}
+	}
+	return h.percentiles().P50, st, nil
 }
 
 // clockOverhead is the p50 cost of one time.Now/time.Since pair, ns: it is

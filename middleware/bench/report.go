@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
+	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 )
 
 // FormatSize prints a byte count the way sizes are given on the command
@@ -70,6 +73,18 @@ func (r *Report) WriteTable(w io.Writer) error {
 			fmt.Fprint(w, "  (undisturbed)")
 		}
 		fmt.Fprintln(w)
+		b, a := r.Probe.StallsBefore, r.Probe.StallsAfter
+		if b.RoundTrips > 0 && a.RoundTrips > 0 {
+			worst := max(b.Fraction(), a.Fraction())
+			fmt.Fprintf(w, "platform stalls (bare spin round trips >= %s, no middleware): before %.0f/s (%.3f%%), after %.0f/s (%.3f%%)",
+				time.Duration(b.StallNs), b.PerSecond, 100*b.Fraction(), a.PerSecond, 100*a.Fraction())
+			if worst > 0 {
+				// The quantile at or above which a spin transport's tail
+				// can be the platform's alone.
+				fmt.Fprintf(w, ": spin percentiles above p%s are the platform's", trimPct(100*(1-worst)))
+			}
+			fmt.Fprintln(w)
+		}
 	}
 	cpu := func(c int) string {
 		if c < 0 {
@@ -147,4 +162,12 @@ func parseSize(f string) (int, error) {
 		return 0, fmt.Errorf("%w: size %q: want a positive number with optional B, KiB or MiB", ErrUsage, f)
 	}
 	return n * mult, nil
+}
+
+// trimPct prints a percentile like 99.87 with at most two decimals and no
+// trailing zeros.
+func trimPct(p float64) string {
+	s := strconv.FormatFloat(math.Floor(p*100)/100, 'f', 2, 64)
+	s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	return s
 }

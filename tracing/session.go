@@ -31,6 +31,11 @@ type Config struct {
 
 var instances atomic.Int64
 
+// instancePrefix starts every instance's name: hilrig-<pid>-<n>. Arm
+// removes the instances of processes that are gone (killed before Close)
+// before it makes its own.
+const instancePrefix = "hilrig-"
+
 // Session is an armed trace on one host. Mark and MarkSeq are safe for
 // concurrent use; Snapshot and Close serialise.
 type Session struct {
@@ -50,13 +55,16 @@ func Arm(cfg Config) (*Session, error) {
 		return nil, fmt.Errorf("tracing: buffer %d KiB per CPU outside 1..%d", cfg.BufferKB, MaxBufferKB)
 	}
 	cfg.CPUs = slices.Clone(cfg.CPUs)
-	name := "hilrig-" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(instances.Add(1), 10)
-	in, err := tracefs.Open(tracefs.Options{Name: name, CPUs: cfg.CPUs, BufferKB: cfg.BufferKB})
+	name := instancePrefix + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(instances.Add(1), 10)
+	in, err := tracefs.Open(tracefs.Options{Name: name, CPUs: cfg.CPUs, BufferKB: cfg.BufferKB, ReapPrefix: instancePrefix})
 	if err != nil {
 		return nil, fmt.Errorf("arm trace: %w", err)
 	}
 	return &Session{in: in, cfg: cfg}, nil
 }
+
+// Reaped names the instances of dead processes Arm removed first.
+func (s *Session) Reaped() []string { return s.in.Reaped }
 
 // BufferKB is the armed per-CPU buffer size in KiB.
 func (s *Session) BufferKB() int { return s.cfg.BufferKB }

@@ -70,6 +70,8 @@ type DDSPerfReport struct {
 	DDSRate       []DDSPerfRate      `json:"ddsperf_rate"`
 	HilrigRate    []ThroughputResult `json:"hilrig_rate"`
 	Ratios        []ThroughputRatio  `json:"ratios"`
+	// KernelTracing: as Report.KernelTracing.
+	KernelTracing []string `json:"kernel_tracing,omitempty"`
 }
 
 // ddsperfBinary returns the path of ddsperf or ErrToolMissing.
@@ -301,7 +303,7 @@ func DDSPerf(ctx context.Context, c DDSPerfConfig) (*DDSPerfReport, error) {
 		return nil, err
 	}
 	defer cleanup()
-	rep := &DDSPerfReport{}
+	rep := &DDSPerfReport{KernelTracing: kernelTracing()}
 	ping, pong := -1, -1
 	if c.Pin {
 		ping, pong = 0, 1
@@ -454,6 +456,7 @@ func (r *DDSPerfReport) WriteTable(w io.Writer) error {
 	for _, q := range r.Ratios {
 		fmt.Fprintf(w, "ratio %s: %.2f (target %s)\n", q.What, q.Value, orDash(q.Target))
 	}
+	writeTracingWarning(w, r.KernelTracing)
 	_, err := fmt.Fprintln(w, "ddsperf ran with CYCLONEDDS_URI = the embedded loopback-only config (lo, no multicast, unicast discovery to 127.0.0.1)")
 	return err
 }

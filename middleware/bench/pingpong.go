@@ -215,9 +215,12 @@ type Report struct {
 	Ratios  []Ratio  `json:"ratios,omitempty"`
 	Probe   *Probe   `json:"probe,omitempty"`
 	// ClockNs is the p50 cost of the clock reads inside every sample, ns.
-	ClockNs  int64  `json:"clock_overhead_ns"`
-	Started  string `json:"started"`
-	Duration string `json:"duration"`
+	ClockNs int64 `json:"clock_overhead_ns"`
+	// KernelTracing lists the kernel trace buffers that were recording
+	// when the run started (kernelTracing); their cost is in the figures.
+	KernelTracing []string `json:"kernel_tracing,omitempty"`
+	Started       string   `json:"started"`
+	Duration      string   `json:"duration"`
 }
 
 func (c *PingPongConfig) end(t string, size int) endSpec {
@@ -313,7 +316,7 @@ func PingPong(ctx context.Context, c PingPongConfig) (*Report, error) {
 	}
 	start := time.Now()
 	rep := &Report{CPUs: runtime.NumCPU(), PingCPU: c.PingCPU, PongCPU: c.PongCPU, N: c.RoundTrips, Warmup: c.Warmup,
-		Started: start.UTC().Format(time.RFC3339), ClockNs: clockOverhead()}
+		Started: start.UTC().Format(time.RFC3339), ClockNs: clockOverhead(), KernelTracing: kernelTracing()}
 	var before int64
 	var stallsBefore Stalls
 	if c.Probe {

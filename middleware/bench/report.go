@@ -86,6 +86,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 			fmt.Fprintln(w)
 		}
 	}
+	writeTracingWarning(w, r.KernelTracing)
 	cpu := func(c int) string {
 		if c < 0 {
 			return "free"
@@ -170,4 +171,13 @@ func trimPct(p float64) string {
 	s := strconv.FormatFloat(math.Floor(p*100)/100, 'f', 2, 64)
 	s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
 	return s
+}
+
+// writeTracingWarning says which kernel trace buffers were recording
+// during the run (kernelTracing), if any.
+func writeTracingWarning(w io.Writer, active []string) {
+	if len(active) > 0 {
+		fmt.Fprintf(w, "WARNING: kernel tracing was recording (%s): every traced scheduler switch and IRQ costs time inside these figures\n",
+			strings.Join(active, "; "))
+	}
 }

@@ -99,6 +99,8 @@ type ThroughputReport struct {
 	Command string             `json:"command"`
 	Results []ThroughputResult `json:"results"`
 	Ratios  []ThroughputRatio  `json:"ratios"`
+	// KernelTracing: as Report.KernelTracing.
+	KernelTracing []string `json:"kernel_tracing,omitempty"`
 }
 
 func (c *ThroughputConfig) defaults() {
@@ -162,7 +164,7 @@ func Throughput(ctx context.Context, c ThroughputConfig) (*ThroughputReport, err
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
-	rep := &ThroughputReport{}
+	rep := &ThroughputReport{KernelTracing: kernelTracing()}
 	add := func(r ThroughputResult, err error) (ThroughputResult, error) {
 		if err == nil {
 			rep.Results = append(rep.Results, r)
@@ -608,6 +610,7 @@ func (r *ThroughputReport) WriteTable(w io.Writer) error {
 		}
 		fmt.Fprintf(w, "ratio %s: %.2f%s\n", q.What, q.Value, t)
 	}
+	writeTracingWarning(w, r.KernelTracing)
 	_, err := fmt.Fprintf(w, "%d CPUs; CPU%% is of one CPU over the sender's loop; pub thread CPU%% < 100 = the publishing thread was off-CPU (blocked or preempted); pub blocked%% = waiting for the reliable window\n", runtime.NumCPU())
 	return err
 }

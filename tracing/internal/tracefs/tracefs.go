@@ -28,4 +28,9 @@ type Options struct {
 	// whole instance holds at most BufferKB × len(CPUs) KiB. The buffer
 	// overwrites its oldest events, so memory stays bounded.
 	BufferKB int
+	// ReapPrefix, when set, makes Open first remove the instances named
+	// ReapPrefix<pid>-<n> whose owner is gone (ReapStale): an instance
+	// outlives a process killed before it closed it, and keeps tracing
+	// every scheduler switch and IRQ on the host.
+	ReapPrefix string
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -37,6 +38,8 @@ func Root() (string, error) {
 type Instance struct {
 	dir    string
 	marker *os.File
+	// Reaped names the stale instances Open removed (Options.ReapPrefix).
+	Reaped []string
 }
 
 // Open creates and arms an instance: clock "mono" (CLOCK_MONOTONIC, so
@@ -53,11 +56,16 @@ func Open(o Options) (*Instance, error) {
 	if err != nil {
 		return nil, err
 	}
+	var reaped []string
+	if o.ReapPrefix != "" {
+		// Best effort: what cannot be removed is left for the next Open.
+		reaped, _ = ReapStale(root, o.ReapPrefix)
+	}
 	dir := filepath.Join(root, "instances", o.Name)
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create trace instance: %w", err)
 	}
-	in := &Instance{dir: dir}
+	in := &Instance{dir: dir, Reaped: reaped}
 	if err := in.setup(o); err != nil {
 		in.Close()
 		return nil, err
@@ -171,4 +179,121 @@ func (in *Instance) Close() error {
 		errs = append(errs, fmt.Errorf("remove trace instance %s: %w", in.dir, err))
 	}
 	return errors.Join(errs...)
+}
+
+// Dir is the instance's directory.
+func (in *Instance) Dir() string { return in.dir }
+
+// ReapStale removes the instances under root named prefix<pid>-<n> whose
+// owner is gone: no process <pid>, or one that started after the instance
+// was made (the pid was reused). It returns the names removed. A live
+// session keeps its trace_marker open, and the kernel refuses to remove an
+// instance with open files (EBUSY), so an instance whose owner this check
+// cannot see (another pid namespace) is left alone too.
+func ReapStale(root, prefix string) ([]string, error) {
+	ents, err := os.ReadDir(filepath.Join(root, "instances"))
+	if err != nil {
+		return nil, fmt.Errorf("list trace instances: %w", err)
+	}
+	var removed []string
+	var errs []error
+	for _, e := range ents {
+		pid, ok := ownerPID(e.Name(), prefix)
+		if !ok {
+			continue
+		}
+		dir := filepath.Join(root, "instances", e.Name())
+		fi, err := os.Stat(dir)
+		if err != nil {
+			continue
+		}
+		if ownerAlive(pid, fi.ModTime()) {
+			continue
+		}
+		switch err := unix.Rmdir(dir); {
+		case err == nil:
+			removed = append(removed, e.Name())
+		case errors.Is(err, unix.ENOENT), errors.Is(err, unix.EBUSY):
+		default:
+			errs = append(errs, fmt.Errorf("remove stale trace instance %s: %w", dir, err))
+		}
+	}
+	return removed, errors.Join(errs...)
+}
+
+// ownerPID parses prefix<pid>-<n>.
+func ownerPID(name, prefix string) (int, bool) {
+	rest, ok := strings.CutPrefix(name, prefix)
+	if !ok {
+		return 0, false
+	}
+	p, n, ok := strings.Cut(rest, "-")
+	if !ok {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(p)
+	if err != nil || pid <= 0 {
+		return 0, false
+	}
+	if _, err := strconv.ParseUint(n, 10, 64); err != nil {
+		return 0, false
+	}
+	return pid, true
+}
+
+// ownerAlive reports whether process pid exists and started no later than
+// made (with a 2 s allowance: the boot time in /proc/stat has 1 s
+// resolution). When the start time cannot be read, an existing process
+// counts as alive.
+func ownerAlive(pid int, made time.Time) bool {
+	if err := unix.Kill(pid, 0); errors.Is(err, unix.ESRCH) {
+		return false
+	}
+	start, ok := procStart(pid)
+	if !ok {
+		return true
+	}
+	return !start.After(made.Add(2 * time.Second))
+}
+
+// userHZ is the kernel's USER_HZ, the unit of /proc/PID/stat's starttime:
+// 100 on every architecture Linux runs Go on.
+const userHZ = 100
+
+// procStart is when process pid started (wall clock), from its starttime
+// (field 22 of /proc/PID/stat, ticks since boot) and btime in /proc/stat.
+func procStart(pid int) (time.Time, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return time.Time{}, false
+	}
+	// The command name (field 2) may hold spaces and parentheses: the
+	// fields after it start after the last ')'.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return time.Time{}, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	// f[0] is field 3 (state), so field 22 is f[19].
+	if len(f) < 20 {
+		return time.Time{}, false
+	}
+	ticks, err := strconv.ParseInt(f[19], 10, 64)
+	if err != nil {
+		return time.Time{}, false
+	}
+	st, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return time.Time{}, false
+	}
+	for _, l := range strings.Split(string(st), "\n") {
+		if v, ok := strings.CutPrefix(l, "btime "); ok {
+			bt, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil {
+				return time.Time{}, false
+			}
+			return time.Unix(bt, 0).Add(time.Duration(ticks) * time.Second / userHZ), true
+		}
+	}
+	return time.Time{}, false
 }

@@ -13,7 +13,16 @@ var errNoTracefs = fmt.Errorf("tracefs: %w (Linux only)", errors.ErrUnsupported)
 func Root() (string, error) { return "", errNoTracefs }
 
 // Instance is a trace instance; not available off Linux.
-type Instance struct{}
+type Instance struct {
+	// Reaped is always empty off Linux.
+	Reaped []string
+}
+
+// ReapStale reports that tracefs exists only on Linux.
+func ReapStale(root, prefix string) ([]string, error) { return nil, errNoTracefs }
+
+// Dir is empty off Linux.
+func (*Instance) Dir() string { return "" }
 
 // Open reports that tracefs exists only on Linux.
 func Open(Options) (*Instance, error) { return nil, errNoTracefs }

@@ -22,6 +22,11 @@ func TestVMMixedArchUDP(t *testing.T) {
 	if os.Getenv("HILRIG_VM") != "1" || os.Getenv("HILRIG_VM_ARM64") != "1" {
 		t.Skip("VM rack test: set HILRIG_VM=1 and HILRIG_VM_ARM64=1 to boot an amd64 and an arm64 QEMU board (needs qemu-system-x86, qemu-system-arm, gcc-aarch64-linux-gnu, the arm64 busybox; see .ci/test)")
 	}
+	if testing.Short() {
+		// Two TCG boards for ~1.5 min: once per CI run (the full pass),
+		// not again under the race detector's -short pass.
+		t.Skip("VM rack test: two TCG boards for ~1.5 min; not in -short")
+	}
 	rack, err := fixtures.LoadRack("../fixtures/examples/vm-mixed-arch.yaml")
 	if err != nil {
 		t.Fatal(err)

@@ -22,9 +22,10 @@ import (
 var ErrUsage = cli.ErrUsage
 
 const usage = `usage:
-  hilrig vm build [-arch amd64|arm64] [-kernel-source TARBALL] [-cache DIR] [-j N] [-v]
+  hilrig vm build [-arch amd64|arm64] [-kernel-source TARBALL] [-cache DIR] [-j N] [-cached-only] [-v]
       build (or find in the cache) the board kernel and initramfs; print
-      their paths and the accelerator a run would use
+      their paths and the accelerator a run would use; -cached-only fails
+      instead of building a kernel the cache lacks
   hilrig vm run [-arch amd64|arm64] [-test BIN] [-timeout D] [-net GROUP -ip CIDR] [-v] [-- ARGS...]
       boot a board (building the image first if needed) and run BIN (a static
       binary, e.g. CGO_ENABLED=0 GOARCH=arm64 go test -c) with ARGS inside
@@ -53,6 +54,9 @@ func buildFlags(name string, stderr io.Writer) (*flag.FlagSet, *vmboard.BuildOpt
 	fs.StringVar(&o.CacheDir, "cache", "", "cache directory (default: user cache dir/hilrig/vm)")
 	fs.IntVar(&o.Jobs, "j", 0, "make -j for the kernel build (default: number of CPUs)")
 	v := fs.Bool("v", false, "show the kernel build output and progress")
+	if name == "build" {
+		fs.BoolVar(&o.CachedOnly, "cached-only", false, "fail (exit 1) instead of building a kernel that is not in the cache")
+	}
 	return fs, o, v
 }
 

@@ -563,6 +563,19 @@ func (s *Sender) write(b []byte, to netip.AddrPort) {
 	s.st.bytes.Add(uint64(len(b)))
 }
 
+// paceFor takes n bytes per destination from the pacing bucket (when
+// pacing is on): to, or every destination when to is the zero address.
+func (s *Sender) paceFor(n int, to netip.AddrPort) {
+	if s.cfg.PaceRate <= 0 {
+		return
+	}
+	nd := 1
+	if !to.IsValid() {
+		nd = len(s.dests) + len(s.learned)
+	}
+	s.pace(int64(n * nd))
+}
+
 // vecMin is the smallest fragment payload sent in two parts (sendmsg,
 // two iovecs) instead of being copied behind its header: below it the
 // copy costs less than the second iovec.
@@ -666,13 +679,7 @@ func (s *Sender) sendMessage(h *histEntry, first, count uint32, retrans bool, to
 			if err != nil {
 				continue
 			}
-			if s.cfg.PaceRate > 0 {
-				nd := 1
-				if !to.IsValid() {
-					nd = len(s.dests) + len(s.learned)
-				}
-				s.pace(int64(m * nd))
-			}
+			s.paceFor(m, to)
 			s.writeVec(s.scratch[:DataHeaderLen], d.Payload, to)
 			sent++
 			continue
@@ -684,13 +691,7 @@ func (s *Sender) sendMessage(h *histEntry, first, count uint32, retrans bool, to
 		if err != nil {
 			continue
 		}
-		if s.cfg.PaceRate > 0 {
-			nd := 1
-			if !to.IsValid() {
-				nd = len(s.dests) + len(s.learned)
-			}
-			s.pace(int64(m * nd))
-		}
+		s.paceFor(m, to)
 		if to.IsValid() {
 			s.write(s.scratch[:m], to)
 		} else {

@@ -246,11 +246,7 @@ func (s *Socket) WriteTo(b []byte, to netip.AddrPort) error {
 	if s.closed.Load() {
 		return net.ErrClosed
 	}
-	var sa unix.RawSockaddrInet4
-	sa.Family = unix.AF_INET
-	pb := (*[2]byte)(unsafe.Pointer(&sa.Port))
-	binary.BigEndian.PutUint16(pb[:], to.Port())
-	sa.Addr = to.Addr().Unmap().As4()
+	sa := sockaddr4(to)
 	var p unsafe.Pointer
 	if len(b) > 0 {
 		p = unsafe.Pointer(&b[0])
@@ -260,18 +256,36 @@ func (s *Socket) WriteTo(b []byte, to netip.AddrPort) error {
 		// ReadDirect): the cheaper RawSyscall (no scheduler hand-off).
 		_, _, e := unix.RawSyscall6(unix.SYS_SENDTO, uintptr(s.fd), uintptr(p), uintptr(len(b)), unix.MSG_DONTWAIT,
 			uintptr(unsafe.Pointer(&sa)), unsafe.Sizeof(sa))
-		switch e {
-		case 0:
-			return nil
-		case unix.EINTR:
-			continue
-		case unix.EAGAIN:
-			if err := s.awaitWritable(); err != nil {
-				return err
-			}
-		default:
-			return os.NewSyscallError("sendto", e)
+		if again, err := s.afterSend(e, "sendto"); !again {
+			return err
 		}
+	}
+}
+
+// sockaddr4 is to as the kernel's sockaddr_in.
+func sockaddr4(to netip.AddrPort) unix.RawSockaddrInet4 {
+	sa := unix.RawSockaddrInet4{Family: unix.AF_INET, Addr: to.Addr().Unmap().As4()}
+	pb := (*[2]byte)(unsafe.Pointer(&sa.Port))
+	binary.BigEndian.PutUint16(pb[:], to.Port())
+	return sa
+}
+
+// afterSend judges a non-blocking send's errno: done (again false, err
+// nil), again after EINTR or once the send buffer has room (it waits,
+// like a blocking socket), or the error naming call.
+func (s *Socket) afterSend(e unix.Errno, call string) (again bool, err error) {
+	switch e {
+	case 0:
+		return false, nil
+	case unix.EINTR:
+		return true, nil
+	case unix.EAGAIN:
+		if err := s.awaitWritable(); err != nil {
+			return false, err
+		}
+		return true, nil
+	default:
+		return false, os.NewSyscallError(call, e)
 	}
 }
 
@@ -287,11 +301,7 @@ func (s *Socket) WriteTo2(hdr, body []byte, to netip.AddrPort) error {
 	if s.closed.Load() {
 		return net.ErrClosed
 	}
-	var sa unix.RawSockaddrInet4
-	sa.Family = unix.AF_INET
-	pb := (*[2]byte)(unsafe.Pointer(&sa.Port))
-	binary.BigEndian.PutUint16(pb[:], to.Port())
-	sa.Addr = to.Addr().Unmap().As4()
+	sa := sockaddr4(to)
 	var iov [2]unix.Iovec
 	iov[0].Base, iov[1].Base = &hdr[0], &body[0]
 	iov[0].SetLen(len(hdr))
@@ -300,17 +310,8 @@ func (s *Socket) WriteTo2(hdr, body []byte, to netip.AddrPort) error {
 	msg.SetIovlen(2)
 	for {
 		_, _, e := unix.RawSyscall(unix.SYS_SENDMSG, uintptr(s.fd), uintptr(unsafe.Pointer(&msg)), unix.MSG_DONTWAIT)
-		switch e {
-		case 0:
-			return nil
-		case unix.EINTR:
-			continue
-		case unix.EAGAIN:
-			if err := s.awaitWritable(); err != nil {
-				return err
-			}
-		default:
-			return os.NewSyscallError("sendmsg", e)
+		if again, err := s.afterSend(e, "sendmsg"); !again {
+			return err
 		}
 	}
 }

@@ -312,7 +312,7 @@ func (p *pinger) send(ctx context.Context, timeout time.Duration) error {
 			return context.Cause(ctx)
 		}
 		if period > 0 {
-			if err := sleepUntil(ctx, timer, begin.Add(time.Duration(i)*period)); err != nil {
+			if err := sleepUntil(ctx, timer, begin.Add(time.Duration(i)*period), p.e.ownThread); err != nil {
 				return err
 			}
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hilrig/hilrig/agent/internal/sys"
 	"github.com/hilrig/hilrig/agentproto"
+	"github.com/hilrig/hilrig/internal/monoclock"
 	"github.com/hilrig/hilrig/middleware"
 	"github.com/hilrig/hilrig/report"
 )
@@ -31,6 +32,9 @@ type endpoint struct {
 	// period is the publisher's or pinger's send period (ratePeriod);
 	// 0 means as fast as possible.
 	period time.Duration
+	// ownThread: run locked the goroutine to its thread (CPU or Priority
+	// set), so pacing sleeps on that thread (sleepUntil).
+	ownThread bool
 
 	// mu guards the window fields; the hot loop holds it for a few
 	// counter updates and one histogram record per message.
@@ -115,6 +119,7 @@ func (e *endpoint) run(parent context.Context) {
 		// ran any goroutine — window flushes, trace snapshots, GC — at
 		// real-time priority on the measured CPU in every later case.
 		runtime.LockOSThread()
+		e.ownThread = true
 		tids = []int{sys.Gettid()}
 		if s.CPU != nil && s.Role == agentproto.Publisher {
 			if err := sys.PinThread(*s.CPU); err != nil {
@@ -425,7 +430,7 @@ func (e *endpoint) publish(pub outlet, mk Marker) error {
 			return context.Cause(e.ctx)
 		}
 		if period > 0 {
-			if err := sleepUntil(e.ctx, timer, begin.Add(time.Duration(i)*period)); err != nil {
+			if err := sleepUntil(e.ctx, timer, begin.Add(time.Duration(i)*period), e.ownThread); err != nil {
 				return err
 			}
 		}
@@ -470,22 +475,64 @@ func ratePeriod(hz float64) (time.Duration, error) {
 	return time.Duration(float64(time.Second) / hz), nil
 }
 
-// sleepUntil paces a sender until t: a timer for the bulk, a short spin
+// sleepUntil paces a sender until t: a sleep for the bulk, a short spin
 // for the last 50 µs (timer slack would otherwise smear the rate). Returns
 // ctx's cause if it ends first.
-func sleepUntil(ctx context.Context, timer *time.Timer, t time.Time) error {
+//
+// A sender on a thread of its own (locked: pinned or SCHED_FIFO) sleeps
+// in clock_nanosleep on that thread, in slices of at most ownSleepSlice so
+// ctx is seen. A runtime timer wakes a goroutine only when some runtime
+// thread gets to run it, and a runtime thread on a CPU taken by a
+// real-time task waits for that task: a goroutine's 1 ms timer on a
+// 2-vCPU VM was seen to fire 20 ms late, behind a 20 ms SCHED_FIFO hog on
+// the other CPU. A pinned publisher paced that way did not send during a
+// spike on the receiver's CPU, and sent after it with fresh stamps, so the
+// spike delayed no message: with the timer, the first 5 ms hog of
+// TestTraceOnBreachNamesHog broke no bound in 6 runs of 24; sleeping on
+// its own thread, in 1 of 24. Each such run hid a spike from the latency
+// it should have shown, a coordinated omission made by the rig itself.
+func sleepUntil(ctx context.Context, timer *time.Timer, t time.Time, ownThread bool) error {
 	const spin = 50 * time.Microsecond
 	if d := time.Until(t); d > spin {
-		timer.Reset(d - spin)
-		select {
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		case <-timer.C:
+		if ownThread {
+			if err := sleepOnThread(ctx, monoclock.Now()+int64(d-spin)); err != nil {
+				return err
+			}
+		} else {
+			timer.Reset(d - spin)
+			select {
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			case <-timer.C:
+			}
 		}
 	}
 	for time.Now().Before(t) {
 	}
 	return nil
+}
+
+// ownSleepSlice bounds one clock_nanosleep of sleepOnThread, so a
+// cancelled ctx ends a long period's sleep within it.
+const ownSleepSlice = 10 * time.Millisecond
+
+// sleepOnThread sleeps the calling (locked) thread until CLOCK_MONOTONIC
+// reaches deadline (ns), checking ctx every ownSleepSlice. Off Linux it
+// falls back to time.Sleep slices.
+func sleepOnThread(ctx context.Context, deadline int64) error {
+	for {
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
+		now := monoclock.Now()
+		if now >= deadline {
+			return nil
+		}
+		until := min(deadline, now+int64(ownSleepSlice))
+		if err := sys.SleepUntilMono(until); err != nil {
+			time.Sleep(time.Duration(until - now))
+		}
+	}
 }
 
 // sendNumbered publishes one message of len(payload) bytes whose first 8

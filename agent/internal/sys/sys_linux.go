@@ -69,3 +69,21 @@ func Kernel() string {
 	}
 	return unix.ByteSliceToString(u.Release[:])
 }
+
+// SleepUntilMono sleeps the calling thread until CLOCK_MONOTONIC reaches
+// deadline (ns; clock_nanosleep TIMER_ABSTIME, resumed after signals). It
+// blocks only this thread: no runtime timer is involved, so the wake-up
+// does not depend on another thread (another CPU) running the Go
+// scheduler's timers. Returns at once when deadline has passed.
+func SleepUntilMono(deadline int64) error {
+	ts := unix.NsecToTimespec(deadline)
+	for {
+		switch err := unix.ClockNanosleep(unix.CLOCK_MONOTONIC, unix.TIMER_ABSTIME, &ts, nil); err {
+		case nil:
+			return nil
+		case unix.EINTR:
+		default:
+			return fmt.Errorf("clock_nanosleep: %w", err)
+		}
+	}
+}

@@ -483,9 +483,10 @@ func ratePeriod(hz float64) (time.Duration, error) {
 // in clock_nanosleep on that thread, in slices of at most ownSleepSlice so
 // ctx is seen. A runtime timer wakes a goroutine only when some runtime
 // thread gets to run it, and a runtime thread on a CPU taken by a
-// real-time task waits for that task: a goroutine's 1 ms timer on a
-// 2-vCPU VM was seen to fire 20 ms late, behind a 20 ms SCHED_FIFO hog on
-// the other CPU. A pinned publisher paced that way did not send during a
+// real-time task waits for that task: on the 2-vCPU VM, an unpinned
+// goroutine that StartHog had just returned to resumed only as a 20 ms
+// SCHED_FIFO hog on the other CPU ended (it read the hog as 0.1–3 ms
+// long in 2 runs of 10). A pinned publisher paced that way did not send during a
 // spike on the receiver's CPU, and sent after it with fresh stamps, so the
 // spike delayed no message: with the timer, the first 5 ms hog of
 // TestTraceOnBreachNamesHog broke no bound in 6 runs of 24; sleeping on

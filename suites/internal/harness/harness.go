@@ -20,6 +20,7 @@ import (
 	"github.com/onsi/gomega"
 
 	"github.com/hilrig/hilrig/fixtures"
+	"github.com/hilrig/hilrig/internal/procstat"
 	"github.com/hilrig/hilrig/rig"
 	"github.com/hilrig/hilrig/suites/labels"
 )
@@ -266,39 +267,12 @@ func sanitize(s string) string {
 	}, s)
 }
 
-// parentStart reads the start time of pid from /proc (boot time plus the
-// starttime field of /proc/pid/stat); now when unreadable.
+// parentStart is the start time of pid (internal/procstat); now when
+// unreadable.
 func parentStart(pid int) time.Time {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	t, err := procstat.StartTime(pid)
 	if err != nil {
 		return time.Now()
 	}
-	// Fields after the command name (which may contain spaces) in parens.
-	i := strings.LastIndexByte(string(stat), ')')
-	if i < 0 {
-		return time.Now()
-	}
-	f := strings.Fields(string(stat[i+1:]))
-	if len(f) < 20 {
-		return time.Now()
-	}
-	ticks, err := strconv.ParseInt(f[19], 10, 64) // field 22 overall
-	if err != nil {
-		return time.Now()
-	}
-	ps, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return time.Now()
-	}
-	for _, line := range strings.Split(string(ps), "\n") {
-		if rest, ok := strings.CutPrefix(line, "btime "); ok {
-			bt, err := strconv.ParseInt(strings.TrimSpace(rest), 10, 64)
-			if err != nil {
-				break
-			}
-			const hz = 100 // USER_HZ is 100 on every Linux ABI Go supports
-			return time.Unix(bt, 0).Add(time.Duration(ticks) * time.Second / hz)
-		}
-	}
-	return time.Now()
+	return t
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hilrig/hilrig/internal/procstat"
 )
 
 // Candidate mount points, standard one first.
@@ -249,51 +251,9 @@ func ownerAlive(pid int, made time.Time) bool {
 	if err := unix.Kill(pid, 0); errors.Is(err, unix.ESRCH) {
 		return false
 	}
-	start, ok := procStart(pid)
-	if !ok {
+	start, err := procstat.StartTime(pid)
+	if err != nil {
 		return true
 	}
 	return !start.After(made.Add(2 * time.Second))
-}
-
-// userHZ is the kernel's USER_HZ, the unit of /proc/PID/stat's starttime:
-// 100 on every architecture Linux runs Go on.
-const userHZ = 100
-
-// procStart is when process pid started (wall clock), from its starttime
-// (field 22 of /proc/PID/stat, ticks since boot) and btime in /proc/stat.
-func procStart(pid int) (time.Time, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return time.Time{}, false
-	}
-	// The command name (field 2) may hold spaces and parentheses: the
-	// fields after it start after the last ')'.
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 {
-		return time.Time{}, false
-	}
-	f := strings.Fields(string(b[i+1:]))
-	// f[0] is field 3 (state), so field 22 is f[19].
-	if len(f) < 20 {
-		return time.Time{}, false
-	}
-	ticks, err := strconv.ParseInt(f[19], 10, 64)
-	if err != nil {
-		return time.Time{}, false
-	}
-	st, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return time.Time{}, false
-	}
-	for _, l := range strings.Split(string(st), "\n") {
-		if v, ok := strings.CutPrefix(l, "btime "); ok {
-			bt, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-			if err != nil {
-				return time.Time{}, false
-			}
-			return time.Unix(bt, 0).Add(time.Duration(ticks) * time.Second / userHZ), true
-		}
-	}
-	return time.Time{}, false
 }

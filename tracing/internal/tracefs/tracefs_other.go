@@ -18,12 +18,6 @@ type Instance struct {
 	Reaped []string
 }
 
-// ReapStale reports that tracefs exists only on Linux.
-func ReapStale(root, prefix string) ([]string, error) { return nil, errNoTracefs }
-
-// Dir is empty off Linux.
-func (*Instance) Dir() string { return "" }
-
 // Open reports that tracefs exists only on Linux.
 func Open(Options) (*Instance, error) { return nil, errNoTracefs }
 

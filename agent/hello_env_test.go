@@ -3,24 +3,14 @@ package agent_test
 import (
 	"context"
 	"io"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/hilrig/hilrig/agent"
 	"github.com/hilrig/hilrig/agentproto"
+	"github.com/hilrig/hilrig/internal/testkit"
 	"github.com/hilrig/hilrig/report"
 )
-
-func writeFake(t *testing.T, path, s string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // The hello carries the board's environment (governor, isolcpus,
 // nohz_full, NIC IRQ affinity), read from the agent's /proc and /sys: a
@@ -29,18 +19,18 @@ func TestHelloCarriesBoardEnvironment(t *testing.T) {
 	root := t.TempDir()
 	p := report.EnvPaths{Proc: filepath.Join(root, "proc"), Sys: filepath.Join(root, "sys")}
 	cpu := filepath.Join(p.Sys, "devices/system/cpu")
-	writeFake(t, filepath.Join(cpu, "online"), "0-3\n")
-	writeFake(t, filepath.Join(cpu, "isolated"), "2-3\n")
-	writeFake(t, filepath.Join(cpu, "nohz_full"), "3\n")
-	writeFake(t, filepath.Join(cpu, "cpu0/cpufreq/scaling_governor"), "performance\n")
-	writeFake(t, filepath.Join(cpu, "cpu1/cpufreq/scaling_governor"), "schedutil\n")
-	writeFake(t, filepath.Join(p.Proc, "cpuinfo"), "processor\t: 0\nmodel name\t: Fake CPU 9000\n")
+	testkit.WriteFile(t, filepath.Join(cpu, "online"), "0-3\n")
+	testkit.WriteFile(t, filepath.Join(cpu, "isolated"), "2-3\n")
+	testkit.WriteFile(t, filepath.Join(cpu, "nohz_full"), "3\n")
+	testkit.WriteFile(t, filepath.Join(cpu, "cpu0/cpufreq/scaling_governor"), "performance\n")
+	testkit.WriteFile(t, filepath.Join(cpu, "cpu1/cpufreq/scaling_governor"), "schedutil\n")
+	testkit.WriteFile(t, filepath.Join(p.Proc, "cpuinfo"), "processor\t: 0\nmodel name\t: Fake CPU 9000\n")
 	// A PCI NIC with two MSI-X vectors.
-	writeFake(t, filepath.Join(p.Sys, "class/net/eth1/device/msi_irqs/40"), "msix")
-	writeFake(t, filepath.Join(p.Sys, "class/net/eth1/device/msi_irqs/41"), "msix")
-	writeFake(t, filepath.Join(p.Proc, "interrupts"), "           CPU0\n 40:  1 PCI-MSIX eth1-rx-0\n 41:  2 PCI-MSIX eth1-tx-0\n")
-	writeFake(t, filepath.Join(p.Proc, "irq/40/smp_affinity_list"), "2\n")
-	writeFake(t, filepath.Join(p.Proc, "irq/41/smp_affinity_list"), "0-1\n")
+	testkit.WriteFile(t, filepath.Join(p.Sys, "class/net/eth1/device/msi_irqs/40"), "msix")
+	testkit.WriteFile(t, filepath.Join(p.Sys, "class/net/eth1/device/msi_irqs/41"), "msix")
+	testkit.WriteFile(t, filepath.Join(p.Proc, "interrupts"), "           CPU0\n 40:  1 PCI-MSIX eth1-rx-0\n 41:  2 PCI-MSIX eth1-tx-0\n")
+	testkit.WriteFile(t, filepath.Join(p.Proc, "irq/40/smp_affinity_list"), "2\n")
+	testkit.WriteFile(t, filepath.Join(p.Proc, "irq/41/smp_affinity_list"), "0-1\n")
 
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()

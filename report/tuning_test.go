@@ -6,28 +6,19 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hilrig/hilrig/internal/testkit"
 	"github.com/hilrig/hilrig/report"
 )
-
-func write(t *testing.T, path, s string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
 
 func TestCollectTuningFakeTree(t *testing.T) {
 	root := t.TempDir()
 	p := report.EnvPaths{Proc: filepath.Join(root, "proc"), Sys: filepath.Join(root, "sys")}
-	write(t, filepath.Join(p.Sys, "devices/system/cpu/isolated"), "2-3\n")
-	write(t, filepath.Join(p.Sys, "devices/system/cpu/nohz_full"), "2-3\n")
+	testkit.WriteFile(t, filepath.Join(p.Sys, "devices/system/cpu/isolated"), "2-3\n")
+	testkit.WriteFile(t, filepath.Join(p.Sys, "devices/system/cpu/nohz_full"), "2-3\n")
 	// virtio NIC: IRQs on the PCI function above the device.
-	write(t, filepath.Join(p.Sys, "devices/pci/virtio2/uevent"), "")
-	write(t, filepath.Join(p.Sys, "devices/pci/msi_irqs/38"), "msix")
-	write(t, filepath.Join(p.Sys, "devices/pci/msi_irqs/39"), "msix")
+	testkit.WriteFile(t, filepath.Join(p.Sys, "devices/pci/virtio2/uevent"), "")
+	testkit.WriteFile(t, filepath.Join(p.Sys, "devices/pci/msi_irqs/38"), "msix")
+	testkit.WriteFile(t, filepath.Join(p.Sys, "devices/pci/msi_irqs/39"), "msix")
 	if err := os.MkdirAll(filepath.Join(p.Sys, "class/net/eth0"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -37,9 +28,9 @@ func TestCollectTuningFakeTree(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(p.Sys, "class/net/lo"), 0o755); err != nil { // virtual: no device
 		t.Fatal(err)
 	}
-	write(t, filepath.Join(p.Proc, "interrupts"), "           CPU0       CPU1\n 38:   0  8778 PCI-MSIX-0000:00:03.0   1-edge      virtio2-input.0\n 39:  9493  0 PCI-MSIX-0000:00:03.0   2-edge      virtio2-output.0\n")
-	write(t, filepath.Join(p.Proc, "irq/38/smp_affinity_list"), "1\n")
-	write(t, filepath.Join(p.Proc, "irq/39/smp_affinity_list"), "0-1\n")
+	testkit.WriteFile(t, filepath.Join(p.Proc, "interrupts"), "           CPU0       CPU1\n 38:   0  8778 PCI-MSIX-0000:00:03.0   1-edge      virtio2-input.0\n 39:  9493  0 PCI-MSIX-0000:00:03.0   2-edge      virtio2-output.0\n")
+	testkit.WriteFile(t, filepath.Join(p.Proc, "irq/38/smp_affinity_list"), "1\n")
+	testkit.WriteFile(t, filepath.Join(p.Proc, "irq/39/smp_affinity_list"), "0-1\n")
 	tu := report.CollectTuning(p)
 	if tu.Isolcpus != "2-3" || tu.NohzFull != "2-3" || tu.Method == "" {
 		t.Fatalf("tuning %+v", tu)

@@ -7,31 +7,22 @@ import (
 	"slices"
 	"strings"
 	"testing"
-)
 
-func writeFiles(t *testing.T, dir string, files map[string]string) {
-	t.Helper()
-	for name, body := range files {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
+	"github.com/hilrig/hilrig/internal/testkit"
+)
 
 // kernelTracing names every buffer that is on with events or a tracer,
 // and nothing else; the reports print it.
 func TestKernelTracingListsRecordingBuffers(t *testing.T) {
 	root := t.TempDir()
-	writeFiles(t, root, map[string]string{
+	for name, body := range map[string]string{
 		"set_event": "", "tracing_on": "1\n", "current_tracer": "nop\n", // on, but records nothing
 		"instances/left-1/tracing_on": "1\n", "instances/left-1/set_event": "sched:sched_switch\nirq:softirq_entry\n", "instances/left-1/current_tracer": "nop\n",
 		"instances/off-2/tracing_on": "0\n", "instances/off-2/set_event": "sched:sched_switch\n",
 		"instances/fn-3/tracing_on": "1\n", "instances/fn-3/set_event": "", "instances/fn-3/current_tracer": "function\n",
-	})
+	} {
+		testkit.WriteFile(t, filepath.Join(root, name), body)
+	}
 	old := traceRoots
 	traceRoots = []string{filepath.Join(root, "absent"), root}
 	defer func() { traceRoots = old }()

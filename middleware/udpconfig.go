@@ -117,8 +117,10 @@ type UDPConfig struct {
 
 // UDPFault is a seeded fault-injection layer under a publisher's socket:
 // per datagram, in send order, a PCG seeded with Seed decides drop,
-// duplicate, reorder (hold and send after the next datagram) and delay.
-// The same seed and single-threaded send sequence give the same faults.
+// duplicate, reorder (hold and send after the next faulted datagram: with
+// DataOnly, heartbeats pass a held DATA without releasing it) and delay.
+// The same seed and single-threaded send sequence give the same faults,
+// whatever the heartbeat timer does.
 type UDPFault struct {
 	Seed                                uint64
 	Drop, Duplicate, Reorder, DelayRate float64 // probabilities 0..1

@@ -13,9 +13,14 @@ import (
 // same faults on every run.
 type FaultConfig struct {
 	Seed      uint64
-	Drop      float64       // datagram silently discarded
-	Duplicate float64       // datagram sent twice
-	Reorder   float64       // datagram held back and sent after the next one
+	Drop      float64 // datagram silently discarded
+	Duplicate float64 // datagram sent twice
+	// Reorder: datagram held back and sent after the next datagram of a
+	// faulted kind (see Kinds), so which datagrams overtake which depends
+	// on the seed alone, never on when an unfaulted one (a heartbeat from a
+	// timer) happened to pass. A datagram held when none follows is sent by
+	// SetEnabled(false) and lost at Close.
+	Reorder   float64
 	DelayRate float64       // datagram sent Delay later
 	Delay     time.Duration // delay applied to delayed datagrams
 	// Kinds restricts faults to these datagram kinds (bitmask 1<<Kind);
@@ -112,12 +117,9 @@ func (f *FaultConn) WriteTo(b []byte, to netip.AddrPort) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if !f.on || len(b) < CommonLen || (f.cfg.Kinds != 0 && f.cfg.Kinds&(1<<(b[5]&31)) == 0) {
-		err := f.Conn.WriteTo(b, to)
-		if f.hasHeld {
-			f.hasHeld = false
-			_ = f.Conn.WriteTo(f.held, f.heldTo)
-		}
-		return err
+		// Unfaulted: passes, and a held datagram stays held (off, nothing
+		// is: SetEnabled released it).
+		return f.Conn.WriteTo(b, to)
 	}
 	f.stats.Seen++
 	drop := f.rng.Float64() < f.cfg.Drop

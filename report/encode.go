@@ -19,7 +19,8 @@ import (
 // an agent with 10 subscribers pays 40 times a second on the very board it
 // measures. This writes byte-compatible V2 (same cookies, header, ZigZag
 // LEB128 counts with zero runs; zlib level may differ, which decoders do not
-// see) from pooled state: after warm-up an encode allocates only its result.
+// see) from one reused state: after warm-up an encode allocates only its
+// result.
 
 // V2 cookies, with the 0x10 word-size flag hdrhistogram-go and Java write.
 const (
@@ -56,12 +57,32 @@ type v2Encoder struct {
 	zw  *zlib.Writer
 }
 
-var v2Pool = sync.Pool{New: func() any { return new(v2Encoder) }}
+// v2Shared is the process's one encoder, behind a lock. Its zlib state is
+// 1.2 MB (compress/flate's compressor), allocated by the first encode and
+// kept. A sync.Pool kept one per P that had ever encoded, created whenever
+// the encoding goroutine ran on a new P — in an agent after the live-heap
+// baseline its endpoints take at start, so the fanout suite read 2.4 MB of
+// encoders as heap growth. Encodes come per window, milliseconds apart
+// (one takes tens of µs): serialising them costs less than a second
+// compressor. Agents call it before that baseline through WarmEncoder.
+var v2Shared struct {
+	sync.Mutex
+	e v2Encoder
+}
+
+// WarmEncoder allocates the process's histogram encoder state (1.2 MB,
+// kept for the life of the process) if no encode has yet, so a live-heap
+// baseline read after it already holds that state. Safe for concurrent
+// use; blocks while another goroutine encodes.
+func WarmEncoder() {
+	_, _ = NewHistogram().AppendText(nil)
+}
 
 // appendV2 appends h's V2 compressed, base64 form to dst.
 func appendV2(dst []byte, h *hdr.Histogram) ([]byte, error) {
-	e := v2Pool.Get().(*v2Encoder)
-	defer v2Pool.Put(e)
+	v2Shared.Lock()
+	defer v2Shared.Unlock()
+	e := &v2Shared.e
 	counts := countsOf(h)
 	limit := len(counts)
 	for limit > 1 && counts[limit-1] == 0 {

@@ -222,9 +222,10 @@ func (h *Histogram) Summary() Summary {
 func (h *Histogram) MarshalText() ([]byte, error) { return h.AppendText(nil) }
 
 // AppendText appends the MarshalText form to dst: with a dst of enough
-// capacity it does not allocate once warmed up (encoder state is pooled),
-// which keeps an agent's per-window reports off the GC of the board it
-// measures. Safe for concurrent use on different histograms.
+// capacity it does not allocate once warmed up (the process keeps one
+// encoder state, see WarmEncoder), which keeps an agent's per-window
+// reports off the GC of the board it measures. Safe for concurrent use on
+// different histograms; concurrent calls take turns.
 func (h *Histogram) AppendText(dst []byte) ([]byte, error) {
 	if h == nil || h.h == nil {
 		return dst, fmt.Errorf("%w: nil histogram", ErrBadHistogram)

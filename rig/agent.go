@@ -261,6 +261,8 @@ func (a *Agent) stop(ctx context.Context) error {
 	case <-a.bye:
 	case <-a.readEnd:
 	case <-ctx.Done():
+		// No bye in time: it is killed below, its peers unclosed.
+		a.recordHeldShm()
 	}
 	_ = a.proc.Stdin.Close()
 	err := a.proc.Kill()
@@ -455,6 +457,7 @@ func (a *Agent) Kill(ctx context.Context) error {
 	a.mu.Lock()
 	a.stopped, a.killed = true, true
 	a.mu.Unlock()
+	a.recordHeldShm()
 	err := a.proc.Kill()
 	if werr := a.proc.Wait(ctx); errors.Is(werr, context.DeadlineExceeded) || errors.Is(werr, context.Canceled) {
 		return errors.Join(err, fmt.Errorf("%w: %s did not exit after SIGKILL: %w", ErrTimeout, a.proc.Where, werr))

@@ -82,6 +82,22 @@ func (a *Agent) recordPeerShm(files []string) error {
 	return nil
 }
 
+// recordHeldShm records, for an agent on this machine about to be
+// killed, the Fast DDS segments its process holds now: Fast DDS makes some
+// after the started message listed the others (a participant's segment
+// once discovery first sends over shared memory, later on a loaded
+// machine), and a killed participant leaves every one. Best effort: a
+// process already gone holds nothing. Does not block beyond reading its
+// /proc files.
+func (a *Agent) recordHeldShm() {
+	if !a.Board.OnController() || a.shm == nil || a.proc.PID <= 0 {
+		return
+	}
+	if segs, err := ddsshm.Files(a.proc.PID, ddsshm.Dir); err == nil {
+		a.shm.add(segs)
+	}
+}
+
 // remoteShmCleanWait bounds the clean-up command on an SSH board.
 const remoteShmCleanWait = 10 * time.Second
 

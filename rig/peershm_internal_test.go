@@ -5,11 +5,13 @@ package rig
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 
+	"github.com/hilrig/hilrig/deploy"
 	"github.com/hilrig/hilrig/fixtures"
 	"github.com/hilrig/hilrig/internal/ddsshm"
 )
@@ -92,5 +94,50 @@ func TestRecordPeerShmRefusesForeignPaths(t *testing.T) {
 	}
 	if len(p.segs) != 0 {
 		t.Errorf("kept %v from refused lists", p.segs)
+	}
+}
+
+// TestKilledAgentsLateSegmentsRecorded: an agent killed without its bye
+// (stop's timeout, Kill) has its Fast DDS segments recorded from its
+// process first, so segments it made after its started message listed the
+// others are removed too. Every faults-suite run on a loaded machine left
+// one 32 MiB participant segment: the agent was killed at the rig's 5 s
+// StopTimeout, and Fast DDS had made that segment after the listing.
+func TestKilledAgentsLateSegmentsRecorded(t *testing.T) {
+	seg := filepath.Join(ddsshm.Dir, fmt.Sprintf("fastrtps_hilrigtest%dlate", os.Getpid()))
+	for _, f := range []string{seg, seg + "_el"} {
+		if err := os.WriteFile(f, nil, 0o600); err != nil {
+			t.Skipf("no writable %s: %v", ddsshm.Dir, err)
+		}
+		t.Cleanup(func() { os.Remove(f) })
+	}
+	// The "agent": a process holding the segment's lock file open, as a
+	// participant does; its started message listed nothing.
+	cmd := exec.Command("sh", "-c", "exec 3<>\"$1\"; echo ready; exec sleep 60", "sh", seg+"_el")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	if _, err := out.Read(make([]byte, 6)); err != nil {
+		t.Fatal(err)
+	}
+	a := &Agent{Board: &fixtures.Board{Name: "board-a", Reach: fixtures.Controller}, proc: &deploy.Process{PID: cmd.Process.Pid}, shm: &peerShm{}}
+	a.recordHeldShm()
+	if !a.shm.segs[seg] {
+		t.Fatalf("recorded %v, want %s (held by the agent's process)", a.shm.segs, seg)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	if err := a.shm.clean(); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{seg, seg + "_el"} {
+		if _, err := os.Stat(f); err == nil {
+			t.Errorf("%s left after its agent was killed", f)
+		}
 	}
 }

@@ -31,3 +31,47 @@ func TestOpenWithoutRouDi(t *testing.T) {
 		t.Fatalf("Open without a RouDi: %v, want ErrNoRouDi", err)
 	}
 }
+
+// TestCloseDoesNotWaitForRouDiToGiveUp: closing a peer that started its
+// RouDi, with this process's runtime registered, returns once RouDi has
+// asked this process to terminate — not after the bound on RouDi's
+// shutdown. RouDi then only waits (its kill delay, 45 s) for this
+// process, which exits after Close: before, Stop always ran into its 5 s
+// bound, so an agent with an iceoryx peer said bye after the rig's 5 s
+// StopTimeout and was killed. The grace here is 10 minutes, so a Stop that
+// waits for it fails the 60 s bound below.
+func TestCloseDoesNotWaitForRouDiToGiveUp(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if up, err := roudi.Running(); err != nil || up {
+		t.Skipf("a RouDi runs on this host (%v)", err)
+	}
+	p, err := Open(ctx, Config{App: "closetest", StartRouDi: true, MaxPayload: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.roudi == nil {
+		t.Skip("another test binary's RouDi appeared meanwhile")
+	}
+	w, err := p.NewWriter("hilrig/closetest", false, 4, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = w
+	Shutdown()
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() { done <- p.roudi.StopWithin(10 * time.Minute) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("RouDi stopped in %v", time.Since(start))
+	case <-time.After(time.Minute):
+		t.Fatal("RouDi not stopped within 60 s of SIGTERM: Stop waits for RouDi's grace while RouDi waits for this process")
+	}
+	if up, _ := roudi.Running(); up {
+		t.Fatal("RouDi still holds its lock after Stop")
+	}
+}

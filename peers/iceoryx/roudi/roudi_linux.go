@@ -254,19 +254,33 @@ func (r *RouDi) PID() int { return r.cmd.Process.Pid }
 
 // Stop ends the daemon by its PID (SIGTERM, SIGKILL after 5 s) and
 // removes what it leaves: its socket, lock, shared-memory segments and
-// config.
+// config. See StopWithin.
+func (r *RouDi) Stop() error { return r.StopWithin(5 * time.Second) }
+
+// StopWithin is Stop with grace as the bound on RouDi's own shutdown
+// before it is killed. Blocks until the daemon has exited and its files
+// are removed.
 //
 // A RouDi that shuts down sends SIGTERM to every process still registered
 // with it — this one included, since iceoryx 2.0 never unregisters a
-// runtime — so SIGTERM is caught (and dropped) until the daemon is gone.
-func (r *RouDi) Stop() error {
+// runtime — and then waits, up to its kill delay (45 s), for them to
+// exit. So SIGTERM is caught (and dropped) until the daemon is gone, and
+// its arrival means RouDi has done all it will do but wait for this
+// process, which exits only after Stop: the daemon is killed then. Before,
+// Stop always ran into its 5 s bound, an agent with an iceoryx peer took
+// more than the rig's 5 s StopTimeout to say bye, and the rig killed it
+// (leaving the Fast DDS segments of its other peers behind).
+func (r *RouDi) StopWithin(grace time.Duration) error {
 	term := make(chan os.Signal, 4)
 	signal.Notify(term, syscall.SIGTERM)
 	defer signal.Stop(term)
 	r.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-r.exited:
-	case <-time.After(5 * time.Second):
+	case <-term:
+		r.cmd.Process.Kill()
+		<-r.exited
+	case <-time.After(grace):
 		r.cmd.Process.Kill()
 		<-r.exited
 	}

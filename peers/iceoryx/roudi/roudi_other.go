@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // ErrNoRouDi: iox-roudi is neither running nor installed.
@@ -33,3 +34,6 @@ func (*RouDi) PID() int { return 0 }
 
 // Stop is unsupported here.
 func (*RouDi) Stop() error { return errUnsupported }
+
+// StopWithin is unsupported off Linux.
+func (*RouDi) StopWithin(time.Duration) error { return errUnsupported }

@@ -75,7 +75,12 @@ var v2Shared struct {
 // baseline read after it already holds that state. Safe for concurrent
 // use; blocks while another goroutine encodes.
 func WarmEncoder() {
-	_, _ = NewHistogram().AppendText(nil)
+	v2Shared.Lock()
+	warm := v2Shared.e.zw != nil
+	v2Shared.Unlock()
+	if !warm {
+		_, _ = NewHistogram().AppendText(nil)
+	}
 }
 
 // appendV2 appends h's V2 compressed, base64 form to dst.

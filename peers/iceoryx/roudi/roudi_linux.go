@@ -277,13 +277,12 @@ func (r *RouDi) StopWithin(grace time.Duration) error {
 	r.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-r.exited:
-	case <-term:
-		r.cmd.Process.Kill()
-		<-r.exited
+		return r.cleanup()
+	case <-term: // RouDi now only waits for us
 	case <-time.After(grace):
-		r.cmd.Process.Kill()
-		<-r.exited
 	}
+	r.cmd.Process.Kill()
+	<-r.exited
 	return r.cleanup()
 }
 

@@ -8,15 +8,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
-
-func mono() int64 {
-	var ts unix.Timespec
-	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
-	return ts.Nano()
-}
 
 // RunHogIfChild runs the hog and exits when this process was started by
 // StartHog; otherwise it returns at once. Call it first in TestMain.
@@ -50,22 +45,49 @@ func runHog(v string) int {
 	// "hlr-hog" itself, not to the re-executed test binary that became it
 	// before the rename (which an explanation cannot tell from idle).
 	_ = unix.Nanosleep(&unix.Timespec{Nsec: 100_000}, nil)
-	end := mono() + ns
-	if _, err := unix.Write(3, []byte{'r'}); err != nil {
+	// From here to the end of the spin this goroutine must not enter the
+	// scheduler, which would park its locked thread on a futex — the hog
+	// would give up the CPU it is to hold (seen as "hlr-hog S" in the
+	// trace, mid-spin). So: Gosched now, because sysmon preempts a
+	// goroutine that has run 10 ms since it was last scheduled, and this
+	// one has run since the process began (StartHog bounds d below that);
+	// raw syscalls, which the runtime neither enters nor leaves (sysmon
+	// takes the P of a thread in a slow syscall — often slow in an
+	// emulated board — and the thread returning finds none); the clock
+	// through the runtime's vDSO call, not unix.ClockGettime, a syscall.
+	// The count of voluntary switches over the spin proves it held.
+	runtime.Gosched()
+	end := time.Now().Add(time.Duration(ns))
+	ready := [1]byte{'r'}
+	if _, _, e := unix.RawSyscall(unix.SYS_WRITE, 3, uintptr(unsafe.Pointer(&ready[0])), 1); e != 0 {
 		return 5
 	}
-	for mono() < end {
+	var before, after unix.Rusage
+	if _, _, e := unix.RawSyscall(unix.SYS_GETRUSAGE, unix.RUSAGE_THREAD, uintptr(unsafe.Pointer(&before)), 0); e != 0 {
+		return 6
+	}
+	for time.Now().Before(end) {
+	}
+	if _, _, e := unix.RawSyscall(unix.SYS_GETRUSAGE, unix.RUSAGE_THREAD, uintptr(unsafe.Pointer(&after)), 0); e != 0 {
+		return 6
+	}
+	if after.Nvcsw != before.Nvcsw {
+		return hogYielded
 	}
 	return 0
 }
 
 // StartHog starts the hog on cpu for d and returns once it holds the CPU
-// at SCHED_FIFO HogPriority; wait reaps it. The ready byte comes through
+// at SCHED_FIFO HogPriority; wait reaps it and fails if the hog did not
+// hold the CPU for all of d (it switched out voluntarily). The ready byte comes through
 // a blocking pipe read on the caller's own thread: a wake-up through the
 // Go netpoller could need a thread the hog is starving. A caller running
 // at SCHED_FIFO should set SCHED_FLAG_RESET_ON_FORK, or the hog's runtime
 // threads inherit its class.
 func StartHog(cpu int, d time.Duration) (wait func() error, err error) {
+	if d <= 0 || d > MaxHog {
+		return nil, fmt.Errorf("hog for %v: want (0, %v]", d, MaxHog)
+	}
 	var p [2]int
 	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
 		return nil, err
@@ -85,7 +107,21 @@ func StartHog(cpu int, d time.Duration) (wait func() error, err error) {
 		_ = cmd.Wait()
 		return nil, fmt.Errorf("hog did not start (%v): %v", err, cmd.ProcessState)
 	}
-	return cmd.Wait, nil
+	return func() error {
+		err := cmd.Wait()
+		if cmd.ProcessState != nil && cmd.ProcessState.ExitCode() == hogYielded {
+			return fmt.Errorf("hog on CPU %d gave up its CPU during its %v spin (a voluntary context switch): the spike it was to cause is not what ran", cpu, d)
+		}
+		return err
+	}, nil
 }
+
+// MaxHog is the longest spin StartHog runs: the Go runtime preempts a
+// goroutine that has run 10 ms, and a preempted locked thread sleeps.
+const MaxHog = 8 * time.Millisecond
+
+// hogYielded is the hog's exit status when its thread switched out
+// voluntarily during the spin.
+const hogYielded = 7
 
 const envHog = "HLR_TRACETEST_HOG" // "<cpu>,<duration ns>"

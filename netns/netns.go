@@ -1,7 +1,9 @@
 // Package netns makes throw-away Linux network namespaces joined by veth
 // pairs, so tests and the sim rack can run "boards" on separate network
 // stacks of one machine. Everything it creates carries a "hlr" prefix and is
-// removed by Close; it never touches the default namespace's interfaces.
+// removed by Close; what a killed process left is removed by the next
+// process's first New (see ownerDir). It never touches the default
+// namespace's interfaces.
 //
 // It needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN) and iproute2's ip(8).
 package netns
@@ -64,8 +66,15 @@ func New(ctx context.Context) (*NS, error) {
 	if err := Available(); err != nil {
 		return nil, err
 	}
+	// Housekeeping, once per process: a failure to reap another run's
+	// leftovers is no reason to fail this one.
+	reapOnce.Do(func() { _, _ = reapStale(ctx) })
 	ns := &NS{Name: uniqueName("n")}
+	if err := writeOwner(ns.Name); err != nil {
+		return nil, err
+	}
 	if err := ip(ctx, "netns", "add", ns.Name); err != nil {
+		_ = removeOwner(ns.Name)
 		return nil, err
 	}
 	if err := ip(ctx, "-n", ns.Name, "link", "set", "lo", "up"); err != nil {
@@ -80,6 +89,9 @@ func New(ctx context.Context) (*NS, error) {
 func (n *NS) Close() error {
 	n.closeOnce.Do(func() {
 		n.closeErr = ip(context.Background(), "netns", "delete", n.Name)
+		if n.closeErr == nil {
+			n.closeErr = removeOwner(n.Name)
+		}
 	})
 	return n.closeErr
 }

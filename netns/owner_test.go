@@ -1,0 +1,130 @@
+package netns
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/hilrig/hilrig/internal/procstat"
+)
+
+// TestReapStaleDeletesNamespacesOfGoneOwners: a namespace whose recorded
+// owner is gone (pid free, or reused by a process started at another
+// time) is deleted with its record; one whose owner runs, or with no
+// record, is kept; a record whose namespace and owner are both gone is
+// removed. Real namespaces through ip(8).
+func TestReapStaleDeletesNamespacesOfGoneOwners(t *testing.T) {
+	if err := Available(); err != nil {
+		t.Skip(err)
+	}
+	ctx := context.Background()
+	me := os.Getpid()
+	start, err := procstat.StartTicks(me)
+	if err != nil {
+		t.Fatal(err)
+	}
+	child := exec.Command("true")
+	if err := child.Run(); err != nil {
+		t.Fatal(err)
+	}
+	dead := child.Process.Pid
+
+	record := func(name, rec string) {
+		t.Helper()
+		if err := os.MkdirAll(ownerDir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(ownerDir, name), []byte(rec), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add := func(rec string) string {
+		t.Helper()
+		name := uniqueName("t")
+		if rec != "" {
+			record(name, rec)
+		}
+		if err := ip(ctx, "netns", "add", name); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if names, _ := List(); slices.Contains(names, name) {
+				_ = ip(ctx, "netns", "delete", name)
+			}
+			_ = removeOwner(name)
+		})
+		return name
+	}
+	reused := add(strconv.Itoa(me) + " " + strconv.FormatInt(start+1, 10) + "\n")
+	gone := add(strconv.Itoa(dead) + " 1\n")
+	live := add(strconv.Itoa(me) + " " + strconv.FormatInt(start, 10) + "\n")
+	unowned := add("")
+	orphanRec := uniqueName("t")
+	record(orphanRec, strconv.Itoa(dead)+" 1\n")
+	t.Cleanup(func() { _ = removeOwner(orphanRec) })
+
+	reaped, err := reapStale(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, err := List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another test binary's first New may reap them first: what counts is
+	// that they are gone.
+	for _, n := range []string{reused, gone} {
+		if slices.Contains(names, n) {
+			t.Errorf("namespace %s of a gone owner still there (reaped %v)", n, reaped)
+		}
+		if _, err := os.Stat(filepath.Join(ownerDir, n)); !os.IsNotExist(err) {
+			t.Errorf("record of reaped %s: stat %v", n, err)
+		}
+	}
+	for _, n := range []string{live, unowned} {
+		if slices.Contains(reaped, n) || !slices.Contains(names, n) {
+			t.Errorf("namespace %s must stay: reaped %v, listed %v", n, slices.Contains(reaped, n), slices.Contains(names, n))
+		}
+	}
+	if _, err := os.Stat(filepath.Join(ownerDir, live)); err != nil {
+		t.Errorf("record of the live owner's %s: %v", live, err)
+	}
+	if _, err := os.Stat(filepath.Join(ownerDir, orphanRec)); !os.IsNotExist(err) {
+		t.Errorf("record %s without namespace or owner: stat %v", orphanRec, err)
+	}
+}
+
+// TestNewRecordsOwner: New records this process as the owner, Close
+// removes the record with the namespace.
+func TestNewRecordsOwner(t *testing.T) {
+	if err := Available(); err != nil {
+		t.Skip(err)
+	}
+	ns, err := New(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := filepath.Join(ownerDir, ns.Name)
+	b, err := os.ReadFile(rec)
+	if err != nil {
+		_ = ns.Close()
+		t.Fatal(err)
+	}
+	start, _ := procstat.StartTicks(os.Getpid())
+	if want := strconv.Itoa(os.Getpid()) + " " + strconv.FormatInt(start, 10) + "\n"; string(b) != want {
+		t.Errorf("owner record %q, want %q", b, want)
+	}
+	if ownerGone(ns.Name) {
+		t.Error("ownerGone for this live process's namespace")
+	}
+	if err := ns.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(rec); !os.IsNotExist(err) {
+		t.Errorf("owner record after Close: stat %v", err)
+	}
+}

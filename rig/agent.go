@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -48,6 +49,9 @@ type Agent struct {
 	// Fast DDS segments its agent listed, removed over SSH after it ended.
 	remoteBin string
 	remoteShm []string // guarded by mu
+	// log gets the warning when stop kills an agent that said no bye;
+	// nil discards (agents made by hand in tests).
+	log *slog.Logger
 }
 
 // maxAgentErrors bounds the agent-level errors kept for diagnostics.
@@ -261,7 +265,13 @@ func (a *Agent) stop(ctx context.Context) error {
 	case <-a.bye:
 	case <-a.readEnd:
 	case <-ctx.Done():
-		// No bye in time: it is killed below, its peers unclosed.
+		// No bye in time: it is killed below, its peers unclosed. Said
+		// aloud, as an agent that never finishes its stop (an iceoryx
+		// close waiting on RouDi was one) is otherwise invisible.
+		if a.log != nil {
+			a.log.Warn("agent said no bye in time; killing it, its endpoints and peers unclosed",
+				"board", a.Board.Name, "where", a.proc.Where, "err", ctx.Err())
+		}
 		a.recordHeldShm()
 	}
 	_ = a.proc.Stdin.Close()

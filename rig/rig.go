@@ -616,7 +616,7 @@ func (r *Rig) startAgent(ctx context.Context, b *fixtures.Board) (*Agent, error)
 	}
 	a, err := newAgent(ctx, b, proc, sshc, r.opts.StartTimeout, r.opts.MaxWindows)
 	if err == nil {
-		a.shm, a.remoteBin = &r.peerShm, remoteBin
+		a.shm, a.remoteBin, a.log = &r.peerShm, remoteBin, r.opts.Logger
 	}
 	if err != nil {
 		_ = proc.Kill()

@@ -121,7 +121,7 @@ func freshness(rs []reading, faultAt time.Time) (stale []bool, frozen time.Durat
 		if r.st.Offset != frozen {
 			changed = true
 		}
-		stale[i] = (!changed && r.st.LastSyncIngress.Ns != measuredAt) || r.st.Offset != r.st.CurrentOffset
+		stale[i] = (!changed && r.st.LastSyncIngress.Ns != measuredAt) || r.st.DataSetsReset()
 		if changed && !stale[i] && firstFresh < 0 && r.st.PortState == timesync.PortStateSlave {
 			firstFresh = i
 		}
@@ -237,7 +237,7 @@ func TestPTP4LLockNeedsAFreshOffset(t *testing.T) {
 	measuring := func(rs []reading) bool {
 		n := len(rs)
 		return n >= 2 && rs[n-1].err == nil && rs[n-1].st.PortState == timesync.PortStateSlave &&
-			rs[n-1].st.Offset != rs[n-2].st.Offset && rs[n-1].st.Offset == rs[n-1].st.CurrentOffset
+			rs[n-1].st.Offset != rs[n-2].st.Offset && !rs[n-1].st.DataSetsReset()
 	}
 	since := func(d time.Duration) func([]reading) bool {
 		return func(rs []reading) bool { return len(rs) > 0 && rs[len(rs)-1].st.ReadAt.Sub(rs[0].st.ReadAt) >= d }

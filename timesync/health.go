@@ -105,15 +105,15 @@ const FreshMeasurements = 2
 //  6. the last Sync ingress time advanced since it;
 //  7. a path delay has been measured (before the first Delay_Resp ptp4l
 //     reports offset 0);
-//  8. the offset is a fresh measurement: CURRENT_DATA_SET's offset equals
-//     TIME_STATUS_NP's (they differ after ptp4l reset its data sets and
-//     before it measured again), and [FreshMeasurements] new offsets
-//     were seen since the last fault;
+//  8. the offset is a fresh measurement: ptp4l has not reset its data
+//     sets without measuring since ([Status.DataSetsReset]: CURRENT_DATA_SET's
+//     offset zeroed, TIME_STATUS_NP's kept), and [FreshMeasurements] new
+//     offsets were seen since the last fault;
 //  9. |offset| ≤ bound.
 //
 // A fault — a read error, any state but SLAVE, another grandmaster,
 // gmPresent false, the ingress time going back (ptp4l chose its master
-// anew), path delay 0, or the two offsets disagreeing — restarts the
+// anew), path delay 0, or the data sets reset — restarts the
 // count of fresh measurements. A stale ingress alone does not: it is
 // also what a poll between two Syncs sees.
 //
@@ -193,7 +193,7 @@ func (t *Tracker) Observe(st Status, err error) Verdict {
 		t.restart("mean path delay 0", st.ReadAt)
 		return Verdict{Cond: CondNotMeasured, Detail: fmt.Sprintf("mean path delay 0 (no Delay_Resp yet): offset %v is not a measurement", st.Offset)}
 	}
-	if st.CurrentOffset != st.Offset {
+	if st.DataSetsReset() {
 		t.restart("CURRENT_DATA_SET reset", st.ReadAt)
 		return Verdict{Cond: CondOffsetStale, Detail: fmt.Sprintf("CURRENT_DATA_SET offsetFromMaster %v ≠ TIME_STATUS_NP master_offset %v: ptp4l reset its data sets and has not measured an offset since", st.CurrentOffset, st.Offset)}
 	}

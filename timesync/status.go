@@ -134,8 +134,10 @@ type Status struct {
 	Offset time.Duration `json:"offset_ns"`
 	// CurrentOffset is CURRENT_DATA_SET offsetFromMaster. ptp4l sets it
 	// together with Offset at every measurement but zeroes it when the
-	// clock's data sets are reset (cold start, link loss), so
-	// CurrentOffset ≠ Offset means "nothing measured since that reset".
+	// clock's data sets are reset (cold start, link loss): see
+	// [Status.DataSetsReset]. The two come from separate management
+	// requests, so a Sync measured between them makes them differ
+	// without any reset.
 	CurrentOffset time.Duration `json:"current_offset_ns"`
 	// MeanPathDelay is the E2E/P2P mean path delay (CURRENT_DATA_SET).
 	MeanPathDelay time.Duration `json:"mean_path_delay_ns"`
@@ -164,3 +166,10 @@ type Status struct {
 	// interface not in this namespace, PHC lookup disabled).
 	PHCNote string `json:"phc_note,omitempty"`
 }
+
+// DataSetsReset reports whether ptp4l reset its data sets and has not
+// measured since: CURRENT_DATA_SET's offset is zeroed while
+// TIME_STATUS_NP keeps the last one measured. Two offsets that differ
+// but are both set are a Sync measured between the two requests
+// (TIME_STATUS_NP, read second, holds the newer), not a reset.
+func (s Status) DataSetsReset() bool { return s.CurrentOffset == 0 && s.Offset != 0 }

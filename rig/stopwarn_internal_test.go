@@ -1,36 +1,17 @@
 package rig
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/hilrig/hilrig/agentproto"
 	"github.com/hilrig/hilrig/deploy"
 	"github.com/hilrig/hilrig/fixtures"
+	"github.com/hilrig/hilrig/internal/testkit"
 )
-
-// syncBuf is a bytes.Buffer safe for the logger and the test at once.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestStopWarnsWhenAgentSaysNoBye: stop kills an agent that sends no bye
 // within its ctx and says so in the rig's log, naming the board; an agent
@@ -44,7 +25,7 @@ func TestStopWarnsWhenAgentSaysNoBye(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = proc.Kill() })
-		var log syncBuf
+		var log testkit.SyncBuffer
 		a := &Agent{Board: &fixtures.Board{Name: "board-q"}, proc: proc, enc: agentproto.NewEncoder(proc.Stdin),
 			bye: make(chan struct{}), readEnd: make(chan struct{}), log: slog.New(slog.NewTextHandler(&log, nil))}
 		if saysBye {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,21 +15,12 @@ import (
 	"github.com/hilrig/hilrig/internal/testkit"
 )
 
-// syncBuf is a bytes.Buffer safe for the watch goroutine and the test.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
-func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
-
 func TestMarkWatchLs(t *testing.T) {
 	sim := gpiotest.NewSim(t, gpiosim.Config{Lines: 2, LineNames: []string{"TX", "RX"}})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 
-	var wout, werr syncBuf
+	var wout, werr testkit.SyncBuffer
 	done := make(chan error, 1)
 	go func() {
 		done <- gpiocli.Run(ctx, []string{"watch", "--chip", sim.Chip(), "--line", "TX", "--count", "4"}, &wout, &werr)

@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -48,7 +47,7 @@ func TestUsageErrors(t *testing.T) {
 func TestSimIdnMeasure(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	var simOut syncBuf
+	var simOut testkit.SyncBuffer
 	done := make(chan error, 1)
 	go func() {
 		done <- scopecli.Run(ctx, []string{"sim", "--dialect", "keysight", "--period", "200us", "--delay", "40us", "--jitter", "0"}, &simOut, &simOut)
@@ -102,15 +101,3 @@ func TestSigrokDemo(t *testing.T) {
 		t.Fatalf("%q, %v", out, err)
 	}
 }
-
-type syncBuf struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuf) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-func (b *syncBuf) String() string { b.mu.Lock(); defer b.mu.Unlock(); return b.buf.String() }

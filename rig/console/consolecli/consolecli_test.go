@@ -1,30 +1,21 @@
 package consolecli_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/creack/pty"
 
 	"github.com/hilrig/hilrig/fixtures"
+	"github.com/hilrig/hilrig/internal/testkit"
 	"github.com/hilrig/hilrig/rig/console/consolecli"
 )
-
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
-func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 func TestConsoleFollowsThePty(t *testing.T) {
 	ptmx, tty, err := pty.Open()
@@ -38,7 +29,7 @@ func TestConsoleFollowsThePty(t *testing.T) {
 	os.WriteFile(rack, []byte(fmt.Sprintf("name: p\nboards:\n  - name: dut\n    reach: local\n    console: {device: %s, baud: 115200}\n  - name: bare\n    reach: local\n", tty.Name())), 0o644)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	var out, errb syncBuf
+	var out, errb testkit.SyncBuffer
 	done := make(chan error, 1)
 	capture := filepath.Join(dir, "dut.log")
 	go func() { done <- consolecli.Run(ctx, []string{"-rack", rack, "-out", capture, "dut"}, &out, &errb) }()

@@ -15,6 +15,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -42,6 +43,9 @@ func Available() error {
 	}
 	return nil
 }
+
+// runDir is where ip(8) keeps the named namespaces (bind mounts).
+const runDir = "/var/run/netns"
 
 var seq atomic.Uint32
 
@@ -111,7 +115,7 @@ func (n *NS) Do(fn func() error) error {
 	go func() {
 		runtime.LockOSThread()
 		// No UnlockOSThread: the thread is tainted and must die with us.
-		f, err := os.Open("/var/run/netns/" + n.Name)
+		f, err := os.Open(filepath.Join(runDir, n.Name))
 		if err != nil {
 			errc <- fmt.Errorf("netns %s: %w", n.Name, err)
 			return
@@ -253,7 +257,7 @@ func (p *Pair) Close() error {
 
 // List returns the names of namespaces with the "hlr" prefix (leak checks).
 func List() ([]string, error) {
-	ents, err := os.ReadDir("/var/run/netns")
+	ents, err := os.ReadDir(runDir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}

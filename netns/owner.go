@@ -65,11 +65,8 @@ func ownerGone(name string) bool {
 	if !ok || err1 != nil || err2 != nil || pid <= 0 {
 		return false
 	}
-	now, err := procstat.StartTicks(pid)
-	if errors.Is(err, os.ErrNotExist) {
-		return true
-	}
-	return err == nil && now != start
+	same, err := procstat.Same(pid, start)
+	return err == nil && !same
 }
 
 // reapStale deletes the "hlr" namespaces whose recorded owner is gone,
@@ -87,7 +84,7 @@ func reapStale(ctx context.Context) ([]string, error) {
 			continue
 		}
 		if err := ip(ctx, "netns", "delete", n); err != nil {
-			if _, serr := os.Stat(filepath.Join("/var/run/netns", n)); !errors.Is(serr, os.ErrNotExist) {
+			if _, serr := os.Stat(filepath.Join(runDir, n)); !errors.Is(serr, os.ErrNotExist) {
 				errs = append(errs, err)
 			} // else another process's reaper was first
 			continue
@@ -100,7 +97,7 @@ func reapStale(ctx context.Context) ([]string, error) {
 		errs = append(errs, fmt.Errorf("netns: owner records: %w", err))
 	}
 	for _, r := range recs {
-		if _, err := os.Stat(filepath.Join("/var/run/netns", r.Name())); errors.Is(err, os.ErrNotExist) && ownerGone(r.Name()) {
+		if _, err := os.Stat(filepath.Join(runDir, r.Name())); errors.Is(err, os.ErrNotExist) && ownerGone(r.Name()) {
 			errs = append(errs, removeOwner(r.Name()))
 		}
 	}

@@ -615,9 +615,6 @@ func (r *Rig) startAgent(ctx context.Context, b *fixtures.Board) (*Agent, error)
 		remoteBin = remote
 	}
 	a, err := newAgent(ctx, b, proc, sshc, r.opts.StartTimeout, r.opts.MaxWindows)
-	if err == nil {
-		a.shm, a.remoteBin, a.log = &r.peerShm, remoteBin, r.opts.Logger
-	}
 	if err != nil {
 		_ = proc.Kill()
 		if sshc != nil {
@@ -625,6 +622,7 @@ func (r *Rig) startAgent(ctx context.Context, b *fixtures.Board) (*Agent, error)
 		}
 		return nil, err
 	}
+	a.shm, a.remoteBin, a.log = &r.peerShm, remoteBin, r.opts.Logger
 	if want := boardGOARCH(b); a.Hello.GOARCH != want {
 		// The binary shipped is not the one built for the board (its
 		// hello says which CPU it runs on): refuse it rather than measure

@@ -232,7 +232,9 @@ func trySpike(t *testing.T) (induced bool) {
 	// What the raw switches say the hog held, counted here apart from
 	// Explain, which is under test.
 	const mostOfWindow = int64(3 * time.Millisecond)
-	hogNs := hogHeld(snap.Events, recvCPU, sent[w.seq], w.ns)
+	evs := slices.Clone(snap.Events)
+	slices.SortStableFunc(evs, func(a, b Event) int { return cmp.Compare(a.Ns, b.Ns) })
+	hogNs := hogHeld(evs, recvCPU, sent[w.seq], w.ns)
 	if *spikeEmulated && hogNs < mostOfWindow {
 		// The message was late, but the switches show the hog held its CPU
 		// for only part of it: the emulator stalled a vCPU.
@@ -259,7 +261,7 @@ func trySpike(t *testing.T) (induced bool) {
 	if from := switchedInFrom(snap.Events, recvCPU, w.tid, x.RunNs); from != tracetest.HogComm {
 		t.Errorf("receiver got CPU %d at %d from %q, not from the hog", recvCPU, x.RunNs, from)
 	}
-	if waited, held := x.RunNs-x.WokenNs, hogHeld(snap.Events, recvCPU, x.WokenNs, x.RunNs); held < waited*9/10 {
+	if waited, held := x.RunNs-x.WokenNs, hogHeld(evs, recvCPU, x.WokenNs, x.RunNs); held < waited*9/10 {
 		t.Errorf("receiver runnable for %v, the hog held its CPU for %v of it", time.Duration(waited), time.Duration(held))
 	}
 	if !*spikeEmulated && x.RunNs-x.WokenNs < int64(2*time.Millisecond) {
@@ -278,13 +280,12 @@ func trySpike(t *testing.T) (induced bool) {
 // trace alone: from each switch to it, or its wake-up onto cpu (the
 // kernel records no switch out of idle on some CPUs), up to the next
 // switch away from it; from `from` if the first seen is a switch away.
+// events must be in time order.
 func hogHeld(events []Event, cpu int, from, to int64) int64 {
 	var held int64
 	clip := func(a, b int64) int64 { return max(0, min(b, to)-max(a, from)) }
 	since := from // when the hog went on cpu, while on
 	on, switched := false, false
-	events = slices.Clone(events)
-	slices.SortStableFunc(events, func(a, b Event) int { return cmp.Compare(a.Ns, b.Ns) })
 	for _, e := range events {
 		switch {
 		case e.Kind == Wakeup && e.TargetCPU == cpu && e.NextComm == tracetest.HogComm && !on:

@@ -55,6 +55,21 @@ func parseStartTicks(stat []byte) (int64, error) {
 	return t, nil
 }
 
+// Same reports whether pid is still the process that started at
+// startTicks (StartTicks' unit): false, with no error, when no process
+// has pid or one started at another time has it (the pid was reused).
+// An error says the start time could not be read for another reason.
+func Same(pid int, startTicks int64) (bool, error) {
+	now, err := StartTicks(pid)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return now == startTicks, nil
+}
+
 // StartTime is when pid started, wall clock: btime of /proc/stat (whole
 // seconds) plus StartTicks, so it is good to about a second.
 func StartTime(pid int) (time.Time, error) {

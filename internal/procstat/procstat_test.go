@@ -39,3 +39,23 @@ func TestStartTimeOfThisProcess(t *testing.T) {
 		t.Fatal("StartTime of a pid that cannot exist: want an error")
 	}
 }
+
+func TestSame(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("procfs with Linux's layout")
+	}
+	me := os.Getpid()
+	start, err := StartTicks(me)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		pid   int
+		start int64
+		want  bool
+	}{{me, start, true}, {me, start + 1, false}, {1 << 30, start, false}} {
+		if got, err := Same(c.pid, c.start); err != nil || got != c.want {
+			t.Errorf("Same(%d, %d) = %v, %v; want %v", c.pid, c.start, got, err, c.want)
+		}
+	}
+}

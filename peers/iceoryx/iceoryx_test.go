@@ -53,11 +53,9 @@ func TestCloseDoesNotWaitForRouDiToGiveUp(t *testing.T) {
 	if p.roudi == nil {
 		t.Skip("another test binary's RouDi appeared meanwhile")
 	}
-	w, err := p.NewWriter("hilrig/closetest", false, 4, 64)
-	if err != nil {
+	if _, err := p.NewWriter("hilrig/closetest", false, 4, 64); err != nil {
 		t.Fatal(err)
 	}
-	_ = w
 	Shutdown()
 	done := make(chan error, 1)
 	start := time.Now()

@@ -10,7 +10,10 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"time"
+
+	"github.com/hilrig/hilrig/internal/procstat"
 )
 
 // ErrHeld is returned by Acquire when a live holder has the rack.
@@ -253,5 +256,13 @@ func alive(i Info) bool {
 		return false
 	}
 	// The pid was reused by another process when its start time differs.
-	return i.Start == "" || i.Start == procStart(i.PID)
+	if i.Start == "" {
+		return true
+	}
+	start, err := strconv.ParseInt(i.Start, 10, 64)
+	if err != nil {
+		return false
+	}
+	same, err := procstat.Same(i.PID, start)
+	return err == nil && same
 }

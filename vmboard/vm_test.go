@@ -115,19 +115,18 @@ func logRun(t *testing.T, res *vmboard.Result) {
 // runInBoard runs one static test binary in a fresh board and requires it
 // to pass without skips.
 func runInBoard(t *testing.T, name, pkg string, args ...string) string {
-	return runInBoardCPUs(t, 1, name, pkg, args...)
+	return runInBoardWith(t, vmboard.RunOptions{}, name, pkg, args...)
 }
 
-// runInBoardCPUs is runInBoard on a board of cpus CPUs.
-func runInBoardCPUs(t *testing.T, cpus int, name, pkg string, args ...string) string {
+// runInBoardWith is runInBoard on a board made with o (o.Tests is set
+// here).
+func runInBoardWith(t *testing.T, o vmboard.RunOptions, name, pkg string, args ...string) string {
 	im := image(t)
 	bin := goTestBinary(t, pkg)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	res, err := vmboard.Run(ctx, im, vmboard.RunOptions{
-		CPUs:  cpus,
-		Tests: []vmboard.Test{{Name: name, Binary: bin, Args: append([]string{"-test.v", "-test.count=1"}, args...)}},
-	})
+	o.Tests = []vmboard.Test{{Name: name, Binary: bin, Args: append([]string{"-test.v", "-test.count=1"}, args...)}}
+	res, err := vmboard.Run(ctx, im, o)
 	logRun(t, res)
 	if err != nil {
 		t.Fatal(err)
@@ -158,16 +157,20 @@ func TestVMInBoardTests(t *testing.T) {
 	runInBoard(t, "boardtest", "./vmboard/boardtest")
 }
 
+// tracingBoard is the board of the tests that arm kernel tracepoints.
+var tracingBoard = vmboard.RunOptions{CPUs: 2, SingleThreadTCG: true}
+
 // The induced-spike trace tests (issue 17) on the board kernel's tracefs
 // (CONFIG_FTRACE, the sched/irq tracepoints; the tracer mounts tracefs on
 // /sys/kernel/tracing, /init does not): a 5 ms SCHED_FIFO hog on the
 // receiver's CPU breaks a 1 ms bound, the snapshot holds it and the
 // summary names it, the JSON is trace-event format. Two CPUs: on one,
 // the hog would hold the sender off too and no spike could happen.
-// -spike-emulated: an attempt whose timing TCG spoiled (a vCPU late by
+// Single-threaded TCG: arming tracepoints patches kernel code (see
+// RunOptions.SingleThreadTCG). -spike-emulated: an attempt whose timing TCG spoiled (a vCPU late by
 // milliseconds) is repeated, up to 10; one must pass every check.
 func TestVMTraceSpike(t *testing.T) {
-	out := runInBoardCPUs(t, 2, "tracing", "./tracing", "-test.run", "^(TestSpikeSnapshotNamesHog|TestSnapshotResumesRecording)$", "-spike-emulated")
+	out := runInBoardWith(t, tracingBoard, "tracing", "./tracing", "-test.run", "^(TestSpikeSnapshotNamesHog|TestSnapshotResumesRecording)$", "-spike-emulated")
 	for _, want := range []string{"--- PASS: TestSpikeSnapshotNamesHog", "--- PASS: TestSnapshotResumesRecording"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("tracing tests in the board: no %q", want)
@@ -182,7 +185,7 @@ func TestVMTraceSpike(t *testing.T) {
 // only logged there, as on a loaded host; TestVMTraceSpike is the strict
 // check.
 func TestVMAgentTraceOnBreach(t *testing.T) {
-	out := runInBoardCPUs(t, 2, "agent", "./agent", "-test.run", "^TestTraceOnBreachNamesHog$")
+	out := runInBoardWith(t, tracingBoard, "agent", "./agent", "-test.run", "^TestTraceOnBreachNamesHog$")
 	if !strings.Contains(out, "--- PASS: TestTraceOnBreachNamesHog") {
 		t.Errorf("agent trace test in the board: no PASS line")
 	}

@@ -294,7 +294,7 @@ func newUDPPublisher(n *Node, c Contract, o *PublisherOptions) (pubTransport, er
 	sendTimeout := timeoutOr(o)
 	clock := n.opts.StampClock
 	t.s, err = udp.NewSender(conn, udp.SenderConfig{
-		TopicID: p.topicID, MaxPayload: c.MaxPayload, FragSize: p.fragSize, Reliable: p.reliable, Depth: p.depth,
+		TopicID: p.topicID, MaxPayload: c.MaxPayload, FragSize: p.fragSize, Reliable: p.reliable, Depth: p.depth, KeepLast: c.UDP.KeepLast,
 		Peers: dests, AllowFrom: p.allow, HeartbeatPeriod: c.UDP.HeartbeatPeriod, SubscriberTimeout: timeout,
 		SendTimeout: sendTimeout, BatchBytes: c.UDP.BatchBytes, BatchDelay: c.UDP.BatchDelay,
 		Clock: int32(clock), Stamp: func() (int64, int64) { return stampNow(clock) },
@@ -391,7 +391,7 @@ func newUDPSubscriber(n *Node, c Contract, o *SubscriberOptions) (subTransport, 
 		return nil, fmt.Errorf("topic %q: %w", c.Topic, mapUDPErr(err))
 	}
 	r, err := udp.NewReceiver(sock, udp.ReceiverConfig{
-		TopicID: p.topicID, MaxPayload: c.MaxPayload, Reliable: p.reliable, Depth: p.depth,
+		TopicID: p.topicID, MaxPayload: c.MaxPayload, Reliable: p.reliable, Depth: p.depth, KeepLast: c.UDP.KeepLast,
 		ReassemblyBytes: c.UDP.ReassemblyBytes, ReassemblyTimeout: c.UDP.ReassemblyTimeout,
 		NackInterval: c.UDP.NackInterval, AllowFrom: p.allow, Key: p.key, Logger: n.opts.Logger,
 	})

@@ -537,6 +537,29 @@ func TestUDPReliableDeadPeerDropped(t *testing.T) {
 	}
 }
 
+// TestUDPReliableKeepLastDoesNotWait: the same silent peer under a
+// keep-last contract (UDPConfig.KeepLast) never blocks a send: the depth
+// is a history, not a window.
+func TestUDPReliableKeepLastDoesNotWait(t *testing.T) {
+	n := openNode(t, "udp-keeplast", testDomain(t))
+	dead := fmt.Sprintf("127.0.0.1:%d", freeUDPPort(t)) // nobody listens
+	c := middleware.Contract{Topic: "udp/keeplast", MaxPayload: 64, Reliability: middleware.Reliable, Depth: 2,
+		Transport: middleware.TransportUDP, UDP: middleware.UDPConfig{Peers: []string{dead}, KeepLast: true, SubscriberTimeout: time.Hour}}
+	pub, err := n.NewPublisher(c, &middleware.PublisherOptions{SendTimeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := make([]byte, 8)
+	for i := range 50 {
+		if err := pub.Send(p); err != nil {
+			t.Fatalf("send %d: %v, want keep-last never to wait", i+1, err)
+		}
+	}
+	if st := pub.Stats(); st.Timeouts != 0 || st.Blocked != 0 {
+		t.Fatalf("stats %+v: want no timeouts, never blocked", st)
+	}
+}
+
 func TestUDPSpinWait(t *testing.T) {
 	n := openNode(t, "udp-spin", testDomain(t))
 	c := middleware.Contract{Topic: "udp/spin", MaxPayload: 64, Transport: middleware.TransportUDP, UDP: middleware.UDPConfig{Listen: "127.0.0.1:0"}}

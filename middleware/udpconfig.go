@@ -69,6 +69,17 @@ type UDPConfig struct {
 	// back after an idle period. Default 256 KiB.
 	PaceBurst int `yaml:"pace_burst,omitempty" json:"pace_burst,omitempty"`
 
+	// KeepLast (Reliable topics) makes Depth a keep-last history instead
+	// of a send window, as DDS RELIABLE KEEP_LAST: the publisher never
+	// waits for acknowledgements; it repairs losses from its last Depth
+	// messages, and a subscriber that falls further behind counts the
+	// older ones as lost (UDPSubscriberStats.Lost). Subscribers then
+	// acknowledge only in answer to heartbeats. The default (false) is a
+	// send window: message s waits until every live subscriber has
+	// acknowledged s−Depth, so nothing is lost while subscribers live.
+	// Both ends must declare the same. Ignored for BestEffort, which never
+	// waits.
+	KeepLast bool `yaml:"keep_last,omitempty" json:"keep_last,omitempty"`
 	// HeartbeatPeriod is the publisher's heartbeat interval (reveals tail
 	// loss, prompts ACKNACKs). Default 50 ms reliable, 1 s best effort.
 	HeartbeatPeriod time.Duration `yaml:"heartbeat_period,omitempty" json:"heartbeat_period,omitempty"`

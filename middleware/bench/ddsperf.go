@@ -324,31 +324,31 @@ func DDSPerf(ctx context.Context, c DDSPerfConfig) (*DDSPerfReport, error) {
 		}
 		// ddsperf's ping/pong sleeps in a listener: compare with hilrig's
 		// sleeping (futex) receiver, not its spinning one. ddsperf is
-		// RELIABLE KEEP_LAST 1 (ddsperf.c), so hilrig is reliable too
-		// (before issue 16 this ran best effort, which spared hilrig the
-		// acknowledgements). Depth 1 is the same words, but stricter:
-		// hilrig's depth is its send window, so every message waits for
-		// the acknowledgement of the one before, where Cyclone's writer
-		// does not wait (strace: one sendmsg per message, no ACKNACK per
-		// sample). Depth 16, the reliable UDP default, acknowledges every
-		// 8th message. Both are reported; the first is the ratio's.
-		for _, depth := range []int{1, udpReliableDepth} {
-			pr, err := PingPong(ctx, PingPongConfig{Transport: TUDP, Wait: "futex", Reliable: true, Depth: depth, Sizes: []int{size}, RoundTrips: n,
-				Warmup: min(n/10, 1000), Pin: c.Pin, PingCPU: ping, PongCPU: pong, Launcher: c.Launcher})
+		// RELIABLE KEEP_LAST 1 (ddsperf.c): its writer never waits for
+		// acknowledgements (strace: one sendmsg per message, no ACKNACK
+		// per sample), and so is hilrig's keep-last UDP
+		// (UDPConfig.KeepLast) — the like-for-like row and the ratio's.
+		// hilrig's default reliable mode is a send window, stricter: at
+		// window 1 every message waits for the acknowledgement of the one
+		// before; the default window 16 acknowledges every 8th message.
+		// Both are reported beside it.
+		for _, v := range ddsVariants {
+			pr, err := PingPong(ctx, PingPongConfig{Transport: TUDP, Wait: "futex", Reliable: true, Depth: v.depth, KeepLast: v.keepLast,
+				Sizes: []int{size}, RoundTrips: n, Warmup: min(n/10, 1000), Pin: c.Pin, PingCPU: ping, PongCPU: pong, Launcher: c.Launcher})
 			if err != nil {
 				return nil, err
 			}
 			h := pr.Results[0]
 			rep.HilrigLatency = append(rep.HilrigLatency, h)
-			target := "<= 1"
-			if depth != 1 {
-				target = ""
+			target := ""
+			if v.keepLast {
+				target = "<= 1"
 			}
 			rep.Ratios = append(rep.Ratios,
-				ThroughputRatio{What: fmt.Sprintf("hilrig udp reliable depth %d / ddsperf round trip p50 at %s (lower is better)", depth, FormatSize(size)),
+				ThroughputRatio{What: fmt.Sprintf("hilrig udp %s / ddsperf round trip p50 at %s (lower is better)", qosName(h), FormatSize(size)),
 					Value: float64(h.RTT.P50) / float64(l.P50), Target: target},
-				ThroughputRatio{What: fmt.Sprintf("hilrig udp reliable depth %d / ddsperf round trip p99 at %s", depth, FormatSize(size)),
-					Value: float64(h.RTT.P99) / float64(l.P99)})
+				ThroughputRatio{What: fmt.Sprintf("hilrig udp %s / ddsperf round trip p99 at %s", qosName(h), FormatSize(size)),
+					Value: float64(h.RTT.P99) / float64(l.P99), Target: target})
 		}
 	}
 	// 1 MiB reliable throughput.
@@ -403,6 +403,25 @@ func DDSPerf(ctx context.Context, c DDSPerfConfig) (*DDSPerfReport, error) {
 // (udp.SenderConfig.Depth).
 const udpReliableDepth = 16
 
+// ddsVariants are the hilrig QoS set beside ddsperf's RELIABLE KEEP_LAST 1
+// round trip: the same (keep-last 1) first, then the send windows 1 and 16.
+var ddsVariants = []struct {
+	depth    int
+	keepLast bool
+}{{1, true}, {1, false}, {udpReliableDepth, false}}
+
+// qosName names a middleware result's reliability for the tables.
+func qosName(h Result) string {
+	switch {
+	case !h.Reliable:
+		return "best effort"
+	case h.KeepLast:
+		return fmt.Sprintf("reliable keep-last %d", h.Depth)
+	default:
+		return fmt.Sprintf("reliable window %d", h.Depth)
+	}
+}
+
 // ddsMaxMessageSize is Cyclone DDS 0.10's default General/MaxMessageSize:
 // the most it packs into one datagram.
 const ddsMaxMessageSize = 14720
@@ -417,10 +436,7 @@ func (r *DDSPerfReport) WriteTable(w io.Writer) error {
 			if h.Size != d.Size {
 				continue
 			}
-			name := "hilrig udp/" + h.Wait
-			if h.Reliable {
-				name += fmt.Sprintf(" reliable depth %d", h.Depth)
-			}
+			name := "hilrig udp/" + h.Wait + " " + qosName(h)
 			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t\n", name, FormatSize(h.Size), h.RTT.Count, us(h.RTT.P50), us(h.RTT.P90), us(h.RTT.P99), us(h.RTT.Max))
 		}
 	}

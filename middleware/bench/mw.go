@@ -40,10 +40,12 @@ type mwOptions struct {
 	reliable  bool
 	loan      bool
 	size      int
-	depth     int // contract history depth; 0: 1 (ring of 3 slots on shm)
+	depth     int  // contract history depth; 0: 1 (ring of 3 slots on shm)
+	keepLast  bool // udp reliable: depth is a keep-last history, not a send window
 }
 
 func (o mwOptions) contract(topic string, udp middleware.UDPConfig) middleware.Contract {
+	udp.KeepLast = o.keepLast
 	c := middleware.Contract{Topic: topic, MaxPayload: o.size, Transport: o.transport, UDP: udp, Depth: max(o.depth, 1)}
 	if o.reliable {
 		c.Reliability = middleware.Reliable

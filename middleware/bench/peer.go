@@ -59,8 +59,9 @@ type childSpec struct {
 	ChildIP    string `json:"child_ip,omitempty"`
 	ParentAddr string `json:"parent_addr,omitempty"`
 	Dgram      int    `json:"dgram,omitempty"`
-	Depth      int    `json:"depth,omitempty"`    // contract history depth (0: the bench's 1)
-	KeyFile    string `json:"key_file,omitempty"` // udp: domain key file (NodeOptions.UDPKeyFile)
+	Depth      int    `json:"depth,omitempty"`     // contract history depth (0: the bench's 1)
+	KeepLast   bool   `json:"keep_last,omitempty"` // udp reliable: keep-last history
+	KeyFile    string `json:"key_file,omitempty"`  // udp: domain key file (NodeOptions.UDPKeyFile)
 }
 
 // readyMsg is the child's first stdout line.

@@ -41,6 +41,10 @@ type PingPongConfig struct {
 	// reliable UDP it is the send window: with 1 every message waits for
 	// the acknowledgement of the one before.
 	Depth int
+	// KeepLast makes a reliable UDP depth a keep-last history instead of
+	// a send window (UDPConfig.KeepLast): DDS RELIABLE KEEP_LAST, what
+	// ddsperf runs.
+	KeepLast bool
 	// Datagram is raw-udp's payload per datagram; 0 sends the same IP
 	// packets as the middleware's fragments: 65507 B on loopback (a full
 	// 64 KiB IP packet), 1472 B across the namespaces' veth (MTU 1500).
@@ -172,6 +176,7 @@ type Result struct {
 	// Reliable and Depth are the middleware contracts' QoS (0: 1).
 	Reliable bool `json:"reliable,omitempty"`
 	Depth    int  `json:"depth,omitempty"`
+	KeepLast bool `json:"keep_last,omitempty"`
 }
 
 // Ratio compares a middleware transport with its baseline measured in the
@@ -225,7 +230,7 @@ type Report struct {
 
 func (c *PingPongConfig) end(t string, size int) endSpec {
 	e := endSpec{transport: t, size: size, reliable: c.Reliable, netns: c.NetNS, dgram: datagram(c.Datagram, c.NetNS),
-		pingCPU: c.PingCPU, pongCPU: c.PongCPU, launcher: c.Launcher, depth: c.Depth}
+		pingCPU: c.PingCPU, pongCPU: c.PongCPU, launcher: c.Launcher, depth: c.Depth, keepLast: c.KeepLast}
 	if isMiddleware(t) {
 		e.wait, e.path = c.Wait, c.Path
 	}
@@ -379,6 +384,7 @@ func (c *PingPongConfig) result(t string, size int, h *hist, rounds []int64) Res
 		Auth: t == TUDP && c.KeyFile != ""}
 	if isMiddleware(t) {
 		r.Wait, r.Path, r.Reliable, r.Depth = c.Wait, c.Path, c.Reliable, max(c.Depth, 1)
+		r.KeepLast = c.KeepLast && c.Reliable && t == TUDP
 	}
 	r.OneWay = r.RTT.half()
 	return r

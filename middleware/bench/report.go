@@ -38,6 +38,9 @@ func label(r Result) string {
 	if r.Wait != "" {
 		s += "/" + r.Wait + "/" + r.Path
 	}
+	if r.Reliable {
+		s += "/" + strings.TrimPrefix(qosName(r), "reliable ")
+	}
 	if r.NetNS {
 		s += "/netns"
 	}

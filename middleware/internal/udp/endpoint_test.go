@@ -460,19 +460,19 @@ func TestReassemblyBoundUnderFragmentFlood(t *testing.T) {
 }
 
 func TestHotPathAllocs(t *testing.T) {
-	for _, rel := range []bool{false, true} {
-		t.Run(fmt.Sprintf("reliable=%v", rel), func(t *testing.T) { testHotPathAllocs(t, rel) })
+	for _, m := range []struct{ reliable, keepLast bool }{{false, false}, {true, false}, {true, true}} {
+		t.Run(fmt.Sprintf("reliable=%v/keep-last=%v", m.reliable, m.keepLast), func(t *testing.T) { testHotPathAllocs(t, m.reliable, m.keepLast) })
 	}
 }
 
-func testHotPathAllocs(t *testing.T, reliable bool) {
+func testHotPathAllocs(t *testing.T, reliable, keepLast bool) {
 	topic := uint32(49)
 	if reliable {
 		topic = 50
 	}
 	r := newRig(t,
-		udp.SenderConfig{TopicID: topic, MaxPayload: 1024, HeartbeatPeriod: time.Hour, Reliable: reliable, Depth: 8},
-		udp.ReceiverConfig{TopicID: topic, MaxPayload: 1024, Reliable: reliable, Depth: 8},
+		udp.SenderConfig{TopicID: topic, MaxPayload: 1024, HeartbeatPeriod: time.Hour, Reliable: reliable, Depth: 8, KeepLast: keepLast},
+		udp.ReceiverConfig{TopicID: topic, MaxPayload: 1024, Reliable: reliable, Depth: 8, KeepLast: keepLast},
 		nil)
 	if reliable {
 		testkit.Eventually(t, 5*time.Second, "subscriber heard", func() bool { return r.snd.LiveSubscribers() == 1 })
@@ -494,7 +494,7 @@ func testHotPathAllocs(t *testing.T, reliable bool) {
 		send()
 		recv()
 	}
-	if !reliable { // reliable: the window needs the receiver to keep up
+	if !reliable || keepLast { // the window needs the receiver to keep up
 		if a := testing.AllocsPerRun(500, send); a != 0 {
 			t.Errorf("Send of 64 B: %v allocs/op, want 0", a)
 		}

@@ -27,6 +27,13 @@ type ReceiverConfig struct {
 	// in best effort the first messages count as lost if they never come).
 	// Default 16, the Sender's default reliable depth.
 	Depth int
+	// KeepLast (reliable only) matches a keep-last publisher
+	// (SenderConfig.KeepLast): it holds Depth messages and never waits
+	// for acknowledgements, so the receiver acknowledges only in answer
+	// to heartbeats (not every Depth/2 messages), and a message s tells it
+	// that everything before s−Depth+1 is gone (counted lost at once,
+	// without a NACK round trip).
+	KeepLast bool
 	// ReassemblyBytes bounds the reassembly pool: it holds
 	// ReassemblyBytes/MaxPayload slots (2..4096), each MaxPayload bytes plus
 	// a fragment bitmap, allocated on first use and never more. Default
@@ -73,6 +80,9 @@ func (c *ReceiverConfig) withDefaults() (ReceiverConfig, error) {
 	}
 	if o.Depth <= 0 {
 		o.Depth = 16
+	}
+	if !o.Reliable {
+		o.KeepLast = false
 	}
 	if o.ReassemblyBytes == 0 {
 		o.ReassemblyBytes = max(4*o.MaxPayload, 1<<20)
@@ -1090,6 +1100,12 @@ func (r *Receiver) fragment(si int, d *Data, rx, readRx, now int64) {
 		r.st.duplicates.Add(1)
 		return
 	}
+	if r.cfg.KeepLast && st.confirmed && seq-st.next >= uint64(r.cfg.Depth) {
+		// When the publisher sent seq it held only seq−Depth+1…seq: the
+		// rest will never come. Only for a confirmed writer, so a forged
+		// stream cannot make a real one skip.
+		r.skipTo(si, seq-uint64(r.cfg.Depth)+1)
+	}
 	if r.cfg.Reliable && seq-st.next > r.mask {
 		r.st.overruns.Add(1)
 		if seq > st.high {
@@ -1280,7 +1296,7 @@ func (r *Receiver) drain(si int) {
 	// the message's way to the callback — in a ping-pong it then leaves
 	// while the reply wakes the other side, and is there when that side
 	// sends next.
-	if r.cfg.Reliable && st.unacked >= max(r.cfg.Depth/2, 1) {
+	if r.cfg.Reliable && !r.cfg.KeepLast && st.unacked >= max(r.cfg.Depth/2, 1) {
 		st.ackDue, r.acksDue = true, true
 		r.ackHint.Store(true)
 	}
@@ -1345,16 +1361,27 @@ func (r *Receiver) heartbeat(si int, hb *Heartbeat, now int64) {
 	}
 }
 
-// skipTo gives up on everything before seq.
+// skipTo gives up on the messages before seq that have not arrived
+// whole (counted lost); complete ones among them are still delivered, in
+// order. At most a window of positions is walked, whatever the distance.
 func (r *Receiver) skipTo(si int, seq uint64) {
 	st := &r.streams[si]
-	for q := st.next; q < seq && seq-q <= r.mask+1; q++ {
-		if j := st.win[q&r.mask]; j >= 0 && r.slots[j].seq == q {
+	for n := uint64(0); n <= r.mask; n++ {
+		r.drain(si)
+		if st.next >= seq {
+			return
+		}
+		if j := st.win[st.next&r.mask]; j >= 0 && r.slots[j].seq == st.next {
 			r.freeSlot(j)
 		}
+		st.pendLost++
+		st.next++
 	}
-	st.pendLost += seq - st.next
-	st.next = seq
+	if st.next < seq {
+		// Beyond the window: nothing there was held.
+		st.pendLost += seq - st.next
+		st.next = seq
+	}
 	r.drain(si)
 }
 

@@ -26,8 +26,18 @@ type SenderConfig struct {
 	Reliable bool
 	// Depth is the retransmit history in messages and, in reliable mode,
 	// the send window: message s is not sent before every live subscriber
-	// acknowledged s−Depth. Default 16 (reliable), 1 (best effort).
+	// acknowledged s−Depth (unless KeepLast). Default 16 (reliable), 1
+	// (best effort).
 	Depth int
+	// KeepLast (reliable only) makes Depth a keep-last history and not a
+	// send window, as DDS RELIABLE KEEP_LAST: a send never waits for
+	// acknowledgements; message s overwrites s−Depth whether or not it was
+	// acknowledged, and a subscriber that NACKs an overwritten message is
+	// told where the history starts (it counts the rest as lost). Losses
+	// are still repaired while the message is in the history. Receivers
+	// must be configured alike (ReceiverConfig.KeepLast): they then
+	// acknowledge only in answer to heartbeats.
+	KeepLast bool
 	// Peers are the destinations: unicast subscribers and/or a group.
 	// Unicast peers are expected subscribers from the start in reliable
 	// mode (waited for until SubscriberTimeout); others are learned from
@@ -95,6 +105,7 @@ func (c *SenderConfig) withDefaults() (SenderConfig, error) {
 	}
 	if !o.Reliable {
 		o.Depth = 1
+		o.KeepLast = false
 	}
 	if o.HeartbeatPeriod == 0 {
 		o.HeartbeatPeriod = time.Second
@@ -453,6 +464,7 @@ func (s *Sender) Send(payload []byte) error {
 }
 
 // slotFor waits for the window to admit seq and returns its history entry.
+// Keep-last never waits: the entry of seq−Depth is overwritten.
 func (s *Sender) slotFor(seq uint64) (*histEntry, error) {
 	h := &s.hist[(seq-1)%uint64(len(s.hist))]
 	if s.cfg.Reliable && seq > uint64(len(s.hist)) {
@@ -461,9 +473,11 @@ func (s *Sender) slotFor(seq uint64) (*histEntry, error) {
 			// Read what the subscribers sent when the window is shut
 			// (the acknowledgement is usually queued already) or when
 			// the socket was not read for inlineEvery (NACKs wait no
-			// longer than that while the window stays open).
+			// longer than that while the window stays open, or, keep-
+			// last, while the sender sends).
 			now := s.now()
-			if s.minAck(now) < need || now-s.touched.Load() >= int64(inlineEvery) {
+			shut := !s.cfg.KeepLast && s.minAck(now) < need
+			if shut || now-s.touched.Load() >= int64(inlineEvery) {
 				s.mu.Unlock()
 				s.readInline(0, need)
 				s.mu.Lock()
@@ -472,13 +486,18 @@ func (s *Sender) slotFor(seq uint64) (*histEntry, error) {
 				}
 			}
 		}
-		if err := s.waitWindow(need); err != nil {
-			return nil, err
+		if !s.cfg.KeepLast {
+			if err := s.waitWindow(need); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if h.buf == nil {
 		h.buf = make([]byte, max(s.cfg.MaxPayload, 1))
 	}
+	// The entry's message (seq−Depth) is gone from here on: a NACK for it
+	// while a loan fills the buffer must not retransmit half-new bytes.
+	h.seq = 0
 	return h, nil
 }
 
@@ -749,11 +768,7 @@ func (s *Sender) flushLocked() {
 }
 
 func (s *Sender) heartbeatLocked() {
-	first := uint64(1)
-	if s.seq > uint64(len(s.hist)) {
-		first = s.seq - uint64(len(s.hist)) + 1
-	}
-	s.hb = Heartbeat{TopicID: s.cfg.TopicID, Epoch: s.cfg.Epoch, FirstSeq: first, LastSeq: s.seq}
+	s.hb = Heartbeat{TopicID: s.cfg.TopicID, Epoch: s.cfg.Epoch, FirstSeq: s.oldestLocked(), LastSeq: s.seq}
 	if n, ok := s.heartbeatBytes(); ok {
 		s.writeAll(s.scratch[:n])
 		s.st.hbs.Add(1)
@@ -779,12 +794,17 @@ func (s *Sender) seal(b []byte, n int) (int, error) {
 	return s.mac.seal(b, n)
 }
 
-// oldestLocked is the oldest seq still in the history (mu held).
+// oldestLocked is the oldest seq still in the history (mu held): one more
+// while a loan (or a discarded one) holds that message's entry.
 func (s *Sender) oldestLocked() uint64 {
+	o := uint64(1)
 	if s.seq > uint64(len(s.hist)) {
-		return s.seq - uint64(len(s.hist)) + 1
+		o = s.seq - uint64(len(s.hist)) + 1
 	}
-	return 1
+	if o <= s.seq && s.hist[(o-1)%uint64(len(s.hist))].seq != o {
+		o++
+	}
+	return o
 }
 
 // token is this publisher's token for a subscriber address: a keyed hash

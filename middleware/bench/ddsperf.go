@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net/netip"
 	"os"
 	"os/exec"
 	"regexp"
@@ -17,6 +18,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/hilrig/hilrig/netns"
 )
 
 // cycloneLoopback is /work/shared/docs/peers/cyclonedds-lo.xml: lo only,
@@ -35,7 +38,13 @@ type DDSPerfConfig struct {
 	// RoundTrips for the hilrig ping-pong per size (default 20000).
 	RoundTrips int
 	// Pin runs the two ends of everything on CPUs 0 and 1 (taskset for ddsperf).
-	Pin      bool
+	Pin bool
+	// NetNS runs the round trips across a veth between two network
+	// namespaces made for the run (root): ddsperf's pong and hilrig's pong
+	// in one, the pings in the other, each Cyclone confined to its veth
+	// end. The streams stay out (hilrig's throughput bench has no
+	// namespace mode), so the report then has round trips only.
+	NetNS    bool
 	Launcher Launcher
 }
 
@@ -72,6 +81,9 @@ type DDSPerfReport struct {
 	Ratios        []ThroughputRatio  `json:"ratios"`
 	// KernelTracing: as Report.KernelTracing.
 	KernelTracing []string `json:"kernel_tracing,omitempty"`
+	// NetNS: the round trips crossed a veth between two namespaces (and
+	// no streams ran).
+	NetNS bool `json:"netns,omitempty"`
 }
 
 // ddsperfBinary returns the path of ddsperf or ErrToolMissing.
@@ -83,38 +95,67 @@ func ddsperfBinary() (string, error) {
 	return p, nil
 }
 
-// ddsRunner starts confined ddsperf processes.
+// ddsRunner starts confined ddsperf processes: the server (pong, sub) on
+// CPU 1 and the client (ping, pub) on CPU 0, each with its config and, in
+// namespace mode, in its namespace.
 type ddsRunner struct {
-	bin    string
-	uri    string
-	pin    bool
-	taskst string
+	bin       string
+	uri, cURI string    // server's and client's CYCLONEDDS_URI
+	nsS, nsC  *netns.NS // nil on loopback
+	pin       bool
+	taskst    string
 }
 
 // ddsDomain picks a fresh DDS domain id per pair so a straggler of an
 // earlier pair can never match (the config applies to any domain).
 func ddsDomain() string { return strconv.Itoa(100 + rand.IntN(120)) }
 
-func newDDSRunner(pin bool) (*ddsRunner, func(), error) {
+func newDDSRunner(pin bool, pair *netns.Pair) (*ddsRunner, func(), error) {
 	bin, err := ddsperfBinary()
 	if err != nil {
 		return nil, nil, err
 	}
-	f, err := os.CreateTemp("", "hilrig-cyclonedds-lo-*.xml")
-	if err != nil {
-		return nil, nil, fmt.Errorf("write ddsperf loopback config: %w", err)
+	r := &ddsRunner{bin: bin, pin: pin}
+	var files []string
+	cleanup := func() {
+		for _, f := range files {
+			os.Remove(f)
+		}
 	}
-	cleanup := func() { os.Remove(f.Name()) }
-	if _, err := f.Write(cycloneLoopback); err != nil {
-		f.Close()
-		cleanup()
-		return nil, nil, fmt.Errorf("write ddsperf loopback config %s: %w", f.Name(), err)
+	write := func(cfg []byte) (string, error) {
+		f, err := os.CreateTemp("", "hilrig-cyclonedds-*.xml")
+		if err != nil {
+			return "", fmt.Errorf("write ddsperf config: %w", err)
+		}
+		files = append(files, f.Name())
+		if _, err := f.Write(cfg); err != nil {
+			f.Close()
+			return "", fmt.Errorf("write ddsperf config %s: %w", f.Name(), err)
+		}
+		if err := f.Close(); err != nil {
+			return "", fmt.Errorf("write ddsperf config %s: %w", f.Name(), err)
+		}
+		return "file://" + f.Name(), nil
 	}
-	if err := f.Close(); err != nil {
-		cleanup()
-		return nil, nil, err
+	if pair == nil {
+		if r.uri, err = write(cycloneLoopback); err != nil {
+			cleanup()
+			return nil, nil, err
+		}
+		r.cURI = r.uri
+	} else {
+		// The server (pong) is B's, the client (ping) A's, as in hilrig's
+		// namespace ping-pong; each Cyclone knows only its veth end and
+		// discovers the other by unicast.
+		r.nsS, r.nsC = pair.B, pair.A
+		if r.uri, err = write(cycloneOn(pair.BIface, pair.AAddr)); err == nil {
+			r.cURI, err = write(cycloneOn(pair.AIface, pair.BAddr))
+		}
+		if err != nil {
+			cleanup()
+			return nil, nil, err
+		}
 	}
-	r := &ddsRunner{bin: bin, uri: "file://" + f.Name(), pin: pin}
 	if pin {
 		if r.taskst, err = exec.LookPath("taskset"); err != nil {
 			cleanup()
@@ -124,16 +165,33 @@ func newDDSRunner(pin bool) (*ddsRunner, func(), error) {
 	return r, cleanup, nil
 }
 
-// command builds one confined ddsperf invocation: domain and duration
-// first, pinned with taskset when asked, and CYCLONEDDS_URI replaced by
-// the loopback config whatever the caller's environment says.
-func (r *ddsRunner) command(ctx context.Context, cpu, domain, dur string, args []string) *exec.Cmd {
-	all := append([]string{"-i", domain, "-D", dur}, args...)
-	var cmd *exec.Cmd
+// cycloneOn is the loopback config moved to one veth end: the interface
+// instead of lo, the peer's address instead of 127.0.0.1. Multicast stays
+// off.
+func cycloneOn(iface string, peer netip.Addr) []byte {
+	c := strings.Replace(string(cycloneLoopback), `<NetworkInterface name="lo"`, `<NetworkInterface name="`+iface+`"`, 1)
+	return []byte(strings.Replace(c, `<Peer address="127.0.0.1" />`, `<Peer address="`+peer.String()+`" />`, 1))
+}
+
+// command builds one confined ddsperf invocation for the server or the
+// client: domain and duration first, pinned with taskset when asked (the
+// server on CPU 1, the client on 0), in the role's namespace if any, and
+// CYCLONEDDS_URI replaced by the role's config whatever the caller's
+// environment says (ip netns exec keeps the environment).
+func (r *ddsRunner) command(ctx context.Context, server bool, domain, dur string, args []string) *exec.Cmd {
+	argv := append([]string{r.bin, "-i", domain, "-D", dur}, args...)
+	cpu, uri, ns := "0", r.cURI, r.nsC
+	if server {
+		cpu, uri, ns = "1", r.uri, r.nsS
+	}
 	if r.pin {
-		cmd = exec.CommandContext(ctx, r.taskst, append([]string{"-c", cpu, r.bin}, all...)...)
+		argv = append([]string{r.taskst, "-c", cpu}, argv...)
+	}
+	var cmd *exec.Cmd
+	if ns != nil {
+		cmd = ns.Command(ctx, argv[0], argv[1:]...)
 	} else {
-		cmd = exec.CommandContext(ctx, r.bin, all...)
+		cmd = exec.CommandContext(ctx, argv[0], argv[1:]...)
 	}
 	env := []string{}
 	for _, e := range os.Environ() {
@@ -141,7 +199,7 @@ func (r *ddsRunner) command(ctx context.Context, cpu, domain, dur string, args [
 			env = append(env, e)
 		}
 	}
-	cmd.Env = append(env, "CYCLONEDDS_URI="+r.uri)
+	cmd.Env = append(env, "CYCLONEDDS_URI="+uri)
 	cmd.WaitDelay = 2 * time.Second
 	return cmd
 }
@@ -152,8 +210,8 @@ func (r *ddsRunner) command(ctx context.Context, cpu, domain, dur string, args [
 func (r *ddsRunner) pair(ctx context.Context, d time.Duration, server, client []string) (string, string, error) {
 	domain := ddsDomain()
 	secs := strconv.Itoa(int(d.Seconds() + 0.5))
-	srv := r.command(ctx, "1", domain, strconv.Itoa(int(d.Seconds()+0.5)+3), server)
-	cli := r.command(ctx, "0", domain, secs, client)
+	srv := r.command(ctx, true, domain, strconv.Itoa(int(d.Seconds()+0.5)+3), server)
+	cli := r.command(ctx, false, domain, secs, client)
 	var so, co strings.Builder
 	srv.Stdout, srv.Stderr = &so, &so
 	cli.Stdout, cli.Stderr = &co, &co
@@ -298,12 +356,24 @@ func DDSPerf(ctx context.Context, c DDSPerfConfig) (*DDSPerfReport, error) {
 	if c.Duration < 2*time.Second {
 		return nil, fmt.Errorf("%w: --duration %v: ddsperf reports once a second and the first is warm-up; want >= 2s", ErrUsage, c.Duration)
 	}
-	r, cleanup, err := newDDSRunner(c.Pin)
+	var pair *netns.Pair
+	if c.NetNS {
+		if _, err := ddsperfBinary(); err != nil {
+			return nil, err
+		}
+		p, err := netns.NewPair(ctx, nil)
+		if err != nil {
+			return nil, fmt.Errorf("%w: --netns: %v", ErrUnavailable, err)
+		}
+		defer p.Close()
+		pair = p
+	}
+	r, cleanup, err := newDDSRunner(c.Pin, pair)
 	if err != nil {
 		return nil, err
 	}
 	defer cleanup()
-	rep := &DDSPerfReport{KernelTracing: kernelTracing()}
+	rep := &DDSPerfReport{KernelTracing: kernelTracing(), NetNS: c.NetNS}
 	ping, pong := -1, -1
 	if c.Pin {
 		ping, pong = 0, 1
@@ -334,7 +404,7 @@ func DDSPerf(ctx context.Context, c DDSPerfConfig) (*DDSPerfReport, error) {
 		// Both are reported beside it.
 		for _, v := range ddsVariants {
 			pr, err := PingPong(ctx, PingPongConfig{Transport: TUDP, Wait: "futex", Reliable: true, Depth: v.depth, KeepLast: v.keepLast,
-				Sizes: []int{size}, RoundTrips: n, Warmup: min(n/10, 1000), Pin: c.Pin, PingCPU: ping, PongCPU: pong, Launcher: c.Launcher})
+				Sizes: []int{size}, RoundTrips: n, Warmup: min(n/10, 1000), Pin: c.Pin, PingCPU: ping, PongCPU: pong, NetNS: c.NetNS, Launcher: c.Launcher})
 			if err != nil {
 				return nil, err
 			}
@@ -350,6 +420,9 @@ func DDSPerf(ctx context.Context, c DDSPerfConfig) (*DDSPerfReport, error) {
 				ThroughputRatio{What: fmt.Sprintf("hilrig udp %s / ddsperf round trip p99 at %s", qosName(h), FormatSize(size)),
 					Value: float64(h.RTT.P99) / float64(l.P99), Target: target})
 		}
+	}
+	if c.NetNS {
+		return rep, nil // round trips only: see DDSPerfConfig.NetNS
 	}
 	// 1 MiB reliable throughput.
 	subOut, _, err := r.pair(ctx, c.Duration, []string{"sub"}, []string{"pub", "size", strconv.Itoa(1 << 20)})
@@ -429,7 +502,11 @@ const ddsMaxMessageSize = 14720
 // WriteTable prints the side-by-side report.
 func (r *DDSPerfReport) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "round trip\tsize\tcount\tp50 µs\tp90 µs\tp99 µs\tmax µs\t\n")
+	where := "round trip"
+	if r.NetNS {
+		where = "round trip across the namespace veth"
+	}
+	fmt.Fprintf(tw, "%s\tsize\tcount\tp50 µs\tp90 µs\tp99 µs\tmax µs\t\n", where)
 	for _, d := range r.DDSLatency {
 		fmt.Fprintf(tw, "ddsperf (printed × 2)\t%s\t%d\t%s\t%s\t%s\t%s\t\n", FormatSize(d.Size), d.Count, us(d.P50), us(d.P90), us(d.P99), us(d.Max))
 		for _, h := range r.HilrigLatency {
@@ -440,8 +517,10 @@ func (r *DDSPerfReport) WriteTable(w io.Writer) error {
 			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t\n", name, FormatSize(h.Size), h.RTT.Count, us(h.RTT.P50), us(h.RTT.P90), us(h.RTT.P99), us(h.RTT.Max))
 		}
 	}
-	fmt.Fprintf(tw, "\t\t\t\t\t\t\t\n")
-	fmt.Fprintf(tw, "stream\tsize\tQoS\trecv/s\tMB/s\tlost %%\t\t\n")
+	if len(r.DDSRate) > 0 {
+		fmt.Fprintf(tw, "\t\t\t\t\t\t\t\n")
+		fmt.Fprintf(tw, "stream\tsize\tQoS\trecv/s\tMB/s\tlost %%\t\t\n")
+	}
 	for i, d := range r.DDSRate {
 		q := "best effort"
 		if d.Reliable {
@@ -473,6 +552,10 @@ func (r *DDSPerfReport) WriteTable(w io.Writer) error {
 		fmt.Fprintf(w, "ratio %s: %.2f (target %s)\n", q.What, q.Value, orDash(q.Target))
 	}
 	writeTracingWarning(w, r.KernelTracing)
+	if r.NetNS {
+		_, err := fmt.Fprintln(w, "ddsperf ran with CYCLONEDDS_URI = the embedded config moved to each namespace's veth end (that interface only, no multicast, unicast discovery to the other end)")
+		return err
+	}
 	_, err := fmt.Fprintln(w, "ddsperf ran with CYCLONEDDS_URI = the embedded loopback-only config (lo, no multicast, unicast discovery to 127.0.0.1)")
 	return err
 }
@@ -490,6 +573,7 @@ func mainDDSPerf(ctx context.Context, l Launcher, args []string, stdout, stderr 
 	var c DDSPerfConfig
 	fs.DurationVar(&c.Duration, "duration", 3*time.Second, "length of each ddsperf run and hilrig stream")
 	fs.IntVar(&c.RoundTrips, "n", 20000, "hilrig round trips at 16 B (1 MiB uses n/20)")
+	fs.BoolVar(&c.NetNS, "netns", false, "round trips across a veth between two network namespaces made for the run (root); each Cyclone confined to its veth end; no streams")
 	fs.BoolVar(&c.Pin, "pin", false, "pin the two ends to CPUs 0 and 1: hilrig's loop threads, and whole ddsperf processes via taskset (all of ddsperf's threads then share one CPU, which slows it: compare unpinned first)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if err := parse(fs, args); err != nil || fsHelp(args) {

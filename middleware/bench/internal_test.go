@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/hilrig/hilrig/middleware/bench/internal/sys"
+	"github.com/hilrig/hilrig/netns"
 )
 
 const ddsPingOut = `[27495] participant vm:27495: new (self)
@@ -77,12 +79,12 @@ func TestDDSPerfConfined(t *testing.T) {
 		t.Skip(err) // the binary-absent path is TestDDSPerfMissing
 	}
 	t.Setenv("CYCLONEDDS_URI", "file:///etc/unconfined.xml")
-	r, cleanup, err := newDDSRunner(false)
+	r, cleanup, err := newDDSRunner(false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cleanup()
-	cmd := r.command(context.Background(), "0", ddsDomain(), "1", []string{"pong"})
+	cmd := r.command(context.Background(), true, ddsDomain(), "1", []string{"pong"})
 	var uris []string
 	for _, e := range cmd.Env {
 		if strings.HasPrefix(e, "CYCLONEDDS_URI=") {
@@ -104,6 +106,60 @@ func TestDDSPerfConfined(t *testing.T) {
 	cleanup()
 	if _, err := os.Stat(strings.TrimPrefix(r.uri, "file://")); !os.IsNotExist(err) {
 		t.Errorf("config file not removed: %v", err)
+	}
+}
+
+// TestDDSPerfConfinedToVeth: with --netns each ddsperf runs in its own
+// namespace (server in B, client in A, as hilrig's pong and ping) with a
+// config naming only its veth end and the other end as unicast peer.
+func TestDDSPerfConfinedToVeth(t *testing.T) {
+	if _, err := ddsperfBinary(); err != nil {
+		t.Skip(err)
+	}
+	if err := netns.Available(); err != nil {
+		t.Skip(err)
+	}
+	pair, err := netns.NewPair(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pair.Close() })
+	r, cleanup, err := newDDSRunner(true, pair)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cleanup()
+	for _, tc := range []struct {
+		server    bool
+		ns, iface string
+		peer, cpu string
+	}{
+		{true, pair.B.Name, pair.BIface, pair.AAddr.String(), "1"},
+		{false, pair.A.Name, pair.AIface, pair.BAddr.String(), "0"},
+	} {
+		cmd := r.command(t.Context(), tc.server, ddsDomain(), "1", []string{"pong"})
+		if want := []string{"ip", "netns", "exec", tc.ns, r.taskst, "-c", tc.cpu, r.bin}; !slices.Equal(cmd.Args[:len(want)], want) {
+			t.Errorf("server=%t: argv %q, want it to start %q", tc.server, cmd.Args, want)
+		}
+		var uri string
+		for _, e := range cmd.Env {
+			if v, ok := strings.CutPrefix(e, "CYCLONEDDS_URI="); ok {
+				uri = v
+			}
+		}
+		b, err := os.ReadFile(strings.TrimPrefix(uri, "file://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := string(b)
+		for _, want := range []string{`<NetworkInterface name="` + tc.iface + `" multicast="false" />`, `<AllowMulticast>false</AllowMulticast>`, `<Peer address="` + tc.peer + `" />`} {
+			if !strings.Contains(cfg, want) {
+				t.Errorf("server=%t: config lacks %s", tc.server, want)
+			}
+		}
+		if strings.Contains(cfg, `name="lo"`) || strings.Contains(cfg, "127.0.0.1") {
+			t.Errorf("server=%t: config still names loopback:\n%s", tc.server, cfg)
+		}
 	}
 }
 

@@ -130,3 +130,41 @@ func TestSkipDeliversCompleteMessagesBehindGap(t *testing.T) {
 		})
 	}
 }
+
+// TestKeepLastSkipPastDuplicateCountsDuplicate: a duplicate fragment that
+// makes a keep-last stream skip, where the skip then delivers up to and
+// past the duplicate's own message, is a duplicate, not an overrun (its
+// seq is behind the stream's next by then).
+func TestKeepLastSkipPastDuplicateCountsDuplicate(t *testing.T) {
+	src := netip.MustParseAddrPort("10.0.0.1:1000")
+	buf := make([]byte, 512)
+	r, err := newReceiver(&nopConn{}, ReceiverConfig{TopicID: 1, MaxPayload: 64, Reliable: true, Depth: 4, KeepLast: true}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := func(seq uint64) {
+		d := Data{TopicID: 1, Epoch: 5, MsgHeader: MsgHeader{Seq: seq}, MsgLen: 8, FragSize: 256, FragCount: 1, Payload: make([]byte, 8)}
+		n, err := d.MarshalBinaryTo(buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.handle(buf[:n], src, int64(seq), int64(seq))
+	}
+	// Unconfirmed: 1 and 3…7 arrive (2 never does); no skip yet.
+	for _, q := range []uint64{1, 3, 4, 5, 6, 7} {
+		data(q)
+	}
+	for i := range r.streams {
+		if r.streams[i].used {
+			r.confirm(i, 1)
+		}
+	}
+	data(7) // a duplicate, Depth ahead of the gap at 2: skip 2, deliver 3…7
+	var seqs []uint64
+	for r.TryNext(func(d *Delivery) { seqs = append(seqs, d.Seq) }) {
+	}
+	st := r.Stats()
+	if fmt.Sprint(seqs) != "[1 3 4 5 6 7]" || st.Lost != 1 || st.Duplicates != 1 || st.Overruns != 0 {
+		t.Fatalf("delivered %v, lost %d, duplicates %d, overruns %d; want [1 3 4 5 6 7], 1, 1, 0", seqs, st.Lost, st.Duplicates, st.Overruns)
+	}
+}

@@ -1105,6 +1105,11 @@ func (r *Receiver) fragment(si int, d *Data, rx, readRx, now int64) {
 		// rest will never come. Only for a confirmed writer, so a forged
 		// stream cannot make a real one skip.
 		r.skipTo(si, seq-uint64(r.cfg.Depth)+1)
+		if seq < st.next {
+			// The skip delivered seq itself (this was a duplicate).
+			r.st.duplicates.Add(1)
+			return
+		}
 	}
 	if r.cfg.Reliable && seq-st.next > r.mask {
 		r.st.overruns.Add(1)

@@ -110,12 +110,11 @@ type ddsRunner struct {
 // earlier pair can never match (the config applies to any domain).
 func ddsDomain() string { return strconv.Itoa(100 + rand.IntN(120)) }
 
-func newDDSRunner(pin bool, pair *netns.Pair) (*ddsRunner, func(), error) {
-	bin, err := ddsperfBinary()
-	if err != nil {
-		return nil, nil, err
-	}
+// newDDSRunner writes the configs for ddsperf binary bin (ddsperfBinary):
+// the loopback one, or with pair one per veth end.
+func newDDSRunner(bin string, pin bool, pair *netns.Pair) (*ddsRunner, func(), error) {
 	r := &ddsRunner{bin: bin, pin: pin}
+	var err error
 	var files []string
 	cleanup := func() {
 		for _, f := range files {
@@ -356,11 +355,12 @@ func DDSPerf(ctx context.Context, c DDSPerfConfig) (*DDSPerfReport, error) {
 	if c.Duration < 2*time.Second {
 		return nil, fmt.Errorf("%w: --duration %v: ddsperf reports once a second and the first is warm-up; want >= 2s", ErrUsage, c.Duration)
 	}
+	bin, err := ddsperfBinary() // before any namespace is made
+	if err != nil {
+		return nil, err
+	}
 	var pair *netns.Pair
 	if c.NetNS {
-		if _, err := ddsperfBinary(); err != nil {
-			return nil, err
-		}
 		p, err := netns.NewPair(ctx, nil)
 		if err != nil {
 			return nil, fmt.Errorf("%w: --netns: %v", ErrUnavailable, err)
@@ -368,7 +368,7 @@ func DDSPerf(ctx context.Context, c DDSPerfConfig) (*DDSPerfReport, error) {
 		defer p.Close()
 		pair = p
 	}
-	r, cleanup, err := newDDSRunner(c.Pin, pair)
+	r, cleanup, err := newDDSRunner(bin, c.Pin, pair)
 	if err != nil {
 		return nil, err
 	}
@@ -485,13 +485,22 @@ var ddsVariants = []struct {
 
 // qosName names a middleware result's reliability for the tables.
 func qosName(h Result) string {
+	if q := reliableQoS(h); q != "" {
+		return "reliable " + q
+	}
+	return "best effort"
+}
+
+// reliableQoS is a reliable result's history mode and depth, "keep-last
+// N" or "window N"; "" for best effort.
+func reliableQoS(h Result) string {
 	switch {
 	case !h.Reliable:
-		return "best effort"
+		return ""
 	case h.KeepLast:
-		return fmt.Sprintf("reliable keep-last %d", h.Depth)
+		return fmt.Sprintf("keep-last %d", h.Depth)
 	default:
-		return fmt.Sprintf("reliable window %d", h.Depth)
+		return fmt.Sprintf("window %d", h.Depth)
 	}
 }
 

@@ -75,11 +75,12 @@ func FuzzDDSPerfParsers(f *testing.F) {
 // TestDDSPerfConfined: whatever CYCLONEDDS_URI the caller has, ddsperf gets
 // exactly one, pointing at the embedded loopback-only config.
 func TestDDSPerfConfined(t *testing.T) {
-	if _, err := ddsperfBinary(); err != nil {
+	bin, err := ddsperfBinary()
+	if err != nil {
 		t.Skip(err) // the binary-absent path is TestDDSPerfMissing
 	}
 	t.Setenv("CYCLONEDDS_URI", "file:///etc/unconfined.xml")
-	r, cleanup, err := newDDSRunner(false, nil)
+	r, cleanup, err := newDDSRunner(bin, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +114,8 @@ func TestDDSPerfConfined(t *testing.T) {
 // namespace (server in B, client in A, as hilrig's pong and ping) with a
 // config naming only its veth end and the other end as unicast peer.
 func TestDDSPerfConfinedToVeth(t *testing.T) {
-	if _, err := ddsperfBinary(); err != nil {
+	bin, err := ddsperfBinary()
+	if err != nil {
 		t.Skip(err)
 	}
 	if err := netns.Available(); err != nil {
@@ -124,7 +126,7 @@ func TestDDSPerfConfinedToVeth(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { pair.Close() })
-	r, cleanup, err := newDDSRunner(true, pair)
+	r, cleanup, err := newDDSRunner(bin, true, pair)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,8 +38,8 @@ func label(r Result) string {
 	if r.Wait != "" {
 		s += "/" + r.Wait + "/" + r.Path
 	}
-	if r.Reliable {
-		s += "/" + strings.TrimPrefix(qosName(r), "reliable ")
+	if q := reliableQoS(r); q != "" {
+		s += "/" + q
 	}
 	if r.NetNS {
 		s += "/netns"

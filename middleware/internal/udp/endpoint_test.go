@@ -78,6 +78,25 @@ func check(p []byte, seq uint64) error {
 	return nil
 }
 
+// numbered sends payloads of len(p) bytes numbered 1, 2, … (each filled
+// to encode its number, see fill): next sends the next one and returns
+// its number; seq is the last sent.
+type numbered struct {
+	t   testing.TB
+	snd *udp.Sender
+	p   []byte
+	seq uint64
+}
+
+func (n *numbered) next() uint64 {
+	n.seq++
+	fill(n.p, n.seq)
+	if err := n.snd.Send(n.p); err != nil {
+		n.t.Fatalf("send %d: %v", n.seq, err)
+	}
+	return n.seq
+}
+
 // collector drains a receiver in the background, checking every payload and
 // the order; results are read after stop.
 type collector struct {
@@ -178,19 +197,11 @@ func TestLateConfirmationCountsDiscardsLost(t *testing.T) {
 		udp.ReceiverConfig{TopicID: topic, MaxPayload: 1024},
 		&udp.FaultConfig{Seed: 1, Drop: 1, Kinds: udp.KindMask(udp.KindHeartbeat)})
 	c := collect(r.rcv, true)
-	p := make([]byte, 200)
-	var seq uint64
-	send := func() {
-		seq++
-		fill(p, seq)
-		if err := r.snd.Send(p); err != nil {
-			t.Fatal(err)
-		}
-	}
+	msgs := &numbered{t: t, snd: r.snd, p: make([]byte, 200)}
 	for range burst {
-		send()
-		if seq%100 == 0 { // pace by signal: never outrun the socket buffer
-			testkit.Eventually(t, 5*time.Second, "receiver catching up", func() bool { return r.rcv.Stats().Datagrams >= seq })
+		msgs.next()
+		if msgs.seq%100 == 0 { // pace by signal: never outrun the socket buffer
+			testkit.Eventually(t, 5*time.Second, "receiver catching up", func() bool { return r.rcv.Stats().Datagrams >= msgs.seq })
 		}
 	}
 	if st := r.rcv.Stats(); st.Confirmed != 0 || st.Unconfirmed == 0 {
@@ -198,15 +209,15 @@ func TestLateConfirmationCountsDiscardsLost(t *testing.T) {
 	}
 	r.fault.SetEnabled(false)
 	// Data draws a challenge (at most one per 5 ms); its echo passes now.
-	testkit.Eventually(t, 5*time.Second, "confirmation", func() bool { send(); return r.rcv.Stats().Confirmed == 1 })
+	testkit.Eventually(t, 5*time.Second, "confirmation", func() bool { msgs.next(); return r.rcv.Stats().Confirmed == 1 })
 	testkit.Eventually(t, 5*time.Second, "every sequence number delivered or lost", func() bool {
 		st := r.rcv.Stats()
-		return st.Delivered+st.Lost == seq
+		return st.Delivered+st.Lost == msgs.seq
 	})
 	c.finish()
 	rs := r.rcv.Stats()
-	if rs.Lost != rs.Unconfirmed || c.lostSum != rs.Lost || c.got != seq-rs.Lost || c.err != nil {
-		t.Fatalf("lost %d (per-message sum %d), discarded %d, delivered %d of %d; err %v", rs.Lost, c.lostSum, rs.Unconfirmed, c.got, seq, c.err)
+	if rs.Lost != rs.Unconfirmed || c.lostSum != rs.Lost || c.got != msgs.seq-rs.Lost || c.err != nil {
+		t.Fatalf("lost %d (per-message sum %d), discarded %d, delivered %d of %d; err %v", rs.Lost, c.lostSum, rs.Unconfirmed, c.got, msgs.seq, c.err)
 	}
 }
 

@@ -59,13 +59,10 @@ func TestKeepLastRepairs(t *testing.T) {
 		&udp.FaultConfig{Seed: 5, Drop: 0.1, Kinds: udp.KindMask(udp.KindData)})
 	testkit.Eventually(t, 5*time.Second, "subscriber heard", func() bool { return r.snd.LiveSubscribers() == 1 })
 	c := collect(r.rcv, true)
-	p := make([]byte, 100)
+	msgs := &numbered{t: t, snd: r.snd, p: make([]byte, 100)}
 	// One message at a time, so each stays in the history until repaired.
-	for seq := uint64(1); seq <= 200; seq++ {
-		fill(p, seq)
-		if err := r.snd.Send(p); err != nil {
-			t.Fatalf("send %d: %v", seq, err)
-		}
+	for range 200 {
+		seq := msgs.next()
 		testkit.Eventually(t, 5*time.Second, "message delivered", func() bool { return r.rcv.Stats().Delivered == seq })
 	}
 	c.finish()
@@ -87,26 +84,18 @@ func TestKeepLastSkipsWhatHistoryLost(t *testing.T) {
 	r.fault.SetEnabled(false)
 	testkit.Eventually(t, 5*time.Second, "subscriber heard", func() bool { return r.snd.LiveSubscribers() == 1 })
 	c := collect(r.rcv, true)
-	p := make([]byte, 100)
-	var seq uint64
-	send := func() {
-		seq++
-		fill(p, seq)
-		if err := r.snd.Send(p); err != nil {
-			t.Fatalf("send %d: %v", seq, err)
-		}
-	}
-	send()
+	msgs := &numbered{t: t, snd: r.snd, p: make([]byte, 100)}
+	msgs.next()
 	testkit.Eventually(t, 5*time.Second, "first message", func() bool { return r.rcv.Stats().Delivered == 1 })
 	r.fault.SetEnabled(true) // every DATA datagram dropped, retransmissions too
 	for range cut {
-		send()
+		msgs.next()
 	}
 	r.fault.SetEnabled(false)
-	send()
+	msgs.next()
 	testkit.Eventually(t, 5*time.Second, "every sequence number delivered or lost", func() bool {
 		st := r.rcv.Stats()
-		return st.Delivered+st.Lost == seq
+		return st.Delivered+st.Lost == msgs.seq
 	})
 	c.finish()
 	rs, ss := r.rcv.Stats(), r.snd.Stats()
@@ -114,8 +103,8 @@ func TestKeepLastSkipsWhatHistoryLost(t *testing.T) {
 	if want := uint64(cut + 1 - depth); rs.Lost != want || c.lostSum != want {
 		t.Fatalf("lost %d (per-message sum %d), want %d: the messages before the history's last %d", rs.Lost, c.lostSum, want, depth)
 	}
-	if c.err != nil || c.got != seq-rs.Lost || c.last != seq {
-		t.Fatalf("delivered %d (last %d), want %d ending at %d; err %v", c.got, c.last, seq-rs.Lost, seq, c.err)
+	if c.err != nil || c.got != msgs.seq-rs.Lost || c.last != msgs.seq {
+		t.Fatalf("delivered %d (last %d), want %d ending at %d; err %v", c.got, c.last, msgs.seq-rs.Lost, msgs.seq, c.err)
 	}
 	if ss.Blocked != 0 || ss.Timeouts != 0 || ss.Retransmits == 0 {
 		t.Fatalf("publisher blocked %v (%d timeouts), retransmits %d: keep-last must not wait, and must repair the held tail", ss.Blocked, ss.Timeouts, ss.Retransmits)

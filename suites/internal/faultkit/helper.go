@@ -22,6 +22,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/hilrig/hilrig/internal/testkit"
 )
 
 // HelperEnv names the role a re-executed test binary runs; see
@@ -45,7 +47,7 @@ type Helper struct {
 	Started time.Time
 
 	lines  chan line
-	stderr *syncBuf
+	stderr *testkit.SyncBuffer // the first 64 KiB
 	done   chan struct{}
 	err    error
 	once   sync.Once
@@ -56,33 +58,13 @@ type line struct {
 	at   time.Time
 }
 
-type syncBuf struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.b.Len() < 64<<10 {
-		s.b.Write(p)
-	}
-	return len(p), nil
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // StartHelper re-executes the running test binary as helper role with env
 // ("K=V" pairs). The caller must Close it (DeferCleanup(h.Close)).
 func StartHelper(role string, env ...string) (*Helper, error) {
 	cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.count=1")
 	cmd.Env = append(os.Environ(), append([]string{HelperEnv + "=" + role}, env...)...)
 	cmd.SysProcAttr = helperProcAttr()
-	h := &Helper{Role: role, Cmd: cmd, lines: make(chan line, 1024), stderr: &syncBuf{}, done: make(chan struct{})}
+	h := &Helper{Role: role, Cmd: cmd, lines: make(chan line, 1024), stderr: &testkit.SyncBuffer{Limit: 64 << 10}, done: make(chan struct{})}
 	cmd.Stderr = h.stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {

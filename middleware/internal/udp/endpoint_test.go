@@ -1,6 +1,7 @@
 package udp_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -471,24 +472,33 @@ func TestReassemblyBoundUnderFragmentFlood(t *testing.T) {
 }
 
 func TestHotPathAllocs(t *testing.T) {
-	for _, m := range []struct{ reliable, keepLast bool }{{false, false}, {true, false}, {true, true}} {
-		t.Run(fmt.Sprintf("reliable=%v/keep-last=%v", m.reliable, m.keepLast), func(t *testing.T) { testHotPathAllocs(t, m.reliable, m.keepLast) })
+	for _, m := range []hotPath{{false, false, 64}, {true, false, 64}, {true, true, 64}, {false, false, 16 << 10}, {true, true, 16 << 10}} {
+		t.Run(fmt.Sprintf("reliable=%v/keep-last=%v/%dB", m.reliable, m.keepLast, m.size), func(t *testing.T) { testHotPathAllocs(t, m) })
 	}
 }
 
-func testHotPathAllocs(t *testing.T, reliable, keepLast bool) {
+// hotPath is one case of TestHotPathAllocs. 16 KiB at FragSize 1024 is
+// 16 fragments: one segmented send (UDP GSO) and one coalesced read (UDP
+// GRO) that the socket hands out a datagram at a time.
+type hotPath struct {
+	reliable, keepLast bool
+	size               int
+}
+
+func testHotPathAllocs(t *testing.T, m hotPath) {
+	reliable, keepLast := m.reliable, m.keepLast
 	topic := uint32(49)
 	if reliable {
 		topic = 50
 	}
 	r := newRig(t,
-		udp.SenderConfig{TopicID: topic, MaxPayload: 1024, HeartbeatPeriod: time.Hour, Reliable: reliable, Depth: 8, KeepLast: keepLast},
-		udp.ReceiverConfig{TopicID: topic, MaxPayload: 1024, Reliable: reliable, Depth: 8, KeepLast: keepLast},
+		udp.SenderConfig{TopicID: topic, MaxPayload: max(1024, m.size), FragSize: 1024, HeartbeatPeriod: time.Hour, Reliable: reliable, Depth: 8, KeepLast: keepLast},
+		udp.ReceiverConfig{TopicID: topic, MaxPayload: max(1024, m.size), Reliable: reliable, Depth: 8, KeepLast: keepLast},
 		nil)
 	if reliable {
 		testkit.Eventually(t, 5*time.Second, "subscriber heard", func() bool { return r.snd.LiveSubscribers() == 1 })
 	}
-	p := make([]byte, 64)
+	p := make([]byte, m.size)
 	ctx := context.Background()
 	fn := func(*udp.Delivery) {}
 	send := func() {
@@ -505,9 +515,9 @@ func testHotPathAllocs(t *testing.T, reliable, keepLast bool) {
 		send()
 		recv()
 	}
-	if !reliable || keepLast { // the window needs the receiver to keep up
+	if (!reliable || keepLast) && m.size <= 1024 { // the window needs the receiver to keep up, and the socket 500 large messages
 		if a := testing.AllocsPerRun(500, send); a != 0 {
-			t.Errorf("Send of 64 B: %v allocs/op, want 0", a)
+			t.Errorf("Send of %d B: %v allocs/op, want 0", m.size, a)
 		}
 		for range 501 {
 			recv()
@@ -515,6 +525,56 @@ func testHotPathAllocs(t *testing.T, reliable, keepLast bool) {
 	}
 	if a := testing.AllocsPerRun(500, func() { send(); recv() }); a != 0 {
 		t.Errorf("Send+receive path: %v allocs/op, want 0", a)
+	}
+}
+
+// TestLargeMessageSendsRuns: a fragmented message leaves in runs of
+// fragments, one system call each (UDP GSO), not one call per fragment —
+// across a 1500-byte MTU a 1 MiB message is 713 datagrams, and those calls
+// were most of its round trip (docs/udp.md, "Sockets"). Sealed datagrams
+// (a Key) each carry their own tag and still go one per call.
+func TestLargeMessageSendsRuns(t *testing.T) {
+	const size, frag = 100 << 10, 1024 // 100 fragments: runs of 59 and 41
+	for _, auth := range []bool{false, true} {
+		t.Run(fmt.Sprintf("auth=%v", auth), func(t *testing.T) {
+			var key *udp.Key
+			if auth {
+				key = testKey(t, 3)
+			}
+			topic := uint32(61)
+			r := newRig(t,
+				udp.SenderConfig{TopicID: topic, MaxPayload: size, FragSize: frag, HeartbeatPeriod: time.Hour, Key: key},
+				udp.ReceiverConfig{TopicID: topic, MaxPayload: size, Key: key}, nil)
+			p := make([]byte, size)
+			for seq := uint64(1); seq <= 3; seq++ {
+				before := r.snd.Stats()
+				fill(p, seq)
+				if err := r.snd.Send(p); err != nil {
+					t.Fatal(err)
+				}
+				st := r.snd.Stats()
+				// The control goroutine may answer a subscriber meanwhile
+				// (one datagram, one call): count the calls runs saved.
+				dgrams, writes := st.Datagrams-before.Datagrams, st.Writes-before.Writes
+				wantWrites := uint64(2) // ⌈100 / ⌊65507 / (68+1024)⌋⌉ = ⌈100/59⌉
+				if auth {
+					wantWrites = 100
+				}
+				if dgrams < 100 || dgrams-writes != 100-wantWrites {
+					t.Errorf("message %d: %d datagrams in %d send calls, want 100 DATA in %d calls (and any others one per call)", seq, dgrams, writes, wantWrites)
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				err := r.rcv.Next(ctx, func(d *udp.Delivery) {
+					if d.Seq != seq || !bytes.Equal(d.Payload, p) {
+						t.Errorf("delivered seq %d (%d B), want message %d intact (%d B)", d.Seq, len(d.Payload), seq, len(p))
+					}
+				})
+				cancel()
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
 	}
 }
 

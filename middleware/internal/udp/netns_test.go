@@ -260,3 +260,75 @@ func snmpUDP(s, name string) uint64 {
 	}
 	return 0
 }
+
+// TestSegmentedSendsAcrossVeth: fragments leave in segmented runs (UDP
+// GSO) across a real veth — unicast, and to a multicast group joined on
+// the veth — and every message arrives intact and in order through the
+// coalescing read (UDP GRO). Segments larger than the link's MTU are
+// segmented all the same and IP-fragmented by the kernel (the refusal path
+// is TestWriteSegsFallsBackWhenRefused's).
+func TestSegmentedSendsAcrossVeth(t *testing.T) {
+	const (
+		mtu  = 1500
+		size = 256 << 10
+		msgs = 20
+	)
+	p := newNetnsPair(t, mtu)
+	group := netip.MustParseAddrPort("239.255.77.7:17477")
+	for i, c := range []struct {
+		name      string
+		frag      int
+		multicast bool
+	}{
+		{"unicast", mtu - 28 - udp.DataHeaderLen, false},
+		{"multicast", mtu - 28 - udp.DataHeaderLen, true},
+		{"segment over the MTU", 4000, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			topic := uint32(90 + i)
+			rcfg := udp.SocketConfig{Listen: netip.AddrPortFrom(p.BAddr, 0), RcvBuf: 8 << 20}
+			if c.multicast {
+				rcfg = udp.SocketConfig{Group: group, Interface: p.BIface, RcvBuf: 8 << 20}
+			}
+			rs := openIn(t, p.B, rcfg)
+			rcv, err := udp.NewReceiver(rs, udp.ReceiverConfig{TopicID: topic, MaxPayload: size, Reliable: true, Depth: 4})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rcv.Close()
+			ss := openIn(t, p.A, udp.SocketConfig{Listen: netip.AddrPortFrom(p.AAddr, 0), Interface: p.AIface, SndBuf: 4 << 20})
+			to := netip.AddrPortFrom(p.BAddr, rs.LocalAddr().Port())
+			if c.multicast {
+				to = group
+			}
+			snd, err := udp.NewSender(ss, udp.SenderConfig{TopicID: topic, MaxPayload: size, FragSize: c.frag, Reliable: true, Depth: 4,
+				Peers: []netip.AddrPort{to}, SendTimeout: 5 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer snd.Close()
+			testkit.Eventually(t, 5*time.Second, "subscriber heard across the veth", func() bool { return snd.LiveSubscribers() == 1 })
+			c2 := collect(rcv, true)
+			buf := make([]byte, size)
+			for seq := uint64(1); seq <= msgs; seq++ {
+				fill(buf, seq)
+				if err := snd.Send(buf); err != nil {
+					t.Fatalf("message %d: %v", seq, err)
+				}
+			}
+			testkit.Eventually(t, 10*time.Second, "all messages delivered", func() bool { return rcv.Stats().Delivered == msgs })
+			c2.finish()
+			if c2.err != nil || c2.got != msgs || c2.last != msgs || rcv.Stats().Lost != 0 {
+				t.Fatalf("delivered %d (last %d), lost %d, err %v", c2.got, c2.last, rcv.Stats().Lost, c2.err)
+			}
+			st := snd.Stats()
+			if st.Writes*10 > st.Datagrams {
+				t.Errorf("%d datagrams in %d send calls: the runs were not segmented", st.Datagrams, st.Writes)
+			}
+			if st.WriteErrors != 0 {
+				t.Errorf("%d write errors", st.WriteErrors)
+			}
+			t.Logf("%d datagrams in %d send calls, %d retransmitted", st.Datagrams, st.Writes, st.Retransmits)
+		})
+	}
+}

@@ -152,6 +152,7 @@ func (c *SenderConfig) withDefaults() (SenderConfig, error) {
 type SenderStats struct {
 	Published     uint64        // messages published
 	Datagrams     uint64        // datagrams written (all kinds, all peers)
+	Writes        uint64        // send calls that wrote them (one GSO call writes many)
 	Bytes         uint64        // their bytes
 	Batches       uint64        // BATCH datagrams sent
 	Batched       uint64        // messages sent inside batches
@@ -252,6 +253,15 @@ type Sender struct {
 	// vw sends DATA fragments without copying their payload (a Conn that
 	// can, in an unauthenticated domain); nil: marshal into scratch.
 	vw vecWriter
+	// sw sends runs of DATA fragments in one call (UDP GSO): a Conn that
+	// can, in an unauthenticated domain, with fragments small enough that
+	// two fit a datagram's worth of bytes; nil otherwise. segRun is the
+	// most fragments per call; segHdr holds their headers and segBody
+	// their payloads while a run is sent (guarded by mu).
+	sw      segWriter
+	segRun  int
+	segHdr  []byte
+	segBody [][]byte
 	// rmu is held by whoever reads the socket: the goroutine (ReadFrom)
 	// or a sender (ReadDirect). Lock order rmu, then mu: nobody acquires
 	// rmu holding mu (a sender releases mu first, see readInline), and
@@ -296,7 +306,7 @@ type Sender struct {
 	st struct {
 		published, datagrams, bytes, batches, batched, retrans, nacks, acks, hbs,
 		blocked, timeouts, dropped, live, malformed, unknownSource, stale, werr,
-		unproven, echoes, echoLimited, unauth, replayed, acksInline atomic.Uint64
+		unproven, echoes, echoLimited, unauth, replayed, acksInline, writes atomic.Uint64
 	}
 }
 
@@ -324,6 +334,12 @@ func NewSender(conn Conn, cfg SenderConfig) (*Sender, error) {
 	}
 	s.rbuf = make([]byte, MaxDatagram+1)
 	s.vw, _ = conn.(vecWriter) // a FaultConn has none: it needs the whole datagram
+	if sw, ok := conn.(segWriter); ok && s.mac == nil {
+		if run := min(MaxSegs, MaxDatagram/(DataHeaderLen+c.FragSize)); run > 1 {
+			s.sw, s.segRun = sw, run
+			s.segHdr, s.segBody = make([]byte, run*DataHeaderLen), make([][]byte, run)
+		}
+	}
 	if dc := asDirect(conn); dc != nil && c.Reliable {
 		s.dc = dc
 		s.ibuf = make([]byte, MaxDatagram+1)
@@ -377,6 +393,7 @@ func (s *Sender) Stats() SenderStats {
 		StaleEpoch: t.stale.Load(), WriteErrors: t.werr.Load(), Paced: time.Duration(s.paced.Load()),
 		Unproven: t.unproven.Load(), Echoes: t.echoes.Load(), EchoLimited: t.echoLimited.Load(),
 		Unauthenticated: t.unauth.Load(), Replayed: t.replayed.Load(), AcksInline: t.acksInline.Load(),
+		Writes: t.writes.Load(),
 	}
 }
 
@@ -578,6 +595,7 @@ func (s *Sender) write(b []byte, to netip.AddrPort) {
 		}
 		return
 	}
+	s.st.writes.Add(1)
 	s.st.datagrams.Add(1)
 	s.st.bytes.Add(uint64(len(b)))
 }
@@ -623,8 +641,38 @@ func (s *Sender) writeVecTo(hdr, body []byte, to netip.AddrPort) {
 		}
 		return
 	}
+	s.st.writes.Add(1)
 	s.st.datagrams.Add(1)
 	s.st.bytes.Add(uint64(len(hdr) + len(body)))
+}
+
+// writeSegs sends a run of fragments (headers in hdrs, payloads in
+// bodies, bytes in all) through sw to `to`, or to every destination when
+// `to` is not valid (mu held).
+func (s *Sender) writeSegs(hdrs []byte, bodies [][]byte, bytes int, to netip.AddrPort) {
+	if to.IsValid() {
+		s.writeSegsTo(hdrs, bodies, bytes, to)
+		return
+	}
+	for _, p := range s.dests {
+		s.writeSegsTo(hdrs, bodies, bytes, p)
+	}
+	for i := range s.learned {
+		s.writeSegsTo(hdrs, bodies, bytes, s.learned[i].addr)
+	}
+}
+
+// writeSegsTo is write for a run of fragments.
+func (s *Sender) writeSegsTo(hdrs []byte, bodies [][]byte, bytes int, to netip.AddrPort) {
+	if err := s.sw.WriteSegs(hdrs, DataHeaderLen, bodies, to); err != nil {
+		if n := s.st.werr.Add(1); n == 1 || n%10000 == 0 {
+			s.cfg.Logger.Warn("udp: send failed", "peer", to, "bytes", bytes, "datagrams", len(bodies), "errors", n, "err", err)
+		}
+		return
+	}
+	s.st.writes.Add(1)
+	s.st.datagrams.Add(uint64(len(bodies)))
+	s.st.bytes.Add(uint64(bytes))
 }
 
 // writeAll sends b to every static and learned destination (mu held).
@@ -688,6 +736,36 @@ func (s *Sender) sendMessage(h *histEntry, first, count uint32, retrans bool, to
 	d.MsgLen, d.FragSize, d.FragCount = uint32(h.n), uint32(fs), total
 	sent := 0
 	end := min(uint64(first)+uint64(count), uint64(total))
+	if s.sw != nil && end > uint64(first)+1 {
+		// Runs of fragments, one call each: all full-size but possibly
+		// the message's last, as segmentation needs.
+		for f := uint64(first); f < end; {
+			k := int(min(end-f, uint64(s.segRun)))
+			bytes := 0
+			for i := range k {
+				off := int(f+uint64(i)) * fs
+				d.FragIndex = uint32(f) + uint32(i)
+				d.Payload = h.buf[off:min(off+fs, h.n)]
+				m, err := d.MarshalHeaderTo(s.segHdr[i*DataHeaderLen:])
+				if err != nil { // cannot happen: the sizes were checked at Send
+					k = i
+					break
+				}
+				s.segBody[i] = d.Payload
+				bytes += m
+			}
+			if k == 0 {
+				break
+			}
+			s.paceFor(bytes, to)
+			s.writeSegs(s.segHdr, s.segBody[:k], bytes, to)
+			sent += k
+			f += uint64(k)
+		}
+		clear(s.segBody)
+		d.Payload = nil
+		return sent
+	}
 	for f := first; uint64(f) < end; f++ {
 		off := int(f) * fs
 		d.FragIndex = f

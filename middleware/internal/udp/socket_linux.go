@@ -70,6 +70,14 @@ type Socket struct {
 	// call in progress.
 	ops    sync.RWMutex
 	closed atomic.Bool
+	// noGSO is set once the kernel refused UDP_SEGMENT (at Open, or on a
+	// send: no checksum offload on the route's device, SO_NO_CHECK):
+	// WriteSegs then sends one datagram per call.
+	noGSO atomic.Bool
+	log   *slog.Logger
+	// gro holds the datagrams of a coalesced read (UDP_GRO) still to be
+	// returned; owned by the one reader, like oob.
+	gro groStash
 	// RcvBuf/SndBuf are the sizes the kernel granted (as getsockopt reports
 	// them, i.e. doubled for bookkeeping).
 	RcvBuf, SndBuf int
@@ -123,7 +131,7 @@ func Open(cfg SocketConfig) (*Socket, error) {
 		c.Close()
 		return nil, fmt.Errorf("udp: %s: %w", bind, err)
 	}
-	s := &Socket{fd: -1, cfd: -1, kfd: -1, local: netip.AddrPortFrom(local.Addr().Unmap(), local.Port())}
+	s := &Socket{fd: -1, cfd: -1, kfd: -1, local: netip.AddrPortFrom(local.Addr().Unmap(), local.Port()), log: log}
 	var serr error
 	err = rc.Control(func(fd uintptr) {
 		if serr = s.setup(int(fd), cfg, ifi, log); serr != nil {
@@ -185,6 +193,15 @@ func (s *Socket) setup(fd int, cfg SocketConfig, ifi *net.Interface, log *slog.L
 		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_BUSY_POLL, max(us, 1)); err != nil {
 			return fmt.Errorf("SO_BUSY_POLL %d µs (needs CAP_NET_ADMIN above net.core.busy_poll): %w", us, err)
 		}
+	}
+	if _, err := unix.GetsockoptInt(fd, unix.SOL_UDP, unix.UDP_SEGMENT); err != nil {
+		s.noGSO.Store(true) // before Linux 4.18
+	}
+	// Receive a run of segmented datagrams (a WriteSegs on this host, or
+	// a NIC's UDP GRO) as one read; recvmsg splits it again. Before Linux
+	// 5.0 the option is missing and each datagram is read on its own.
+	if unix.SetsockoptInt(fd, unix.SOL_UDP, unix.UDP_GRO, 1) == nil {
+		s.gro.buf = make([]byte, MaxDatagram+1)
 	}
 	if cfg.Timestamps {
 		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1); err != nil {
@@ -316,6 +333,92 @@ func (s *Socket) WriteTo2(hdr, body []byte, to netip.AddrPort) error {
 	}
 }
 
+// WriteSegs sends the len(bodies) datagrams hdrs[i*hlen:(i+1)*hlen] ++
+// bodies[i] to `to`, in one sendmsg with UDP generic segmentation offload
+// (UDP_SEGMENT): the kernel cuts the joined bytes into datagrams of
+// hlen+len(bodies[0]) bytes, the last one possibly shorter. So every body
+// but the last must be len(bodies[0]) bytes long and the last no longer;
+// 1 ≤ len(bodies) ≤ MaxSegs; all together at most MaxDatagram bytes; hlen >
+// 0 and no body empty. The receiver sees exactly the datagrams one
+// WriteTo2 per body would have sent (the kernel segments before the wire,
+// or on veth and lo just before the receiving socket), for about the cost
+// of one. Segments above the route's MTU are IP-fragmented after
+// segmentation, as single datagrams would be. When the kernel refuses GSO
+// (too old, no checksum offload on the route's device) the datagrams go
+// one sendmsg each, and every later call does the same. Waits for buffer room
+// as WriteTo does. Safe concurrently. 0 allocs.
+func (s *Socket) WriteSegs(hdrs []byte, hlen int, bodies [][]byte, to netip.AddrPort) error {
+	if len(bodies) == 0 || len(bodies) > MaxSegs || hlen <= 0 || len(hdrs) < hlen*len(bodies) {
+		return fmt.Errorf("udp: WriteSegs: %d datagrams (1..%d) with %d-byte headers in %d bytes", len(bodies), MaxSegs, hlen, len(hdrs))
+	}
+	if len(bodies) == 1 || s.noGSO.Load() {
+		return s.writeEach(hdrs, hlen, bodies, to)
+	}
+	seg := hlen + len(bodies[0])
+	s.ops.RLock()
+	if s.closed.Load() {
+		s.ops.RUnlock()
+		return net.ErrClosed
+	}
+	sa := sockaddr4(to)
+	var iov [2 * MaxSegs]unix.Iovec
+	for i, b := range bodies {
+		iov[2*i].Base, iov[2*i+1].Base = &hdrs[i*hlen], &b[0]
+		iov[2*i].SetLen(hlen)
+		iov[2*i+1].SetLen(len(b))
+	}
+	// One control message: SOL_UDP/UDP_SEGMENT, the segment size as a
+	// u16. uint64s keep it aligned for the cmsghdr.
+	var cm [4]uint64
+	h := (*unix.Cmsghdr)(unsafe.Pointer(&cm[0]))
+	h.Level, h.Type = unix.SOL_UDP, unix.UDP_SEGMENT
+	h.SetLen(unix.CmsgLen(2))
+	*(*uint16)(unsafe.Add(unsafe.Pointer(&cm[0]), unix.CmsgLen(0))) = uint16(seg)
+	msg := unix.Msghdr{Name: (*byte)(unsafe.Pointer(&sa)), Namelen: uint32(unsafe.Sizeof(sa)), Iov: &iov[0],
+		Control: (*byte)(unsafe.Pointer(&cm[0]))}
+	msg.SetIovlen(2 * len(bodies))
+	msg.SetControllen(unix.CmsgSpace(2))
+	var e unix.Errno
+	for {
+		_, _, e = unix.RawSyscall(unix.SYS_SENDMSG, uintptr(s.fd), uintptr(unsafe.Pointer(&msg)), unix.MSG_DONTWAIT)
+		again, err := s.afterSend(e, "sendmsg")
+		if again {
+			continue
+		}
+		if err == nil || !gsoRefused(e) {
+			s.ops.RUnlock()
+			return err
+		}
+		break
+	}
+	s.ops.RUnlock()
+	if !s.noGSO.Swap(true) {
+		s.log.Warn("udp: the kernel refused UDP segmentation offload; sending one datagram per call from now on",
+			"socket", s.local, "peer", to, "segment_bytes", seg, "err", os.NewSyscallError("sendmsg UDP_SEGMENT", e))
+	}
+	return s.writeEach(hdrs, hlen, bodies, to)
+}
+
+// gsoRefused reports whether a UDP_SEGMENT send failed for the offload
+// itself (the same datagrams sent one by one may pass), not the route.
+func gsoRefused(e unix.Errno) bool {
+	switch e {
+	case unix.EIO, unix.EINVAL, unix.EMSGSIZE, unix.ENOPROTOOPT, unix.EOPNOTSUPP:
+		return true
+	}
+	return false
+}
+
+// writeEach is WriteSegs one datagram per sendmsg; the first error ends it.
+func (s *Socket) writeEach(hdrs []byte, hlen int, bodies [][]byte, to netip.AddrPort) error {
+	for i, b := range bodies {
+		if err := s.WriteTo2(hdrs[i*hlen:(i+1)*hlen], b, to); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // awaitWritable waits (ppoll, at most maxSleep) for room in the send
 // buffer; net.ErrClosed after Close.
 func (s *Socket) awaitWritable() error {
@@ -382,9 +485,20 @@ func (s *Socket) recvmsg(b []byte, block bool) (int, netip.AddrPort, int64, erro
 	if len(b) == 0 {
 		return 0, netip.AddrPort{}, 0, errWouldBlock
 	}
+	g := &s.gro
+	if g.off < g.n {
+		n, from, rx := g.next(b)
+		return n, from, rx, nil
+	}
+	// A coalesced read needs room for a whole run: a short buffer
+	// reads into the stash and gets its first datagram from there.
+	into, stashed := b, false
+	if g.buf != nil && len(b) < MaxDatagram {
+		into, stashed = g.buf, true
+	}
 	for {
-		d.iov.Base = &b[0]
-		d.iov.SetLen(len(b))
+		d.iov.Base = &into[0]
+		d.iov.SetLen(len(into))
 		d.msg = unix.Msghdr{Name: (*byte)(unsafe.Pointer(&d.rsa)), Namelen: uint32(unsafe.Sizeof(d.rsa)), Iov: &d.iov, Control: &s.oob[0]}
 		d.msg.SetIovlen(1)
 		d.msg.SetControllen(len(s.oob))
@@ -415,7 +529,20 @@ func (s *Socket) recvmsg(b []byte, block bool) (int, netip.AddrPort, int64, erro
 				from = netip.AddrPortFrom(netip.AddrFrom4(sa.Addr), binary.BigEndian.Uint16(pb[:]))
 			}
 			d.iov.Base = nil
-			return int(n), from, parseRxStamp(s.oob[:min(int(d.msg.Controllen), len(s.oob))]), nil
+			rx, seg := parseCmsgs(s.oob[:min(int(d.msg.Controllen), len(s.oob))])
+			if seg <= 0 || seg >= int(n) {
+				seg = int(n) // one datagram
+			}
+			if !stashed {
+				if seg < int(n) { // keep what follows the first
+					g.off, g.n = 0, copy(g.buf, b[seg:n])
+					g.seg, g.from, g.rx = seg, from, rx
+				}
+				return seg, from, rx, nil
+			}
+			g.off, g.n, g.seg, g.from, g.rx = 0, int(n), seg, from, rx
+			c, _, _ := g.next(b)
+			return c, from, rx, nil
 		case unix.EINTR:
 			continue
 		case unix.EAGAIN:
@@ -500,29 +627,54 @@ func (s *Socket) ReadDirect(b []byte, wait time.Duration) (int, netip.AddrPort, 
 	return s.recv(b)
 }
 
-// parseRxStamp finds SCM_TIMESTAMPNS in control messages without
-// allocating (unix.ParseSocketControlMessage allocates).
-func parseRxStamp(oob []byte) int64 {
+// groStash is what is left of a coalesced read: n bytes from buf[off:],
+// cut every seg bytes (the last datagram possibly shorter), all from one
+// source with one receive stamp.
+type groStash struct {
+	buf         []byte // nil: UDP_GRO is off
+	off, n, seg int
+	from        netip.AddrPort
+	rx          int64
+}
+
+// next copies the stash's next datagram into b (truncated to len(b), as
+// recvmsg truncates) and returns its length in b.
+func (g *groStash) next(b []byte) (int, netip.AddrPort, int64) {
+	k := min(g.seg, g.n-g.off)
+	c := copy(b, g.buf[g.off:g.off+k])
+	g.off += k
+	return c, g.from, g.rx
+}
+
+// parseCmsgs finds SCM_TIMESTAMPNS (rx, ns since the epoch; 0 if none)
+// and UDP_GRO (seg, the size the datagrams of a coalesced read were cut
+// at; 0 if none) in control messages without allocating
+// (unix.ParseSocketControlMessage allocates). A malformed list ends the
+// walk with what was found so far.
+func parseCmsgs(oob []byte) (rx int64, seg int) {
 	const hdr = unix.SizeofCmsghdr
 	for len(oob) >= hdr {
 		h := (*unix.Cmsghdr)(unsafe.Pointer(&oob[0]))
 		l := int(h.Len)
 		if l < hdr || l > len(oob) {
-			return 0
+			return rx, seg
 		}
-		if h.Level == unix.SOL_SOCKET && (h.Type == unix.SCM_TIMESTAMPNS) && l >= hdr+16 {
+		switch {
+		case h.Level == unix.SOL_SOCKET && h.Type == unix.SCM_TIMESTAMPNS && l >= hdr+16:
 			d := oob[hdr:]
 			sec := int64(binary.NativeEndian.Uint64(d[0:]))
 			nsec := int64(binary.NativeEndian.Uint64(d[8:]))
-			return sec*1e9 + nsec
+			rx = sec*1e9 + nsec
+		case h.Level == unix.SOL_UDP && h.Type == unix.UDP_GRO && l >= hdr+4:
+			seg = int(int32(binary.NativeEndian.Uint32(oob[hdr:])))
 		}
 		a := cmsgAlign(l)
 		if a >= len(oob) {
-			return 0
+			return rx, seg
 		}
 		oob = oob[a:]
 	}
-	return 0
+	return rx, seg
 }
 
 func cmsgAlign(l int) int {

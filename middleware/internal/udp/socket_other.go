@@ -50,6 +50,11 @@ func (s *Socket) WriteTo(b []byte, to netip.AddrPort) error { return net.ErrClos
 // WriteTo2 fails: no Socket exists off Linux.
 func (s *Socket) WriteTo2(hdr, body []byte, to netip.AddrPort) error { return net.ErrClosed }
 
+// WriteSegs fails: no Socket exists off Linux.
+func (s *Socket) WriteSegs(hdrs []byte, hlen int, bodies [][]byte, to netip.AddrPort) error {
+	return net.ErrClosed
+}
+
 // ReadFrom fails: no Socket exists off Linux.
 func (s *Socket) ReadFrom(b []byte) (int, netip.AddrPort, int64, error) {
 	return 0, netip.AddrPort{}, 0, net.ErrClosed

@@ -385,7 +385,8 @@ func newUDPSubscriber(n *Node, c Contract, o *SubscriberOptions) (subTransport, 
 	}
 	sock, err := udp.Open(udp.SocketConfig{
 		Listen: p.listen, Group: p.group, Interface: c.UDP.Interface,
-		RcvBuf: rcvbuf, SndBuf: c.UDP.SndBuf, BusyPoll: c.UDP.BusyPoll, Timestamps: true, Logger: n.opts.Logger,
+		RcvBuf: rcvbuf, SndBuf: c.UDP.SndBuf, BusyPoll: c.UDP.BusyPoll, Timestamps: true, DedicatedWait: c.UDP.DedicatedReader,
+		Logger: n.opts.Logger,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("topic %q: %w", c.Topic, mapUDPErr(err))

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -557,6 +558,66 @@ func TestUDPReliableKeepLastDoesNotWait(t *testing.T) {
 	}
 	if st := pub.Stats(); st.Timeouts != 0 || st.Blocked != 0 {
 		t.Fatalf("stats %+v: want no timeouts, never blocked", st)
+	}
+}
+
+// TestUDPDedicatedReader: a subscriber whose consumer waits holding its P
+// (UDPConfig.DedicatedReader) receives every message in order while
+// garbage collections stop the world around it, and its idle wait still
+// ends on the context's deadline.
+func TestUDPDedicatedReader(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0))))
+	n := openNode(t, "udp-dedicated", testDomain(t))
+	c := middleware.Contract{Topic: "udp/dedicated", MaxPayload: 64, Transport: middleware.TransportUDP,
+		UDP: middleware.UDPConfig{Listen: "127.0.0.1:0", DedicatedReader: true}}
+	sub, err := n.NewSubscriber(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	cc := c
+	cc.UDP.Listen, cc.UDP.Peers = "", []string{sub.LocalUDPAddr().String()}
+	pub, err := n.NewPublisher(cc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close()
+	stop := make(chan struct{})
+	gcs := make(chan int)
+	go func() {
+		k := 0
+		for {
+			select {
+			case <-stop:
+				gcs <- k
+				return
+			default:
+				runtime.GC()
+				k++
+			}
+		}
+	}()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	p := make([]byte, 32)
+	for seq := uint64(1); seq <= 200; seq++ {
+		udpFill(p, seq)
+		if err := pub.Send(p); err != nil {
+			t.Fatal(err)
+		}
+		var perr error
+		if err := sub.Next(ctxT(t, 10*time.Second), func(m *middleware.Message) { perr = udpCheck(m.Payload, m.Header.Seq) }); err != nil || perr != nil {
+			t.Fatalf("message %d: %v %v", seq, err, perr)
+		}
+	}
+	close(stop)
+	if k := <-gcs; k == 0 {
+		t.Error("no garbage collection ran beside the dedicated reader")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := sub.Next(ctx, func(*middleware.Message) {}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Next on an idle topic returned %v, want DeadlineExceeded", err)
 	}
 }
 

@@ -305,9 +305,10 @@ func TestMiddlewareTransports(t *testing.T) {
 		{Transport: bench.TIntra, Wait: "futex", Path: "loan"},
 		{Transport: bench.TUDP, Wait: "futex", Path: "copy"},
 		{Transport: bench.TUDP, Wait: "futex", Path: "copy", Reliable: true, Depth: 1, KeepLast: true},
+		{Transport: bench.TUDP, Wait: "futex", Path: "copy", Reliable: true, Depth: 1, KeepLast: true, Dedicated: true},
 	}
 	for _, c := range cases {
-		t.Run(fmt.Sprintf("%s/%s/%s/reliable=%t/keep-last=%t", c.Transport, c.Wait, c.Path, c.Reliable, c.KeepLast), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s/%s/%s/reliable=%t/keep-last=%t/dedicated=%t", c.Transport, c.Wait, c.Path, c.Reliable, c.KeepLast, c.Dedicated), func(t *testing.T) {
 			c.Sizes, c.RoundTrips, c.Warmup, c.Launcher = []int{16, 64 << 10}, 300, 50, launcher(t)
 			c.Pin, c.PingCPU, c.PongCPU = pins()
 			rep, err := bench.PingPong(t.Context(), c)
@@ -316,8 +317,8 @@ func TestMiddlewareTransports(t *testing.T) {
 			}
 			for _, r := range rep.Results {
 				checkOrdered(t, fmt.Sprintf("%s %d B", r.Transport, r.Size), r.RTT, 300)
-				if r.KeepLast != c.KeepLast || r.Reliable != c.Reliable {
-					t.Errorf("%s %d B reported reliable=%t keep-last=%t, ran %t/%t", r.Transport, r.Size, r.Reliable, r.KeepLast, c.Reliable, c.KeepLast)
+				if r.KeepLast != c.KeepLast || r.Reliable != c.Reliable || r.Dedicated != c.Dedicated {
+					t.Errorf("%s %d B reported reliable=%t keep-last=%t dedicated=%t, ran %t/%t/%t", r.Transport, r.Size, r.Reliable, r.KeepLast, r.Dedicated, c.Reliable, c.KeepLast, c.Dedicated)
 				}
 			}
 		})

@@ -42,10 +42,11 @@ type mwOptions struct {
 	size      int
 	depth     int  // contract history depth; 0: 1 (ring of 3 slots on shm)
 	keepLast  bool // udp reliable: depth is a keep-last history, not a send window
+	dedicated bool // udp: the subscriber's consumer waits holding its P (UDPConfig.DedicatedReader)
 }
 
 func (o mwOptions) contract(topic string, udp middleware.UDPConfig) middleware.Contract {
-	udp.KeepLast = o.keepLast
+	udp.KeepLast, udp.DedicatedReader = o.keepLast, o.dedicated
 	c := middleware.Contract{Topic: topic, MaxPayload: o.size, Transport: o.transport, UDP: udp, Depth: max(o.depth, 1)}
 	if o.reliable {
 		c.Reliability = middleware.Reliable

@@ -61,6 +61,7 @@ type childSpec struct {
 	Dgram      int    `json:"dgram,omitempty"`
 	Depth      int    `json:"depth,omitempty"`     // contract history depth (0: the bench's 1)
 	KeepLast   bool   `json:"keep_last,omitempty"` // udp reliable: keep-last history
+	Dedicated  bool   `json:"dedicated,omitempty"` // udp: dedicated reader (UDPConfig.DedicatedReader)
 	KeyFile    string `json:"key_file,omitempty"`  // udp: domain key file (NodeOptions.UDPKeyFile)
 }
 

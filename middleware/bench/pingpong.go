@@ -45,6 +45,13 @@ type PingPongConfig struct {
 	// a send window (UDPConfig.KeepLast): DDS RELIABLE KEEP_LAST, what
 	// ddsperf runs.
 	KeepLast bool
+	// Dedicated makes both UDP subscribers' consumers dedicated readers
+	// (UDPConfig.DedicatedReader): their blocking waits keep their Go
+	// processor, as the threads of a C program blocked in recvmsg do.
+	// The bench's ping and pong loops are alone on their threads, so
+	// this is their honest setting; off, it shows the cost of handing
+	// the processor back for every message.
+	Dedicated bool
 	// Datagram is raw-udp's payload per datagram; 0 sends the same IP
 	// packets as the middleware's fragments: 65507 B on loopback (a full
 	// 64 KiB IP packet), 1472 B across the namespaces' veth (MTU 1500).
@@ -177,6 +184,8 @@ type Result struct {
 	Reliable bool `json:"reliable,omitempty"`
 	Depth    int  `json:"depth,omitempty"`
 	KeepLast bool `json:"keep_last,omitempty"`
+	// Dedicated: UDPConfig.DedicatedReader on both subscribers.
+	Dedicated bool `json:"dedicated,omitempty"`
 }
 
 // Ratio compares a middleware transport with its baseline measured in the
@@ -230,7 +239,7 @@ type Report struct {
 
 func (c *PingPongConfig) end(t string, size int) endSpec {
 	e := endSpec{transport: t, size: size, reliable: c.Reliable, netns: c.NetNS, dgram: datagram(c.Datagram, c.NetNS),
-		pingCPU: c.PingCPU, pongCPU: c.PongCPU, launcher: c.Launcher, depth: c.Depth, keepLast: c.KeepLast}
+		pingCPU: c.PingCPU, pongCPU: c.PongCPU, launcher: c.Launcher, depth: c.Depth, keepLast: c.KeepLast, dedicated: c.Dedicated && t == TUDP}
 	if isMiddleware(t) {
 		e.wait, e.path = c.Wait, c.Path
 	}
@@ -385,6 +394,7 @@ func (c *PingPongConfig) result(t string, size int, h *hist, rounds []int64) Res
 	if isMiddleware(t) {
 		r.Wait, r.Path, r.Reliable, r.Depth = c.Wait, c.Path, c.Reliable, max(c.Depth, 1)
 		r.KeepLast = c.KeepLast && c.Reliable && t == TUDP
+		r.Dedicated = c.Dedicated && t == TUDP
 	}
 	r.OneWay = r.RTT.half()
 	return r

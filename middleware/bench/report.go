@@ -41,6 +41,9 @@ func label(r Result) string {
 	if q := reliableQoS(r); q != "" {
 		s += "/" + q
 	}
+	if r.Dedicated {
+		s += "/dedicated"
+	}
 	if r.NetNS {
 		s += "/netns"
 	}

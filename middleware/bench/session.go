@@ -63,6 +63,7 @@ type endSpec struct {
 	launcher  Launcher
 	depth     int    // contract history depth; 0: 1
 	keepLast  bool   // udp reliable: keep-last history (UDPConfig.KeepLast)
+	dedicated bool   // udp: dedicated reader threads (UDPConfig.DedicatedReader)
 	keyFile   string // udp: domain key file; "": unauthenticated
 }
 
@@ -177,7 +178,7 @@ func (e endSpec) mwOptions() (mwOptions, error) {
 	if err != nil {
 		return mwOptions{}, err
 	}
-	o := mwOptions{wait: w, reliable: e.reliable, loan: e.path == "loan", size: e.size, depth: e.depth, keepLast: e.keepLast}
+	o := mwOptions{wait: w, reliable: e.reliable, loan: e.path == "loan", size: e.size, depth: e.depth, keepLast: e.keepLast, dedicated: e.dedicated}
 	switch e.transport {
 	case TShm:
 		o.transport = middleware.TransportShm
@@ -298,6 +299,7 @@ func (s *session) openUDP(e endSpec, buf []byte) error {
 		return err
 	}
 	spec.Wait, spec.Path, spec.Reliable, spec.KeyFile, spec.Depth, spec.KeepLast = e.wait, e.path, e.reliable, e.keyFile, e.depth, e.keepLast
+	spec.Dedicated = e.dedicated
 	var end *mwEnd
 	err = s.inA(func() error {
 		port, err := freeUDPPort(parentIP)
@@ -425,7 +427,7 @@ func newChildPong(spec childSpec) (ponger, string, error) {
 		return &rawUDPPong{u: &udpMsg{s: sock, dgram: spec.Dgram}, rbuf: make([]byte, spec.Size)},
 			netip.AddrPortFrom(ip, uint16(port)).String(), nil
 	case TShm, TUDP:
-		e := endSpec{transport: spec.Transport, wait: spec.Wait, path: spec.Path, size: spec.Size, reliable: spec.Reliable, depth: spec.Depth, keepLast: spec.KeepLast}
+		e := endSpec{transport: spec.Transport, wait: spec.Wait, path: spec.Path, size: spec.Size, reliable: spec.Reliable, depth: spec.Depth, keepLast: spec.KeepLast, dedicated: spec.Dedicated}
 		o, err := e.mwOptions()
 		if err != nil {
 			return nil, "", err

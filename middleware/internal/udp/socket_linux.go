@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -38,6 +39,23 @@ type SocketConfig struct {
 	BusyPoll time.Duration
 	// Timestamps enables SO_TIMESTAMPNS kernel receive timestamps.
 	Timestamps bool
+	// DedicatedWait makes ReadDirect's blocking receive (a subscriber's
+	// consumer waiting in Next/Take) keep the calling goroutine's Go
+	// scheduler processor (P) while it waits, as a C thread blocked in
+	// recvmsg does: a raw system call instead of one that hands the P
+	// back to the runtime. For a thread dedicated to receiving (pinned,
+	// real-time): every blocking recvmsg otherwise enters and leaves the
+	// scheduler's syscall state, which keeps the runtime's monitor thread
+	// (sysmon) waking every 20 µs on the very CPUs the ends are pinned
+	// to; measured, that is the shoulder of the round-trip distribution
+	// (docs/udp.md, "Dedicated receive threads"). The cost: while it
+	// waits, the P runs nothing else. So at most GOMAXPROCS−1 such waits
+	// in the process hold a P at once (the others wait as usual), and a
+	// garbage collection's stop-the-world still ends promptly: the
+	// runtime's preemption signal ends the wait (EINTR, which the
+	// socket's receive timeout guarantees), and the receive resumes once
+	// the collection lets it.
+	DedicatedWait bool
 	// Logger receives socket-size warnings. nil discards.
 	Logger *slog.Logger
 }
@@ -78,6 +96,8 @@ type Socket struct {
 	// gro holds the datagrams of a coalesced read (UDP_GRO) still to be
 	// returned; owned by the one reader, like oob.
 	gro groStash
+	// dedicated: SocketConfig.DedicatedWait.
+	dedicated bool
 	// RcvBuf/SndBuf are the sizes the kernel granted (as getsockopt reports
 	// them, i.e. doubled for bookkeeping).
 	RcvBuf, SndBuf int
@@ -131,7 +151,7 @@ func Open(cfg SocketConfig) (*Socket, error) {
 		c.Close()
 		return nil, fmt.Errorf("udp: %s: %w", bind, err)
 	}
-	s := &Socket{fd: -1, cfd: -1, kfd: -1, local: netip.AddrPortFrom(local.Addr().Unmap(), local.Port()), log: log}
+	s := &Socket{fd: -1, cfd: -1, kfd: -1, local: netip.AddrPortFrom(local.Addr().Unmap(), local.Port()), log: log, dedicated: cfg.DedicatedWait}
 	var serr error
 	err = rc.Control(func(fd uintptr) {
 		if serr = s.setup(int(fd), cfg, ifi, log); serr != nil {
@@ -507,8 +527,14 @@ func (s *Socket) recvmsg(b []byte, block bool) (int, netip.AddrPort, int64, erro
 			e unix.Errno
 		)
 		if block {
-			// Blocking: Syscall lets the runtime hand this thread's P on.
-			n, _, e = unix.Syscall(unix.SYS_RECVMSG, uintptr(s.fd), uintptr(unsafe.Pointer(&d.msg)), 0)
+			if s.dedicated && holdP() {
+				// Keeping the P (SocketConfig.DedicatedWait).
+				n, _, e = unix.RawSyscall(unix.SYS_RECVMSG, uintptr(s.fd), uintptr(unsafe.Pointer(&d.msg)), 0)
+				heldPs.Add(-1)
+			} else {
+				// Syscall lets the runtime hand this thread's P on.
+				n, _, e = unix.Syscall(unix.SYS_RECVMSG, uintptr(s.fd), uintptr(unsafe.Pointer(&d.msg)), 0)
+			}
 			if s.closed.Load() {
 				d.iov.Base = nil
 				return 0, netip.AddrPort{}, 0, net.ErrClosed
@@ -551,6 +577,26 @@ func (s *Socket) recvmsg(b []byte, block bool) (int, netip.AddrPort, int64, erro
 		default:
 			d.iov.Base = nil
 			return 0, netip.AddrPort{}, 0, os.NewSyscallError("recvmsg", e)
+		}
+	}
+}
+
+// heldPs counts the blocking receives (SocketConfig.DedicatedWait) that
+// hold a P right now, in the whole process.
+var heldPs atomic.Int32
+
+// holdP reserves one of the GOMAXPROCS−1 Ps a dedicated wait may hold,
+// so one P is always left for the rest of the process; false when none
+// is free (the caller then waits the ordinary way). The caller releases
+// it with heldPs.Add(-1).
+func holdP() bool {
+	for {
+		n := heldPs.Load()
+		if int(n) >= runtime.GOMAXPROCS(0)-1 {
+			return false
+		}
+		if heldPs.CompareAndSwap(n, n+1) {
+			return true
 		}
 	}
 }

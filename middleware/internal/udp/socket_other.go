@@ -30,6 +30,7 @@ type SocketConfig struct {
 	RcvBuf, SndBuf int
 	BusyPoll       time.Duration
 	Timestamps     bool
+	DedicatedWait  bool
 	Logger         *slog.Logger
 }
 

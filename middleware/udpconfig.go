@@ -121,8 +121,12 @@ type UDPConfig struct {
 	// and it is the shoulder of the round-trip distribution (docs/udp.md,
 	// "Dedicated receive threads": 16 B p90 46 µs → 30 µs). At most
 	// GOMAXPROCS−1 such waits in the process hold a P at once; the
-	// others wait as usual. Leave it off when the consumer's goroutine is
-	// not alone on its thread. Subscriber only.
+	// others wait as usual. A goroutine the consumer makes runnable just
+	// before it waits (its callback waking a worker) sits on the held P
+	// until another P steals it, which can take up to one tick of the
+	// runtime's monitor (up to 10 ms when the process is quiet). Leave it
+	// off when the consumer's goroutine is not alone on its thread or its
+	// callback hands work to other goroutines. Subscriber only.
 	DedicatedReader bool `yaml:"dedicated_reader,omitempty" json:"dedicated_reader,omitempty"`
 
 	// KeyFile names the domain key file (hex, mode 0600 — anything group-

@@ -54,7 +54,9 @@ type SocketConfig struct {
 	// garbage collection's stop-the-world still ends promptly: the
 	// runtime's preemption signal ends the wait (EINTR, which the
 	// socket's receive timeout guarantees), and the receive resumes once
-	// the collection lets it.
+	// the collection lets it. A goroutine made runnable on the held P
+	// just before the wait waits for another P to steal it (up to the
+	// runtime monitor's tick, ≤ 10 ms).
 	DedicatedWait bool
 	// Logger receives socket-size warnings. nil discards.
 	Logger *slog.Logger

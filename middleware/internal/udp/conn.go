@@ -24,24 +24,17 @@ type Conn interface {
 	Close() error
 }
 
-// vecWriter is a Conn that sends one datagram from two buffers without
-// joining them (*Socket: sendmsg with two iovecs). The Sender sends DATA
-// fragments through it straight from its history, saving a copy of every
-// payload byte (docs/udp.md, "Sockets").
-type vecWriter interface {
-	// WriteTo2 sends the datagram hdr ++ body to `to`; as WriteTo. 0 allocs.
-	WriteTo2(hdr, body []byte, to netip.AddrPort) error
-}
-
 // MaxSegs is the most datagrams one segWriter call sends: the kernel's
 // UDP_MAX_SEGMENTS before Linux 6.9 (later kernels take 128).
 const MaxSegs = 64
 
 // segWriter is a Conn that sends a run of equal-size datagrams in one call
-// (*Socket: sendmsg with UDP_SEGMENT). The Sender sends the fragments of a
-// large message through it: across a 1500-byte MTU a 1 MiB message is 713
-// datagrams, and one system call each was most of its cost
-// (docs/udp.md, "Sockets").
+// (*Socket: sendmsg with UDP_SEGMENT), each from two buffers without
+// joining them. The Sender sends DATA fragments through it straight from
+// its history: a large message's in runs (across a 1500-byte MTU a 1 MiB
+// message is 713 datagrams, and one system call each was most of its
+// cost), a lone large fragment as a run of one, which saves a copy of
+// every payload byte (docs/udp.md, "Sockets").
 type segWriter interface {
 	// WriteSegs sends hdrs[i*hlen:(i+1)*hlen] ++ bodies[i] for each i as
 	// one datagram each; see (*Socket).WriteSegs for the rules. 0 allocs.

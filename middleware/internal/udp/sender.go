@@ -250,14 +250,12 @@ type Sender struct {
 	// second thread wake-up per message: the ACKNACK woke it, then it
 	// woke the sender. dc is nil otherwise.
 	dc directConn
-	// vw sends DATA fragments without copying their payload (a Conn that
-	// can, in an unauthenticated domain); nil: marshal into scratch.
-	vw vecWriter
-	// sw sends runs of DATA fragments in one call (UDP GSO): a Conn that
-	// can, in an unauthenticated domain, with fragments small enough that
-	// two fit a datagram's worth of bytes; nil otherwise. segRun is the
-	// most fragments per call; segHdr holds their headers and segBody
-	// their payloads while a run is sent (guarded by mu).
+	// sw sends DATA fragments without copying their payload, a run of
+	// them in one call (UDP GSO): a Conn that can, in an unauthenticated
+	// domain; nil: marshal each into scratch. segRun is the most fragments
+	// per call (1 when two do not fit a datagram's worth of bytes); segHdr
+	// holds their headers and segBody their payloads while a run is sent
+	// (guarded by mu).
 	sw      segWriter
 	segRun  int
 	segHdr  []byte
@@ -333,12 +331,11 @@ func NewSender(conn Conn, cfg SenderConfig) (*Sender, error) {
 		}
 	}
 	s.rbuf = make([]byte, MaxDatagram+1)
-	s.vw, _ = conn.(vecWriter) // a FaultConn has none: it needs the whole datagram
+	// A FaultConn has no WriteSegs: it needs each whole datagram.
 	if sw, ok := conn.(segWriter); ok && s.mac == nil {
-		if run := min(MaxSegs, MaxDatagram/(DataHeaderLen+c.FragSize)); run > 1 {
-			s.sw, s.segRun = sw, run
-			s.segHdr, s.segBody = make([]byte, run*DataHeaderLen), make([][]byte, run)
-		}
+		run := max(1, min(MaxSegs, MaxDatagram/(DataHeaderLen+c.FragSize)))
+		s.sw, s.segRun = sw, run
+		s.segHdr, s.segBody = make([]byte, run*DataHeaderLen), make([][]byte, run)
 	}
 	if dc := asDirect(conn); dc != nil && c.Reliable {
 		s.dc = dc
@@ -613,38 +610,10 @@ func (s *Sender) paceFor(n int, to netip.AddrPort) {
 	s.pace(int64(n * nd))
 }
 
-// vecMin is the smallest fragment payload sent in two parts (sendmsg,
-// two iovecs) instead of being copied behind its header: below it the
-// copy costs less than the second iovec.
+// vecMin is the smallest fragment payload sent alone from the history
+// (sendmsg, two iovecs) instead of being copied behind its header: below
+// it the copy costs less than the second iovec.
 const vecMin = 1024
-
-// writeVec sends hdr ++ body (through vw) to `to`, or to every
-// destination when `to` is not valid (mu held).
-func (s *Sender) writeVec(hdr, body []byte, to netip.AddrPort) {
-	if to.IsValid() {
-		s.writeVecTo(hdr, body, to)
-		return
-	}
-	for _, p := range s.dests {
-		s.writeVecTo(hdr, body, p)
-	}
-	for i := range s.learned {
-		s.writeVecTo(hdr, body, s.learned[i].addr)
-	}
-}
-
-// writeVecTo is write for a datagram in two parts.
-func (s *Sender) writeVecTo(hdr, body []byte, to netip.AddrPort) {
-	if err := s.vw.WriteTo2(hdr, body, to); err != nil {
-		if n := s.st.werr.Add(1); n == 1 || n%10000 == 0 {
-			s.cfg.Logger.Warn("udp: send failed", "peer", to, "bytes", len(hdr)+len(body), "errors", n, "err", err)
-		}
-		return
-	}
-	s.st.writes.Add(1)
-	s.st.datagrams.Add(1)
-	s.st.bytes.Add(uint64(len(hdr) + len(body)))
-}
 
 // writeSegs sends a run of fragments (headers in hdrs, payloads in
 // bodies, bytes in all) through sw to `to`, or to every destination when
@@ -662,7 +631,7 @@ func (s *Sender) writeSegs(hdrs []byte, bodies [][]byte, bytes int, to netip.Add
 	}
 }
 
-// writeSegsTo is write for a run of fragments.
+// writeSegsTo is write for a run of fragments (or a lone one).
 func (s *Sender) writeSegsTo(hdrs []byte, bodies [][]byte, bytes int, to netip.AddrPort) {
 	if err := s.sw.WriteSegs(hdrs, DataHeaderLen, bodies, to); err != nil {
 		if n := s.st.werr.Add(1); n == 1 || n%10000 == 0 {
@@ -736,11 +705,18 @@ func (s *Sender) sendMessage(h *histEntry, first, count uint32, retrans bool, to
 	d.MsgLen, d.FragSize, d.FragCount = uint32(h.n), uint32(fs), total
 	sent := 0
 	end := min(uint64(first)+uint64(count), uint64(total))
-	if s.sw != nil && end > uint64(first)+1 {
-		// Runs of fragments, one call each: all full-size but possibly
-		// the message's last, as segmentation needs.
-		for f := uint64(first); f < end; {
-			k := int(min(end-f, uint64(s.segRun)))
+	for f := uint64(first); f < end; {
+		d.FragIndex = uint32(f)
+		d.Payload = h.buf[int(f)*fs : min(int(f)*fs+fs, h.n)]
+		k := 0
+		if s.sw != nil {
+			k = int(min(end-f, uint64(s.segRun)))
+		}
+		if k > 1 || (k == 1 && len(d.Payload) >= vecMin) {
+			// Straight from the history, headers in segHdr: a run of
+			// fragments in one call (all full-size but possibly the
+			// message's last, as segmentation needs), or a lone large one
+			// in two iovecs.
 			bytes := 0
 			for i := range k {
 				off := int(f+uint64(i)) * fs
@@ -754,33 +730,16 @@ func (s *Sender) sendMessage(h *histEntry, first, count uint32, retrans bool, to
 				s.segBody[i] = d.Payload
 				bytes += m
 			}
-			if k == 0 {
-				break
+			if k > 0 {
+				s.paceFor(bytes, to)
+				s.writeSegs(s.segHdr, s.segBody[:k], bytes, to)
+				sent += k
 			}
-			s.paceFor(bytes, to)
-			s.writeSegs(s.segHdr, s.segBody[:k], bytes, to)
-			sent += k
-			f += uint64(k)
-		}
-		clear(s.segBody)
-		d.Payload = nil
-		return sent
-	}
-	for f := first; uint64(f) < end; f++ {
-		off := int(f) * fs
-		d.FragIndex = f
-		d.Payload = h.buf[off:min(off+fs, h.n)]
-		if s.vw != nil && s.mac == nil && len(d.Payload) >= vecMin {
-			// Header in scratch, payload straight from the history.
-			m, err := d.MarshalHeaderTo(s.scratch)
-			if err != nil {
-				continue
-			}
-			s.paceFor(m, to)
-			s.writeVec(s.scratch[:DataHeaderLen], d.Payload, to)
-			sent++
+			clear(s.segBody[:max(k, 1)])
+			f += uint64(max(k, 1))
 			continue
 		}
+		f++
 		m, err := d.MarshalBinaryTo(s.scratch)
 		if err == nil {
 			m, err = s.seal(s.scratch, m)

@@ -25,6 +25,7 @@ func TestTimedLoopAllocs(t *testing.T) {
 		{transport: TRawFutex, size: 64},
 		{transport: TUDS, size: 64},
 		{transport: TRawUDP, size: 64, dgram: 1472},
+		{transport: TRawUDP, size: 16 << 10, dgram: 1472, rawGSO: true}, // runs and coalesced reads
 		{transport: TChan, size: 64},
 		{transport: TRawSpinIntra, size: 64},
 		{transport: TShm, wait: "spin", path: "copy", size: 64},
@@ -33,7 +34,7 @@ func TestTimedLoopAllocs(t *testing.T) {
 		{transport: TIntra, wait: "futex", path: "loan", size: 64},
 		{transport: TUDP, wait: "futex", path: "copy", size: 64},
 	} {
-		t.Run(e.transport+"/"+e.wait+"/"+e.path, func(t *testing.T) {
+		t.Run(e.transport+"/"+e.wait+"/"+e.path+"/"+FormatSize(e.size), func(t *testing.T) {
 			e.launcher, e.pingCPU, e.pongCPU = l, -1, -1
 			if runtime.NumCPU() >= 2 {
 				e.pingCPU, e.pongCPU = 0, 1 // spinners must not share a CPU

@@ -346,6 +346,22 @@ func TestUDPAcrossNamespaces(t *testing.T) {
 			checkOrdered(t, tr+" netns", rep.Results[0].RTT, 200)
 		})
 	}
+	// raw-udp with GSO/GRO (the CLI's default): a 64 KiB message is 45
+	// datagrams across the veth, sent in two runs and read coalesced;
+	// every round trip must still carry the whole message back in order.
+	t.Run(bench.TRawUDP+"/gso", func(t *testing.T) {
+		rep, err := bench.PingPong(t.Context(), bench.PingPongConfig{Transport: bench.TRawUDP, NetNS: true, RawGSO: true,
+			Sizes: []int{16, 64 << 10}, RoundTrips: 200, Warmup: 20, Launcher: launcher(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rep.Results {
+			if !r.GSO || !r.NetNS {
+				t.Errorf("%d B: reported gso=%t netns=%t, ran with both", r.Size, r.GSO, r.NetNS)
+			}
+			checkOrdered(t, fmt.Sprintf("raw-udp/gso %d B", r.Size), r.RTT, 200)
+		}
+	})
 	after, _ := netns.ListOwn()
 	if len(after) > len(before) {
 		t.Errorf("namespaces left behind: before %v after %v", before, after)
@@ -423,5 +439,36 @@ func TestThroughput(t *testing.T) {
 	var out bytes.Buffer
 	if err := rep.WriteTable(&out); err != nil || !strings.Contains(out.String(), "memcpy MB/s") {
 		t.Fatalf("table (%v):\n%s", err, out.String())
+	}
+}
+
+// TestRawUDPGSOFlag: the CLI's raw-udp baseline sends runs (--raw-gso,
+// on by default) wherever two datagrams fit one, says so in the report,
+// and --raw-gso=false measures one write per datagram.
+func TestRawUDPGSOFlag(t *testing.T) {
+	noLeftovers(t)
+	for _, tc := range []struct {
+		args []string
+		gso  bool
+	}{
+		{nil, true},
+		{[]string{"--raw-gso=false"}, false},
+		{[]string{"--datagram", "65507"}, false}, // two do not fit a run: nothing to segment
+	} {
+		args := append([]string{"pingpong", "--transport", "raw-udp", "--datagram", "1472", "--size", "16KiB",
+			"-n", "100", "--warmup", "10", "--probe=false", "--json"}, tc.args...)
+		out, err := runMain(t, args...)
+		if err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		var rep bench.Report
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Results) != 1 || rep.Results[0].GSO != tc.gso {
+			t.Errorf("%v: results %+v, want one with gso=%t", tc.args, rep.Results, tc.gso)
+			continue
+		}
+		checkOrdered(t, fmt.Sprint(tc.args), rep.Results[0].RTT, 100)
 	}
 }

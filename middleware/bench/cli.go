@@ -122,6 +122,7 @@ func mainPingPong(ctx context.Context, l Launcher, args []string, stdout, stderr
 	fs.BoolVar(&c.KeepLast, "keep-last", false, "udp --reliable: the depth is a keep-last history, not a send window (DDS RELIABLE KEEP_LAST; never waits for acknowledgements)")
 	fs.BoolVar(&c.Dedicated, "dedicated-reader", false, "udp: the subscribers' consumers wait holding their Go processor (UDPConfig.DedicatedReader), as C threads blocked in recvmsg do")
 	fs.IntVar(&c.Datagram, "datagram", 0, "raw-udp payload bytes per datagram (0: 65507 on loopback, 1472 across --netns, the middleware's packet sizes)")
+	fs.BoolVar(&c.RawGSO, "raw-gso", true, "raw-udp: send a message's datagrams in runs (one sendmsg with UDP_SEGMENT each) and read them with UDP_GRO, as the middleware does (applies when two datagrams fit a run: --netns, or --datagram <= 32753); false: one write per datagram")
 	fs.BoolVar(&c.Compare, "compare", false, "also run the matching baseline, alternating rounds, and print the ratio")
 	fs.IntVar(&c.Rounds, "rounds", 4, "compare: number of alternating rounds (n is split across them)")
 	fs.StringVar(&c.KeyFile, "key", "", "udp: domain key file (hex, mode 0600): authenticate every datagram (docs/security.md)")

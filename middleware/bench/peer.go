@@ -62,6 +62,7 @@ type childSpec struct {
 	Depth      int    `json:"depth,omitempty"`     // contract history depth (0: the bench's 1)
 	KeepLast   bool   `json:"keep_last,omitempty"` // udp reliable: keep-last history
 	Dedicated  bool   `json:"dedicated,omitempty"` // udp: dedicated reader (UDPConfig.DedicatedReader)
+	GSO        bool   `json:"gso,omitempty"`       // raw-udp: GSO runs and UDP_GRO reads (udpMsg)
 	KeyFile    string `json:"key_file,omitempty"`  // udp: domain key file (NodeOptions.UDPKeyFile)
 }
 

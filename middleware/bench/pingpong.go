@@ -56,6 +56,14 @@ type PingPongConfig struct {
 	// packets as the middleware's fragments: 65507 B on loopback (a full
 	// 64 KiB IP packet), 1472 B across the namespaces' veth (MTU 1500).
 	Datagram int
+	// RawGSO makes raw-udp send a message's datagrams in runs, one
+	// sendmsg with UDP_SEGMENT per run, and read them with UDP_GRO, as
+	// the middleware does: the same datagrams on the wire, fewer system
+	// calls, so the floor plain UDP can reach. It applies when two
+	// datagrams fit one run (Datagram ≤ 32753 B: across --netns, not
+	// with loopback's default 65507 B). A kernel that refuses either
+	// option fails the run. `hilrig bench pingpong` sets it (--raw-gso).
+	RawGSO bool
 	// Compare also runs the matching baseline, alternating in Rounds
 	// rounds (default 4), and reports their ratio.
 	Compare bool
@@ -186,6 +194,9 @@ type Result struct {
 	KeepLast bool `json:"keep_last,omitempty"`
 	// Dedicated: UDPConfig.DedicatedReader on both subscribers.
 	Dedicated bool `json:"dedicated,omitempty"`
+	// GSO: raw-udp sent runs of datagrams per call and read them with
+	// UDP_GRO (PingPongConfig.RawGSO, where it applies).
+	GSO bool `json:"gso,omitempty"`
 }
 
 // Ratio compares a middleware transport with its baseline measured in the
@@ -239,7 +250,8 @@ type Report struct {
 
 func (c *PingPongConfig) end(t string, size int) endSpec {
 	e := endSpec{transport: t, size: size, reliable: c.Reliable, netns: c.NetNS, dgram: datagram(c.Datagram, c.NetNS),
-		pingCPU: c.PingCPU, pongCPU: c.PongCPU, launcher: c.Launcher, depth: c.Depth, keepLast: c.KeepLast, dedicated: c.Dedicated && t == TUDP}
+		pingCPU: c.PingCPU, pongCPU: c.PongCPU, launcher: c.Launcher, depth: c.Depth, keepLast: c.KeepLast, dedicated: c.Dedicated && t == TUDP,
+		rawGSO: c.RawGSO && t == TRawUDP}
 	if isMiddleware(t) {
 		e.wait, e.path = c.Wait, c.Path
 	}
@@ -396,6 +408,7 @@ func (c *PingPongConfig) result(t string, size int, h *hist, rounds []int64) Res
 		r.KeepLast = c.KeepLast && c.Reliable && t == TUDP
 		r.Dedicated = c.Dedicated && t == TUDP
 	}
+	r.GSO = t == TRawUDP && c.RawGSO && datagram(c.Datagram, c.NetNS) <= 65507/2
 	r.OneWay = r.RTT.half()
 	return r
 }

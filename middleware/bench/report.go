@@ -44,6 +44,9 @@ func label(r Result) string {
 	if r.Dedicated {
 		s += "/dedicated"
 	}
+	if r.GSO {
+		s += "/gso"
+	}
 	if r.NetNS {
 		s += "/netns"
 	}

@@ -64,6 +64,7 @@ type endSpec struct {
 	depth     int    // contract history depth; 0: 1
 	keepLast  bool   // udp reliable: keep-last history (UDPConfig.KeepLast)
 	dedicated bool   // udp: dedicated reader threads (UDPConfig.DedicatedReader)
+	rawGSO    bool   // raw-udp: runs of datagrams per call (UDP GSO) and UDP_GRO reads
 	keyFile   string // udp: domain key file; "": unauthenticated
 }
 
@@ -280,7 +281,12 @@ func (s *session) openUDP(e endSpec, buf []byte) error {
 		if err != nil {
 			return err
 		}
-		u := &udpMsg{s: sock, dgram: e.dgram}
+		u, err := newUDPMsg(sock, e.dgram, e.rawGSO)
+		if err != nil {
+			sock.Close()
+			return err
+		}
+		spec.GSO = u.gso
 		s.ping = &rawUDPPing{u: u, buf: buf, rbuf: make([]byte, e.size), stop: &s.stop}
 		spec.ParentAddr = netip.AddrPortFrom(parentIP, uint16(port)).String()
 		r, err := s.startChild(e, spec, nil, nsB)
@@ -420,11 +426,15 @@ func newChildPong(spec childSpec) (ponger, string, error) {
 		if err == nil {
 			err = sock.Connect(peer.Addr().As4(), int(peer.Port()))
 		}
+		var u *udpMsg
+		if err == nil {
+			u, err = newUDPMsg(sock, spec.Dgram, spec.GSO)
+		}
 		if err != nil {
 			sock.Close()
 			return nil, "", err
 		}
-		return &rawUDPPong{u: &udpMsg{s: sock, dgram: spec.Dgram}, rbuf: make([]byte, spec.Size)},
+		return &rawUDPPong{u: u, rbuf: make([]byte, spec.Size)},
 			netip.AddrPortFrom(ip, uint16(port)).String(), nil
 	case TShm, TUDP:
 		e := endSpec{transport: spec.Transport, wait: spec.Wait, path: spec.Path, size: spec.Size, reliable: spec.Reliable, depth: spec.Depth, keepLast: spec.KeepLast, dedicated: spec.Dedicated}

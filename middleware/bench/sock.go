@@ -117,18 +117,51 @@ var errOrder = fmt.Errorf("%w: reply out of order", ErrPeer)
 var errUDPLoss = fmt.Errorf("%w: raw-udp datagram lost (plain UDP does not retransmit)", ErrStalled)
 
 // udpMsg sends and receives one message of len(buf) bytes as datagrams of
-// at most dgram bytes over a connected socket.
+// at most dgram bytes over a connected socket. With gso (both ends), the
+// datagrams go out in runs, one WriteSegs per run of at most run bytes,
+// and the receiving socket has UDP_GRO, so a run that arrives still
+// segmented is read whole: what hilrig's udp does (docs/udp.md,
+// "Sockets"), so the baseline is plain UDP at its best, not one system
+// call per datagram. The datagrams on the wire are the same either way.
 const udpLossTimeouts = 10
 
 type udpMsg struct {
 	s     *sys.UDPSocket
 	dgram int
+	gso   bool
+}
+
+// newUDPMsg sets up one end; gso turns on the receiving side's UDP_GRO.
+func newUDPMsg(s *sys.UDPSocket, dgram int, gso bool) (*udpMsg, error) {
+	u := &udpMsg{s: s, dgram: dgram, gso: gso && dgram <= 65507/2}
+	if u.gso {
+		if err := s.EnableGRO(); err != nil {
+			return nil, fmt.Errorf("raw-udp with GSO/GRO: %w (run with --raw-gso=false)", err)
+		}
+	}
+	return u, nil
+}
+
+// run is the most bytes one call sends or one read takes: a whole run of
+// datagrams with gso, else one datagram.
+func (u *udpMsg) run() int {
+	if !u.gso {
+		return u.dgram
+	}
+	return min(sys.MaxSegs, 65507/u.dgram) * u.dgram
 }
 
 func (u *udpMsg) send(b []byte) error {
-	for off := 0; off < len(b); off += u.dgram {
-		end := min(off+u.dgram, len(b))
-		if _, err := u.s.Write(b[off:end]); err != nil {
+	step := u.run()
+	for off := 0; off < len(b); off += step {
+		end := min(off+step, len(b))
+		var err error
+		if end-off > u.dgram {
+			_, err = u.s.WriteSegs(b[off:end], u.dgram)
+		} else {
+			_, err = u.s.Write(b[off:end])
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -142,8 +175,12 @@ func (u *udpMsg) send(b []byte) error {
 // for a good fraction of a second without anything being lost.
 func (u *udpMsg) recv(b []byte, stop *atomic.Bool) error {
 	idle := 0
+	room := u.dgram
+	if u.gso {
+		room = 1 << 16 // a GRO read must have room for whatever arrived coalesced
+	}
 	for got := 0; got < len(b); {
-		n, err := u.s.Read(b[got:min(got+u.dgram, len(b))])
+		n, err := u.s.Read(b[got:min(got+room, len(b))])
 		if err == sys.ErrTimeout {
 			if stop.Load() {
 				return ErrStalled

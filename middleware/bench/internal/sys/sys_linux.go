@@ -288,6 +288,56 @@ func (s *UDPSocket) Write(b []byte) (int, error) { return Write(s.fd, b) }
 // Close closes the socket.
 func (s *UDPSocket) Close() error { return unix.Close(s.fd) }
 
+// MaxSegs is the most datagrams WriteSegs sends in one call (the kernel's
+// UDP_MAX_SEGMENTS on every kernel that has UDP_SEGMENT).
+const MaxSegs = 64
+
+// EnableGRO sets UDP_GRO (Linux 5.0): a run of datagrams that arrives
+// still segmented (WriteSegs over lo or a veth) is read whole by one Read,
+// its payloads joined in order. Read's buffer must then hold a whole run,
+// or the rest of it is cut off. An error names the refused option.
+func (s *UDPSocket) EnableGRO() error {
+	if err := unix.SetsockoptInt(s.fd, unix.SOL_UDP, unix.UDP_GRO, 1); err != nil {
+		return fmt.Errorf("setsockopt UDP_GRO: %w", err)
+	}
+	return nil
+}
+
+// WriteSegs sends b as datagrams of seg bytes each (the last may be
+// shorter) in one sendmsg with a UDP_SEGMENT control message (Linux 4.18,
+// UDP segmentation offload): the datagrams one Write each would send, in
+// one system call. b holds at most MaxSegs datagrams and 65,507 bytes.
+// Blocks while the send buffer is full; EINTR is retried. A kernel that
+// refuses the offload fails the call with its errno (the bench reports
+// that instead of measuring something else). 0 allocs.
+func (s *UDPSocket) WriteSegs(b []byte, seg int) (int, error) {
+	if seg <= 0 || len(b) == 0 || len(b) > 65507 || (len(b)+seg-1)/seg > MaxSegs {
+		return 0, fmt.Errorf("udp WriteSegs: %d bytes in segments of %d (at most %d segments, 65507 bytes)", len(b), seg, MaxSegs)
+	}
+	iov := unix.Iovec{Base: &b[0]}
+	iov.SetLen(len(b))
+	// One control message, SOL_UDP/UDP_SEGMENT with the segment size as a
+	// u16; uint64s keep it aligned for the cmsghdr.
+	var cm [4]uint64
+	h := (*unix.Cmsghdr)(unsafe.Pointer(&cm[0]))
+	h.Level, h.Type = unix.SOL_UDP, unix.UDP_SEGMENT
+	h.SetLen(unix.CmsgLen(2))
+	*(*uint16)(unsafe.Add(unsafe.Pointer(&cm[0]), unix.CmsgLen(0))) = uint16(seg)
+	msg := unix.Msghdr{Iov: &iov, Control: (*byte)(unsafe.Pointer(&cm[0]))}
+	msg.SetIovlen(1)
+	msg.SetControllen(unix.CmsgSpace(2))
+	for {
+		n, _, e := unix.Syscall(unix.SYS_SENDMSG, uintptr(s.fd), uintptr(unsafe.Pointer(&msg)), 0)
+		switch e {
+		case 0:
+			return int(n), nil
+		case unix.EINTR:
+			continue
+		}
+		return 0, fmt.Errorf("sendmsg UDP_SEGMENT (%d-byte segments): %w", seg, e)
+	}
+}
+
 // Read is read(2) on a blocking fd; EAGAIN (SO_RCVTIMEO) maps to ErrTimeout
 // and EINTR is retried. 0 allocs.
 func Read(fd int, b []byte) (int, error) {

@@ -1,6 +1,7 @@
 package sys_test
 
 import (
+	"bytes"
 	"os"
 	"runtime"
 	"sync/atomic"
@@ -100,5 +101,83 @@ func TestUDPTimeout(t *testing.T) {
 	n, err := s.Read(b)
 	if err != nil || string(b[:n]) != "hello, self" {
 		t.Fatalf("read %q, %v", b[:n], err)
+	}
+}
+
+// TestUDPWriteSegs: one WriteSegs is the datagrams one Write each would
+// send: a UDP_GRO socket reads the run whole (payloads joined in order),
+// a plain one reads each datagram; bad runs are refused; 0 allocs.
+func TestUDPWriteSegs(t *testing.T) {
+	pair := func(gro bool) (snd, rcv *sys.UDPSocket) {
+		t.Helper()
+		lo := [4]byte{127, 0, 0, 1}
+		var err error
+		if rcv, err = sys.ListenUDP(lo, 0, 1<<20, 2*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { rcv.Close() })
+		if snd, err = sys.ListenUDP(lo, 0, 1<<20, 2*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { snd.Close() })
+		port, err := rcv.LocalPort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := snd.Connect(lo, port); err != nil {
+			t.Fatal(err)
+		}
+		if gro {
+			if err := rcv.EnableGRO(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return snd, rcv
+	}
+	msg := make([]byte, 9500) // nine 1000 B segments and a 500 B one
+	for i := range msg {
+		msg[i] = byte(i * 7)
+	}
+	buf := make([]byte, 65536)
+
+	snd, rcv := pair(true)
+	if n, err := snd.WriteSegs(msg, 1000); err != nil || n != len(msg) {
+		t.Fatalf("WriteSegs: %d, %v", n, err)
+	}
+	n, err := rcv.Read(buf)
+	if err != nil || n != len(msg) || !bytes.Equal(buf[:n], msg) {
+		t.Fatalf("GRO read: %d bytes (want the run's %d, joined in order), %v", n, len(msg), err)
+	}
+
+	snd, rcv = pair(false)
+	if _, err := snd.WriteSegs(msg, 1000); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		want := msg[i*1000 : min(i*1000+1000, len(msg))]
+		n, err := rcv.Read(buf)
+		if err != nil || !bytes.Equal(buf[:n], want) {
+			t.Fatalf("datagram %d: %d bytes, %v; want %d bytes", i, n, err, len(want))
+		}
+	}
+
+	for _, bad := range []struct {
+		n, seg int
+	}{{0, 1000}, {1000, 0}, {65508, 32754}, {65 * 100, 100}} {
+		if _, err := snd.WriteSegs(make([]byte, bad.n), bad.seg); err == nil {
+			t.Errorf("WriteSegs of %d bytes in %d-byte segments succeeded", bad.n, bad.seg)
+		}
+	}
+
+	snd, rcv = pair(true)
+	if a := testing.AllocsPerRun(100, func() {
+		if _, err := snd.WriteSegs(msg, 1000); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := rcv.Read(buf); err != nil {
+			t.Fatal(err)
+		}
+	}); a != 0 {
+		t.Errorf("WriteSegs + Read: %.1f allocs, want 0", a)
 	}
 }

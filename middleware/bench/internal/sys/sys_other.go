@@ -119,6 +119,15 @@ func (s *UDPSocket) Write(b []byte) (int, error) { return 0, errNotLinux }
 // Close fails off Linux.
 func (s *UDPSocket) Close() error { return errNotLinux }
 
+// MaxSegs is the most datagrams WriteSegs sends in one call.
+const MaxSegs = 64
+
+// EnableGRO fails off Linux.
+func (s *UDPSocket) EnableGRO() error { return errNotLinux }
+
+// WriteSegs fails off Linux.
+func (s *UDPSocket) WriteSegs(b []byte, seg int) (int, error) { return 0, errNotLinux }
+
 // Read fails off Linux with an error matching errors.ErrUnsupported.
 func Read(fd int, b []byte) (int, error) { return 0, errNotLinux }
 

@@ -605,3 +605,49 @@ func TestSocketOptions(t *testing.T) {
 		t.Fatalf("kernel rx stamp %d (now−stamp %v)", rx, time.Duration(d))
 	}
 }
+
+// TestCoalescedReadStampsOnce: the datagrams of one coalesced read share
+// the kernel's receive stamp and one read time, so the message reports
+// ReadRx ≥ KernelRx and every datagram is counted with the same stack
+// delay (the receiver reads the clock once per read, not per datagram).
+func TestCoalescedReadStampsOnce(t *testing.T) {
+	const size, frag = 16 << 10, 1024 // 16 fragments in one run
+	topic := uint32(62)
+	r := newRig(t,
+		udp.SenderConfig{TopicID: topic, MaxPayload: size, FragSize: frag, HeartbeatPeriod: time.Hour},
+		udp.ReceiverConfig{TopicID: topic, MaxPayload: size}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	// A first small message takes the start-up heartbeat and handshake
+	// with it, so the counters below see the run alone.
+	if err := r.snd.Send([]byte("first")); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.rcv.Next(ctx, func(*udp.Delivery) {}); err != nil {
+		t.Fatal(err)
+	}
+	before := r.rcv.Stats()
+	p := make([]byte, size)
+	fill(p, 2)
+	if err := r.snd.Send(p); err != nil {
+		t.Fatal(err)
+	}
+	var kernelRx, readRx int64
+	err := r.rcv.Next(ctx, func(d *udp.Delivery) {
+		if err := check(d.Payload, 2); err != nil || len(d.Payload) != size {
+			t.Errorf("delivered %d B: %v", len(d.Payload), err)
+		}
+		kernelRx, readRx = d.KernelRx, d.ReadRx
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kernelRx == 0 || readRx < kernelRx {
+		t.Fatalf("KernelRx %d ReadRx %d: want a kernel stamp and a read time not before it", kernelRx, readRx)
+	}
+	st := r.rcv.Stats()
+	n, sum := st.RxStamped-before.RxStamped, st.StackDelaySum-before.StackDelaySum
+	if n != 16 || sum != 16*uint64(readRx-kernelRx) {
+		t.Errorf("%d datagrams stamped, stack delay Σ %d ns; want 16 × %d ns (one run, one read)", n, sum, readRx-kernelRx)
+	}
+}

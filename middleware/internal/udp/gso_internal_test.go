@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"log/slog"
+	"net"
 	"net/netip"
 	"strings"
 	"testing"
@@ -182,5 +183,26 @@ func TestParseCmsgs(t *testing.T) {
 	}
 	if rx, s := parseCmsgs(both[:5]); rx != 0 || s != 0 {
 		t.Errorf("truncated header: rx %d seg %d, want nothing", rx, s)
+	}
+}
+
+// TestReadDirectClosedBeforeStash: the rest of a coalesced read is served
+// without the socket's lock, so Close must still win over it: after
+// Close, ReadDirect reports net.ErrClosed, not a stashed datagram.
+func TestReadDirectClosedBeforeStash(t *testing.T) {
+	snd, rcv := openLo(t, nil), openLo(t, nil)
+	hdrs, bodies, want := segRun(5, 1000, 300)
+	if err := snd.WriteSegs(hdrs, 8, bodies, rcv.LocalAddr()); err != nil {
+		t.Fatal(err)
+	}
+	sameDatagrams(t, readN(t, rcv, 2, MaxDatagram+1), want[:2])
+	if rcv.gro.off >= rcv.gro.n {
+		t.Fatal("nothing stashed after two of five coalesced datagrams: the run was not coalesced")
+	}
+	if err := rcv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := rcv.ReadDirect(make([]byte, MaxDatagram+1), time.Second); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("ReadDirect after Close with datagrams stashed: %v, want net.ErrClosed", err)
 	}
 }

@@ -271,6 +271,12 @@ type Receiver struct {
 	free  chan int32
 	done  chan struct{}
 	intr  chan struct{}
+	// ended is set by Close and Interrupt before they close done or
+	// intr: readLocked checks it for every datagram, where a select on
+	// the two channels took both channels' locks each time (7 % of a
+	// 1 MiB round trip's CPU). Sequentially consistent; a reader that
+	// misses it sees the channel closed on its next check.
+	ended atomic.Bool
 	wg    sync.WaitGroup
 	once  sync.Once
 	ionce sync.Once
@@ -288,6 +294,9 @@ type Receiver struct {
 	touched  atomic.Int64 // r.now() when a consumer last released mu
 	nextTick int64
 	deadline int64 // the read deadline the goroutine last set (0: unknown)
+	// lastRx is the kernel receive stamp of the latest stamped datagram
+	// and lastReadRx when it was read (CLOCK_REALTIME ns; mu).
+	lastRx, lastReadRx int64
 	// acksDue (mu) says some stream's ackDue is set; ackHint mirrors it
 	// for Next, which checks it after a delivery without the lock.
 	acksDue bool
@@ -489,19 +498,18 @@ func (r *Receiver) readDirect(ctx context.Context, block bool) error {
 	return err
 }
 
+// readLocked is readDirect's loop (mu held). One clock read per datagram:
+// the stamp taken after a read serves the next iteration too (what runs
+// between, handle and timers, takes microseconds).
 func (r *Receiver) readLocked(ctx context.Context, block bool) error {
+	now := r.now()
 	for {
-		select {
-		case <-r.done:
+		if r.ended.Load() {
 			return ErrClosed
-		case <-r.intr:
-			return ErrClosed
-		default:
 		}
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		now := r.now()
 		r.flushAcks(now)
 		var wait time.Duration
 		if block {
@@ -558,7 +566,12 @@ type directConn interface {
 
 // Interrupt makes blocked and future Next calls return ErrClosed without
 // closing the socket. Idempotent.
-func (r *Receiver) Interrupt() { r.ionce.Do(func() { close(r.intr) }) }
+func (r *Receiver) Interrupt() {
+	r.ionce.Do(func() {
+		r.ended.Store(true)
+		close(r.intr)
+	})
+}
 
 // Interrupted reports whether Interrupt was called.
 func (r *Receiver) Interrupted() bool {
@@ -587,6 +600,7 @@ func (r *Receiver) deliver(idx int32, fn func(*Delivery)) {
 func (r *Receiver) Close() error {
 	var err error
 	r.once.Do(func() {
+		r.ended.Store(true)
 		close(r.done)
 		err = r.conn.Close()
 		r.wg.Wait()
@@ -731,7 +745,13 @@ func (r *Receiver) handle(b []byte, from netip.AddrPort, rx int64, now int64) {
 	}
 	var readRx int64
 	if rx != 0 {
-		readRx = time.Now().UnixNano()
+		// The datagrams of a coalesced read (UDP_GRO) share the kernel's
+		// stamp and were read by the same recvmsg: one clock read serves
+		// them all (a 1 MiB message across a veth is 17 reads, not 713).
+		if rx != r.lastRx {
+			r.lastRx, r.lastReadRx = rx, time.Now().UnixNano()
+		}
+		readRx = r.lastReadRx
 		d := uint64(max(readRx-rx, 0))
 		r.st.stamped.Add(1)
 		r.st.stackSum.Add(d)

@@ -629,6 +629,17 @@ type directIO struct {
 // One caller at a time, never concurrently with ReadFrom (the Receiver's
 // lock guarantees it). Blocks up to wait. 0 allocs.
 func (s *Socket) ReadDirect(b []byte, wait time.Duration) (int, netip.AddrPort, int64, error) {
+	if s.closed.Load() {
+		return 0, netip.AddrPort{}, 0, net.ErrClosed
+	}
+	if g := &s.gro; g.off < g.n {
+		// The rest of a coalesced read: the stash is the one reader's
+		// own (no fd, so no ops lock: its two atomic read-modify-writes
+		// per datagram were 5 % of a 1 MiB round trip's CPU), no clock
+		// read, no system call.
+		n, from, rx := g.next(b)
+		return n, from, rx, nil
+	}
 	s.ops.RLock()
 	defer s.ops.RUnlock()
 	if s.closed.Load() {

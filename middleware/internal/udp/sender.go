@@ -274,6 +274,9 @@ type Sender struct {
 	want    atomic.Bool
 	inRead  atomic.Bool
 	touched atomic.Int64
+	// leaseChecks counts the control goroutine's wake-ups that found a
+	// sender still holding its lease (tests; docs/udp.md).
+	leaseChecks atomic.Uint64
 	// The sender's own read state: used only by the caller of
 	// Send/Loan, which the middleware serialises.
 	ibuf  []byte
@@ -944,6 +947,7 @@ func (s *Sender) loop() {
 	defer s.wg.Done()
 	nextHB := s.now()
 	var sleep *time.Timer
+	var check time.Duration // the last sleep that ended with the sender still active
 	for {
 		now := s.now()
 		s.mu.Lock()
@@ -960,8 +964,17 @@ func (s *Sender) loop() {
 		if s.dc != nil {
 			if active, d := s.senderActive(now); active {
 				// A sender reads the socket: come back for the next
-				// heartbeat, or when its lease ends.
+				// heartbeat, or when its lease ends. While it stays
+				// active, look twice as late each time, up to
+				// leaseCheckMax: a sender publishing without pause would
+				// otherwise wake this goroutine every senderLease, and on
+				// CPUs the application keeps busy each wake-up is felt
+				// in its latency tail (docs/udp.md, "Publisher: who reads
+				// acknowledgements").
+				s.leaseChecks.Add(1)
+				d = max(d, min(2*check, leaseCheckMax))
 				d = max(min(d, time.Duration(nextHB-now)), time.Millisecond)
+				check = d
 				if sleep == nil {
 					sleep = time.NewTimer(d)
 				} else {
@@ -975,6 +988,7 @@ func (s *Sender) loop() {
 				}
 				continue
 			}
+			check = 0
 			if !s.rmu.TryLock() {
 				continue // a sender just took it; senderActive now says so
 			}
@@ -1022,10 +1036,17 @@ func (s *Sender) loop() {
 // goroutine leaves the socket alone; inlineEvery is how often a sender
 // whose window is open reads anyway (so NACKs are answered while it
 // sends); inlineMax bounds the datagrams one inline read takes.
+//
+// leaseCheckMax bounds how long the control goroutine stays away while a
+// sender keeps its lease: the longest a sender that stops after sending
+// without pause leaves NACKs and subscribers' heartbeat answers unread
+// (senderLease after a pause, or after sending at a rate that let the
+// lease lapse in between). It is the receiver's consumerLease too.
 const (
-	senderLease = 5 * time.Millisecond
-	inlineEvery = time.Millisecond
-	inlineMax   = 64
+	senderLease   = 5 * time.Millisecond
+	leaseCheckMax = 40 * time.Millisecond
+	inlineEvery   = time.Millisecond
+	inlineMax     = 64
 )
 
 // senderActive reports whether a sender reads the socket now or did

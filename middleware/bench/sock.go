@@ -116,6 +116,10 @@ var errOrder = fmt.Errorf("%w: reply out of order", ErrPeer)
 // errUDPLoss is returned when a raw-udp message did not arrive whole.
 var errUDPLoss = fmt.Errorf("%w: raw-udp datagram lost (plain UDP does not retransmit)", ErrStalled)
 
+// udpLossTimeouts is how many receive timeouts of silence in the middle
+// of a message udpMsg.recv takes for loss.
+const udpLossTimeouts = 10
+
 // udpMsg sends and receives one message of len(buf) bytes as datagrams of
 // at most dgram bytes over a connected socket. With gso (both ends), the
 // datagrams go out in runs, one WriteSegs per run of at most run bytes,
@@ -123,8 +127,6 @@ var errUDPLoss = fmt.Errorf("%w: raw-udp datagram lost (plain UDP does not retra
 // segmented is read whole: what hilrig's udp does (docs/udp.md,
 // "Sockets"), so the baseline is plain UDP at its best, not one system
 // call per datagram. The datagrams on the wire are the same either way.
-const udpLossTimeouts = 10
-
 type udpMsg struct {
 	s     *sys.UDPSocket
 	dgram int

@@ -35,9 +35,11 @@ func TestControlGoroutineBacksOffWhileSenderSends(t *testing.T) {
 	stopped := time.Now()
 	checks := snd.leaseChecks.Load()
 	// 5, 10, 20, then 40 ms: about 12 looks in 400 ms, where a look every
-	// senderLease would be 80.
-	if checks == 0 || checks > 25 {
-		t.Errorf("the control goroutine looked %d times in %v of continuous sending; want 1..25 (backing off to %v)", checks, busy, leaseCheckMax)
+	// senderLease would be 80. The bound allows for a loaded machine: a
+	// sender stalled past its lease lets the goroutine take the socket,
+	// and the back-off starts again at the next hand-over.
+	if max := uint64(busy / (2 * senderLease)); checks == 0 || checks > max {
+		t.Errorf("the control goroutine looked %d times in %v of continuous sending; want 1..%d (backing off to %v)", checks, busy, max, leaseCheckMax)
 	}
 	// The goroutine holds rmu while it reads the socket itself.
 	deadline := stopped.Add(time.Second)

@@ -120,6 +120,10 @@ func TestKeepLastAcksOnlyOnHeartbeats(t *testing.T) {
 			udp.SenderConfig{TopicID: 52, MaxPayload: 64, Reliable: true, Depth: 2, KeepLast: keepLast, HeartbeatPeriod: time.Hour},
 			udp.ReceiverConfig{TopicID: 52, MaxPayload: 64, Reliable: true, Depth: 2, KeepLast: keepLast}, nil)
 		testkit.Eventually(t, 5*time.Second, "subscriber heard", func() bool { return r.snd.LiveSubscribers() == 1 })
+		// The sender hears the subscriber at its challenge; the ACKNACK
+		// that answers the echo (the handshake's last) may still be on
+		// its way and must not be counted as one for the messages.
+		testkit.Eventually(t, 5*time.Second, "handshake answered", func() bool { return handshakeDone(r) })
 		c := collect(r.rcv, true)
 		before := r.rcv.Stats().AcksSent
 		p := make([]byte, 16)
@@ -139,4 +143,13 @@ func TestKeepLastAcksOnlyOnHeartbeats(t *testing.T) {
 			t.Fatalf("send window: %d ACKNACKs for 100 messages at depth 2; the window needs them", acks)
 		}
 	}
+}
+
+// handshakeDone reports whether the challenge handshake between r's
+// publisher and subscriber is over: the subscriber confirmed the writer
+// (so it challenges no more) and answered every echo the publisher sent
+// (one ACKNACK each, besides the challenges themselves).
+func handshakeDone(r *rig) bool {
+	rs := r.rcv.Stats()
+	return rs.Confirmed == 1 && rs.AcksSent == rs.Challenges+r.snd.Stats().Echoes
 }

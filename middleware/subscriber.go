@@ -3,6 +3,7 @@ package middleware
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"runtime"
 	"sync/atomic"
 
@@ -44,7 +45,7 @@ func (n *Node) NewSubscriber(c Contract, opts *SubscriberOptions) (*Subscriber, 
 	)
 	switch {
 	case usesUDP(c):
-		t, err = newUDPSubscriber(n, c, opts)
+		t, err = newUDPSubscriber(n, c, opts, &s.inCB)
 	case c.Transport == TransportIntra:
 		t, err = n.newRingSub(c, &so, true, s.lc.closing, &s.inCB)
 	case c.Transport == TransportAuto || c.Transport == TransportShm:
@@ -160,9 +161,11 @@ func (s *Subscriber) Stats() SubscriberStats {
 // Close closes the subscriber and removes it from the segment's table.
 // A Receive/Next blocked in another goroutine returns ErrClosed (it is
 // woken at once; a spinning one notices within a few µs). Close waits for
-// that and for a running callback to return, except when called from
-// inside a callback, where it returns at once and the teardown happens
-// when the callback returns. Idempotent.
+// that and for a running callback to return, so the subscriber's segment
+// is released when it returns, on every transport. Called from inside a
+// callback (this subscriber's, or another one's while this one's callback
+// runs in a third goroutine), it returns at once and the teardown happens
+// when this subscriber's callback returns. Idempotent.
 func (s *Subscriber) Close() error { return s.close(true) }
 
 func (s *Subscriber) close(fromUser bool) error {
@@ -179,12 +182,53 @@ func (s *Subscriber) close(fromUser bool) error {
 	if i, ok := s.t.(interface{ interrupt() }); ok {
 		i.interrupt()
 	}
-	if s.inCB.Load() == 0 {
-		// Wait for the running Receive/Next to notice (one sleep slice at
-		// most) so the segment is released when Close returns.
+	// Wait for the running Receive/Next to notice (one sleep slice at
+	// most) and for its callback to return, so the segment is released
+	// when Close returns; but not from inside a callback, which would wait
+	// for itself. A callback running (inCB) on another goroutine is waited
+	// for: only the calling goroutine's own stack says which case it is.
+	if s.inCB.Load() == 0 || !callerInCallback() {
 		<-s.done
 	}
 	return nil
+}
+
+// callbackRunners are the functions that call a subscriber's callback
+// (the transports' next runs under them), by name, as stack frames report
+// them (inlined or not). Set once at init.
+var callbackRunners = [...]string{
+	funcName((*Subscriber).Next),
+	funcName((*Subscriber).Receive),
+}
+
+func funcName(f any) string {
+	return runtime.FuncForPC(reflect.ValueOf(f).Pointer()).Name()
+}
+
+// callerInCallback reports whether the calling goroutine is inside a
+// subscriber's callback: a Next or Receive is on its stack. Not on a hot
+// path (Close while a callback runs); allocates.
+func callerInCallback() bool {
+	pcs := make([]uintptr, 64)
+	for {
+		n := runtime.Callers(2, pcs)
+		if n == len(pcs) && n < 1<<16 {
+			pcs = make([]uintptr, 4*len(pcs)) // deeper than that: look at all of it
+			continue
+		}
+		frames := runtime.CallersFrames(pcs[:n])
+		for {
+			f, more := frames.Next()
+			for _, name := range callbackRunners {
+				if f.Function == name {
+					return true
+				}
+			}
+			if !more {
+				return false
+			}
+		}
+	}
 }
 
 func (s *Subscriber) teardown() error {

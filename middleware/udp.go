@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/hilrig/hilrig/internal/monoclock"
@@ -362,9 +363,10 @@ type udpSub struct {
 	msg  Message
 	fn   func(*Message)
 	cb   func(*udp.Delivery)
+	inCB *atomic.Int32 // the Subscriber's: 1 while fn runs (Close from inside it must not wait)
 }
 
-func newUDPSubscriber(n *Node, c Contract, o *SubscriberOptions) (subTransport, error) {
+func newUDPSubscriber(n *Node, c Contract, o *SubscriberOptions, inCB *atomic.Int32) (subTransport, error) {
 	p, err := parseUDP(c, n.opts.UDPKeyFile)
 	if err != nil {
 		return nil, err
@@ -400,7 +402,7 @@ func newUDPSubscriber(n *Node, c Contract, o *SubscriberOptions) (subTransport, 
 		sock.Close()
 		return nil, fmt.Errorf("topic %q: %w", c.Topic, mapUDPErr(err))
 	}
-	t := &udpSub{r: r, wait: wait, n: n}
+	t := &udpSub{r: r, wait: wait, n: n, inCB: inCB}
 	if p.announce.IsValid() {
 		local := r.LocalAddr()
 		e := udp.AnnounceEntry{Role: udp.RoleSubscriber, Port: local.Port()}
@@ -424,7 +426,9 @@ func (t *udpSub) deliver(d *udp.Delivery) {
 		SendMono: d.SendMono, SendClock: d.SendClock, Clock: ClockID(d.Clock), Len: uint32(len(d.Payload))}
 	m.Lost = d.Lost
 	m.Payload = d.Payload
+	t.inCB.Store(1)
 	t.fn(m)
+	t.inCB.Store(0)
 	m.Payload = nil
 }
 

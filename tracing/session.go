@@ -108,8 +108,9 @@ func (s *Session) readLimit() int64 {
 }
 
 // Snapshot keeps the events in [fromNs−marginNs, toNs+marginNs]
-// (CLOCK_MONOTONIC). Recording pauses while the buffer is read (events in
-// that pause are lost, nothing already recorded is).
+// (CLOCK_MONOTONIC; the trace has µs resolution, so events up to
+// textRound outside are kept too). Recording pauses while the buffer is
+// read (events in that pause are lost, nothing already recorded is).
 func (s *Session) Snapshot(fromNs, toNs, marginNs int64) (*Snapshot, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -128,8 +129,16 @@ func (s *Session) Snapshot(fromNs, toNs, marginNs int64) (*Snapshot, error) {
 		return nil, err
 	}
 	lo, hi := fromNs-marginNs, toNs+marginNs
-	// Keep each CPU's last switch before lo too: it says who held the CPU
-	// when the window opened.
+	evs = keepWindow(evs, lo, hi)
+	return &Snapshot{FromNs: lo, ToNs: hi, CPUs: s.cfg.CPUs, BufferKB: s.cfg.BufferKB, Events: evs}, nil
+}
+
+// keepWindow returns the events of evs in [lo, hi], and each CPU's last
+// switch before it (who held the CPU when the window opened). tracefs
+// prints µs rounded to the nearest (Event.Ns): an event inside the window
+// reads up to textRound outside it, so the filter is that much wider.
+func keepWindow(evs []Event, lo, hi int64) []Event {
+	lo, hi = lo-textRound, hi+textRound
 	lastSwitch := map[int]int{}
 	for i, e := range evs {
 		if e.Kind == Switch && e.Ns < lo {
@@ -142,9 +151,12 @@ func (s *Session) Snapshot(fromNs, toNs, marginNs int64) (*Snapshot, error) {
 			kept = append(kept, e)
 		}
 	}
-	evs = kept
-	return &Snapshot{FromNs: lo, ToNs: hi, CPUs: s.cfg.CPUs, BufferKB: s.cfg.BufferKB, Events: evs}, nil
+	return kept
 }
+
+// textRound is the most a timestamp in the trace text differs from the
+// event's (ns): the kernel prints µs, rounded to the nearest (ns2usecs).
+const textRound = 500
 
 // Close stops the trace and frees its buffer.
 func (s *Session) Close() error {

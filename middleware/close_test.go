@@ -51,9 +51,9 @@ func newClosePair(t *testing.T, transport middleware.Transport) closePair {
 	return closePair{pub: pub, sub: sub, exists: exists}
 }
 
-// sendUntilDelivered publishes until next has delivered one message (a
-// best-effort UDP datagram sent before the subscriber's socket is read
-// may be dropped by nothing but timing, so it is sent again).
+// sendUntil publishes until delivered is closed (a best-effort UDP
+// datagram sent before the subscriber's socket is read may be dropped by
+// nothing but timing, so it is sent again); at most 5 s.
 func (p closePair) sendUntil(t *testing.T, delivered <-chan struct{}) {
 	t.Helper()
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
@@ -67,6 +67,19 @@ func (p closePair) sendUntil(t *testing.T, delivered <-chan struct{}) {
 		}
 	}
 	t.Fatal("no message delivered within 5 s")
+}
+
+// within returns what ch yields, failing the test with "what" when
+// nothing arrives within 5 s.
+func within[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(5 * time.Second):
+		t.Fatal(what + " within 5 s")
+		panic("unreachable")
+	}
 }
 
 var closeTransports = []struct {
@@ -92,21 +105,11 @@ func TestCloseInsideCallbackReturns(t *testing.T) {
 				})
 			}()
 			p.sendUntil(t, entered)
-			select {
-			case err := <-closed:
-				if err != nil {
-					t.Fatalf("Close inside the callback: %v", err)
-				}
-			case <-time.After(5 * time.Second):
-				t.Fatal("Close called inside the callback still blocked after 5 s: it waits for its own callback")
+			if err := within(t, closed, "Close called inside the callback (waiting for its own callback?) did not return"); err != nil {
+				t.Fatalf("Close inside the callback: %v", err)
 			}
-			select {
-			case err := <-nextDone:
-				if err != nil && !errors.Is(err, middleware.ErrClosed) {
-					t.Fatalf("the Next that ran the callback returned %v", err)
-				}
-			case <-time.After(5 * time.Second):
-				t.Fatal("the Next that ran the callback did not return within 5 s of Close")
+			if err := within(t, nextDone, "the Next that ran the callback did not return after Close"); err != nil && !errors.Is(err, middleware.ErrClosed) {
+				t.Fatalf("the Next that ran the callback returned %v", err)
 			}
 			if err := p.sub.Next(context.Background(), func(*middleware.Message) {}); !errors.Is(err, middleware.ErrClosed) {
 				t.Fatalf("Next after Close returned %v, want ErrClosed", err)
@@ -154,16 +157,12 @@ func TestCloseWaitsForRunningCallback(t *testing.T) {
 			case <-time.After(100 * time.Millisecond):
 			}
 			close(release)
-			select {
-			case r := <-closed:
-				if r.err != nil {
-					t.Fatal(r.err)
-				}
-				if r.segment {
-					t.Fatal("segment still in /dev/shm when Close returned")
-				}
-			case <-time.After(5 * time.Second):
-				t.Fatal("Close still blocked 5 s after the callback returned")
+			r := within(t, closed, "Close still blocked after the callback returned")
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			if r.segment {
+				t.Fatal("segment still in /dev/shm when Close returned")
 			}
 			if err := <-nextDone; err != nil && !errors.Is(err, middleware.ErrClosed) {
 				t.Fatalf("Next returned %v", err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"runtime"
+	"slices"
 	"sync/atomic"
 
 	"github.com/hilrig/hilrig/middleware/internal/rt"
@@ -210,25 +211,20 @@ func funcName(f any) string {
 // path (Close while a callback runs); allocates.
 func callerInCallback() bool {
 	pcs := make([]uintptr, 64)
-	for {
-		n := runtime.Callers(2, pcs)
-		if n == len(pcs) && n < 1<<16 {
-			pcs = make([]uintptr, 4*len(pcs)) // deeper than that: look at all of it
-			continue
-		}
-		frames := runtime.CallersFrames(pcs[:n])
-		for {
-			f, more := frames.Next()
-			for _, name := range callbackRunners {
-				if f.Function == name {
-					return true
-				}
-			}
-			if !more {
-				return false
-			}
+	n := runtime.Callers(2, pcs)
+	for n == len(pcs) && n < 1<<16 { // deeper than that: look at all of it
+		pcs = make([]uintptr, 4*len(pcs))
+		n = runtime.Callers(2, pcs)
+	}
+	frames := runtime.CallersFrames(pcs[:n])
+	for more := true; more; {
+		var f runtime.Frame
+		f, more = frames.Next()
+		if slices.Contains(callbackRunners[:], f.Function) {
+			return true
 		}
 	}
+	return false
 }
 
 func (s *Subscriber) teardown() error {

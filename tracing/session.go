@@ -133,10 +133,9 @@ func (s *Session) Snapshot(fromNs, toNs, marginNs int64) (*Snapshot, error) {
 	return &Snapshot{FromNs: lo, ToNs: hi, CPUs: s.cfg.CPUs, BufferKB: s.cfg.BufferKB, Events: evs}, nil
 }
 
-// keepWindow returns the events of evs in [lo, hi], and each CPU's last
-// switch before it (who held the CPU when the window opened). tracefs
-// prints µs rounded to the nearest (Event.Ns): an event inside the window
-// reads up to textRound outside it, so the filter is that much wider.
+// keepWindow returns the events of evs in [lo, hi] widened by textRound,
+// and each CPU's last switch before it (who held the CPU when the window
+// opened).
 func keepWindow(evs []Event, lo, hi int64) []Event {
 	lo, hi = lo-textRound, hi+textRound
 	lastSwitch := map[int]int{}

@@ -170,3 +170,34 @@ func TestCloseWaitsForRunningCallback(t *testing.T) {
 		})
 	}
 }
+
+// TestStatsInsideCallbackAfterClose: Stats called from inside the
+// subscriber's callback after that callback closed the subscriber returns
+// (the teardown it would wait for needs the callback to return first);
+// after the teardown the message is counted.
+func TestStatsInsideCallbackAfterClose(t *testing.T) {
+	for _, tc := range closeTransports {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newClosePair(t, tc.tr)
+			entered := make(chan struct{})
+			stats := make(chan middleware.SubscriberStats, 1)
+			nextDone := make(chan error, 1)
+			go func() {
+				nextDone <- p.sub.Next(context.Background(), func(*middleware.Message) {
+					close(entered)
+					_ = p.sub.Close()
+					stats <- p.sub.Stats()
+				})
+			}()
+			p.sendUntil(t, entered)
+			st := within(t, stats, "Stats called inside the callback after Close (waiting for its own teardown?) did not return")
+			if err := within(t, nextDone, "the Next that ran the callback did not return"); err != nil && !errors.Is(err, middleware.ErrClosed) {
+				t.Fatalf("the Next that ran the callback returned %v", err)
+			}
+			// A transport may count the message when its callback returns.
+			if after := p.sub.Stats(); after.Delivered < max(st.Delivered, 1) {
+				t.Fatalf("Stats after the teardown: Delivered %d, want ≥ 1 and ≥ the %d seen inside the callback", after.Delivered, st.Delivered)
+			}
+		})
+	}
+}

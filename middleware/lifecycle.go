@@ -27,6 +27,24 @@ func (l *lifecycle) enter() bool {
 	}
 }
 
+// enterLive takes a reference while the transport is still up: before
+// Close, and after it while a call still holds a reference (the teardown
+// waits for the last one). false once the references are gone. Lets Stats
+// read a closed subscriber from inside its own callback, whose reference
+// keeps the transport up, instead of waiting for a teardown that needs
+// that callback to return first. 0 allocs.
+func (l *lifecycle) enterLive() bool {
+	for {
+		s := l.state.Load()
+		if s&^closedBit == 0 {
+			return false
+		}
+		if l.state.CompareAndSwap(s, s+1) {
+			return true
+		}
+	}
+}
+
 // leave drops a reference and reports whether the caller must tear down.
 func (l *lifecycle) leave() bool { return l.state.Add(^uint64(0)) == closedBit }
 

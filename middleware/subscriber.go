@@ -147,9 +147,12 @@ func (s *Subscriber) exit() {
 	}
 }
 
-// Stats returns the subscriber's counters. Safe concurrently.
+// Stats returns the subscriber's counters. Safe concurrently, and from
+// inside a callback that closed the subscriber. After Close it returns the
+// live counters while a call still runs, then the final ones; it waits
+// only for a teardown already under way.
 func (s *Subscriber) Stats() SubscriberStats {
-	if !s.lc.enter() {
+	if !s.lc.enterLive() {
 		<-s.done
 		return s.final
 	}

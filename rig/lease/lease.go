@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"time"
 
 	"github.com/hilrig/hilrig/internal/procstat"
@@ -29,8 +28,11 @@ type Info struct {
 	Host   string `json:"host"`
 	PID    int    `json:"pid"`
 	// Start identifies the holder process beyond its pid (which the kernel
-	// reuses): its start time in clock ticks since boot (Linux), "" elsewhere.
-	Start string    `json:"start,omitempty"`
+	// reuses): its start time in clock ticks since boot (Linux), 0 when
+	// unknown (elsewhere, or the process already gone). Stored as a JSON
+	// string, as lease files always had it; one that is not a number makes
+	// the file unreadable, and so stale.
+	Start int64     `json:"start,omitempty,string"`
 	Since time.Time `json:"since"` // wall clock, when acquired
 	// Token tells two leases of one process apart (Release checks it).
 	Token string `json:"token"`
@@ -256,13 +258,9 @@ func alive(i Info) bool {
 		return false
 	}
 	// The pid was reused by another process when its start time differs.
-	if i.Start == "" {
+	if i.Start == 0 {
 		return true
 	}
-	start, err := strconv.ParseInt(i.Start, 10, 64)
-	if err != nil {
-		return false
-	}
-	same, err := procstat.Same(i.PID, start)
+	same, err := procstat.Same(i.PID, i.Start)
 	return err == nil && same
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -152,7 +153,7 @@ func TestReusedPIDIsStale(t *testing.T) {
 	d := &lease.Dir{Path: t.TempDir()}
 	ctx := context.Background()
 	who := lease.Self("rack1", "old")
-	who.Start = "1" // this pid, but not this process: the kernel reused it
+	who.Start = 1 // this pid, but not this process: the kernel reused it
 	if _, err := d.Acquire(ctx, who); err != nil {
 		t.Fatal(err)
 	}
@@ -166,5 +167,39 @@ func TestBadRackName(t *testing.T) {
 	d := &lease.Dir{Path: t.TempDir()}
 	if _, err := d.Acquire(context.Background(), lease.Self("../etc", "x")); err == nil || !strings.Contains(err.Error(), `"../etc"`) {
 		t.Fatalf("bad name: %v", err)
+	}
+}
+
+// TestLeaseFileFormat: the start time stays a JSON string on disk (lease
+// files written before it was decoded into a number are read alike), a
+// file naming this live process is held and not stale, and a start that is
+// not a number makes the lease stale rather than locking the rack.
+func TestLeaseFileFormat(t *testing.T) {
+	d := &lease.Dir{Path: t.TempDir()}
+	ctx := context.Background()
+	who := lease.Self("rack1", "me")
+	if who.Start == 0 {
+		t.Skip("no process start time on this system")
+	}
+	if _, err := d.Acquire(ctx, who); err != nil { // released with the directory
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(d.Path, "rack1.lease"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf(`"start": "%d"`, who.Start); !strings.Contains(string(b), want) {
+		t.Fatalf("lease file %s lacks %s", b, want)
+	}
+	st, err := d.Status(ctx, "rack1")
+	if err != nil || !st.Held || st.Stale || st.Start != who.Start {
+		t.Fatalf("status of this process's lease: %+v, %v; want held, not stale, start %d", st, err, who.Start)
+	}
+	bad := strings.Replace(string(b), fmt.Sprintf(`"%d"`, who.Start), `"soon"`, 1)
+	if err := os.WriteFile(filepath.Join(d.Path, "rack1.lease"), []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := d.Status(ctx, "rack1"); err != nil || !st.Held || !st.Stale {
+		t.Fatalf("status with start %q: %+v, %v; want held and stale", "soon", st, err)
 	}
 }

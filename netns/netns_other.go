@@ -16,3 +16,6 @@ func osAvailable() error { return errNotLinux }
 
 // setns is never reached off Linux: New fails first.
 func setns(f *os.File) error { return errNotLinux }
+
+// killInside is never reached off Linux: there are no namespaces to reap.
+func killInside(string) ([]int, error) { return nil, errNotLinux }

@@ -70,8 +70,9 @@ func ownerGone(name string) bool {
 }
 
 // reapStale deletes the "hlr" namespaces whose recorded owner is gone,
-// with their records, and the records whose namespace is gone. It returns
-// the namespaces it deleted. Each ip(8) call is bounded by ctx.
+// with their records, after killing the processes still running in them
+// (killInside), and the records whose namespace is gone. It returns the
+// namespaces it deleted. Each ip(8) call is bounded by ctx.
 func reapStale(ctx context.Context) ([]string, error) {
 	names, err := List()
 	if err != nil {
@@ -82,6 +83,9 @@ func reapStale(ctx context.Context) ([]string, error) {
 	for _, n := range names {
 		if !ownerGone(n) {
 			continue
+		}
+		if _, err := killInside(n); err != nil {
+			errs = append(errs, err)
 		}
 		if err := ip(ctx, "netns", "delete", n); err != nil {
 			if _, serr := os.Stat(filepath.Join(runDir, n)); !errors.Is(serr, os.ErrNotExist) {

@@ -1,13 +1,17 @@
 package netns
 
 import (
+	"bufio"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/hilrig/hilrig/internal/procstat"
 )
@@ -126,5 +130,77 @@ func TestNewRecordsOwner(t *testing.T) {
 	}
 	if _, err := os.Stat(rec); !os.IsNotExist(err) {
 		t.Errorf("owner record after Close: stat %v", err)
+	}
+}
+
+// TestReapStaleKillsProcessesInside: the processes a gone owner left in
+// its namespace (a killed run's daemons) are killed with it, and a process
+// outside it is not. Real namespace, real processes.
+func TestReapStaleKillsProcessesInside(t *testing.T) {
+	if err := Available(); err != nil {
+		t.Skip(err)
+	}
+	ctx := context.Background()
+	child := exec.Command("true")
+	if err := child.Run(); err != nil {
+		t.Fatal(err)
+	}
+	name := uniqueName("t")
+	if err := os.MkdirAll(ownerDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ownerDir, name), []byte(strconv.Itoa(child.Process.Pid)+" 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := ip(ctx, "netns", "add", name); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if names, _ := List(); slices.Contains(names, name) {
+			_ = ip(ctx, "netns", "delete", name)
+		}
+		_ = removeOwner(name)
+	})
+	start := func(args ...string) (*exec.Cmd, <-chan error) {
+		t.Helper()
+		// "ready" is printed once the shell runs (inside the namespace
+		// when started through ip netns exec); sleep then replaces it.
+		cmd := exec.Command(args[0], append(args[1:], "sh", "-c", "echo ready; exec sleep 600")...)
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill() })
+		if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		return cmd, done
+	}
+	_, insideDone := start("ip", "netns", "exec", name)
+	_, outsideDone := start("env")
+
+	if _, err := reapStale(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-insideDone:
+		if !strings.Contains(fmt.Sprint(err), "killed") {
+			t.Fatalf("the process inside the reaped namespace ended with %v, want killed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the process inside the reaped namespace still runs 5 s after reapStale")
+	}
+	select {
+	case err := <-outsideDone:
+		t.Fatalf("a process outside the namespace ended (%v)", err)
+	default:
+	}
+	if names, _ := List(); slices.Contains(names, name) {
+		t.Fatalf("namespace %s of a gone owner still there", name)
 	}
 }

@@ -363,9 +363,19 @@ func (r *Rig) setup(ctx context.Context) error {
 		}
 	}
 	r.simChips = map[string]string{}
+	if len(lines) > 0 {
+		reapChipsOnce.Do(func() {
+			// What a killed rig left (its Close never ran): by label, so
+			// chips made by hand or by tests are never touched.
+			gone, err := gpiosim.RemoveStale("", rigChipLabel)
+			if len(gone) > 0 || err != nil {
+				r.opts.Logger.Warn("removed sim GPIO chips of rigs that are gone", "chips", gone, "err", err)
+			}
+		})
+	}
 	for name, n := range lines {
 		real := name + "." + r.Domain
-		c, err := gpiosim.Create(real, gpiosim.Config{Lines: n, Label: "hilrig-rig-" + r.Domain})
+		c, err := gpiosim.Create(real, gpiosim.Config{Lines: n, Label: rigChipLabel + r.Domain})
 		if err != nil {
 			return fmt.Errorf("rig: sim GPIO chip %s (as %s): %w", name, real, err)
 		}
@@ -374,6 +384,14 @@ func (r *Rig) setup(ctx context.Context) error {
 	}
 	return r.startScopeSim(ctx)
 }
+
+// rigChipLabel starts the label of every sim chip a rig makes (the
+// domain follows), so the chips of a rig that is gone can be told apart.
+const rigChipLabel = "hilrig-rig-"
+
+// reapChipsOnce: a process removes stale rig chips once, at its first
+// rig with sim chips.
+var reapChipsOnce sync.Once
 
 // Chip returns the chip agents use for a rack chip name: the rig's own
 // instance for a "sim:NAME" chip, the name itself otherwise.

@@ -292,6 +292,49 @@ func Create(name string, cfg Config) (*Chip, error) {
 	return nil, fmt.Errorf("gpiosim: create %s: %s: %w", name, path, err)
 }
 
+// RemoveStale removes the chips in Dir(dir) whose label starts with
+// labelPrefix and whose creator process is gone, and returns their names.
+// It is for chips a run makes and removes itself (the rig's, labelled
+// "hilrig-rig-<domain>"): a run killed before its cleanup leaves them
+// behind, each holding its rings in tmpfs memory. Chips made to outlive
+// their creator (`hilrig gpio sim create`) must not match labelPrefix. A
+// creator's PID taken by another process keeps its chips (a leak, never a
+// removal under a live run); files that are not chips are left alone.
+// Processes that still map a removed chip keep their mapping. Safe
+// concurrently with Create and with other callers.
+func RemoveStale(dir, labelPrefix string) ([]string, error) {
+	d := Dir(dir)
+	ents, err := os.ReadDir(d)
+	if err != nil {
+		return nil, fmt.Errorf("gpiosim: stale chips in %s: %w", d, err)
+	}
+	var removed []string
+	var errs []error
+	for _, e := range ents {
+		name, ok := strings.CutPrefix(e.Name(), FilePrefix)
+		if !ok || !e.Type().IsRegular() || validName(name) != nil {
+			continue
+		}
+		c, err := openPath(name, filepath.Join(d, e.Name()))
+		if err != nil {
+			continue // gone meanwhile, or not a chip of this layout
+		}
+		stale := strings.HasPrefix(c.Label(), labelPrefix) && !sys.ProcessAlive(int(c.u32(hCreator).Load()))
+		c.Close()
+		if !stale {
+			continue
+		}
+		if err := os.Remove(c.path); err != nil {
+			if !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, fmt.Errorf("gpiosim: remove stale chip %s: %w", c.path, err))
+			}
+			continue
+		}
+		removed = append(removed, name)
+	}
+	return removed, errors.Join(errs...)
+}
+
 // Open maps the existing chip name (in Dir("")).
 func Open(name string) (*Chip, error) { return OpenIn("", name) }
 

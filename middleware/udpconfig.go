@@ -77,7 +77,10 @@ type UDPConfig struct {
 	// acknowledge only in answer to heartbeats. The default (false) is a
 	// send window: message s waits until every live subscriber has
 	// acknowledged s−Depth, so nothing is lost while subscribers live.
-	// Both ends must declare the same. Ignored for BestEffort, which never
+	// Subscribers acknowledge as the publisher's mode asks, which its
+	// datagrams carry; a subscriber that declares KeepLast with the
+	// publisher's Depth also counts messages gone from that history as lost
+	// without waiting for a heartbeat. Ignored for BestEffort, which never
 	// waits.
 	KeepLast bool `yaml:"keep_last,omitempty" json:"keep_last,omitempty"`
 	// HeartbeatPeriod is the publisher's heartbeat interval (reveals tail

@@ -89,7 +89,7 @@ func TestSkipDeliversCompleteMessagesBehindGap(t *testing.T) {
 			r.handle(buf[:n], src, now, now)
 		}, []uint64{1, 3, 4}, []uint64{0, 1, 0}, 1},
 		{"keep-last data 7 at depth 4", true, func(r *Receiver, now int64) {
-			d := Data{TopicID: 1, Epoch: 5, MsgHeader: MsgHeader{Seq: 7}, MsgLen: 8, FragSize: 256, FragCount: 1, Payload: make([]byte, 8)}
+			d := Data{TopicID: 1, Epoch: 5, MsgHeader: MsgHeader{Seq: 7}, KeepLast: true, MsgLen: 8, FragSize: 256, FragCount: 1, Payload: make([]byte, 8)}
 			n, _ := d.MarshalBinaryTo(buf)
 			r.handle(buf[:n], src, now, now)
 		}, []uint64{1, 3, 4}, []uint64{0, 1, 0}, 1},
@@ -100,7 +100,7 @@ func TestSkipDeliversCompleteMessagesBehindGap(t *testing.T) {
 				t.Fatal(err)
 			}
 			data := func(seq uint64, now int64) {
-				d := Data{TopicID: 1, Epoch: 5, MsgHeader: MsgHeader{Seq: seq}, MsgLen: 8, FragSize: 256, FragCount: 1, Payload: make([]byte, 8)}
+				d := Data{TopicID: 1, Epoch: 5, MsgHeader: MsgHeader{Seq: seq}, KeepLast: tc.keepLast, MsgLen: 8, FragSize: 256, FragCount: 1, Payload: make([]byte, 8)}
 				n, err := d.MarshalBinaryTo(buf)
 				if err != nil {
 					t.Fatal(err)
@@ -143,7 +143,7 @@ func TestKeepLastSkipPastDuplicateCountsDuplicate(t *testing.T) {
 		t.Fatal(err)
 	}
 	data := func(seq uint64) {
-		d := Data{TopicID: 1, Epoch: 5, MsgHeader: MsgHeader{Seq: seq}, MsgLen: 8, FragSize: 256, FragCount: 1, Payload: make([]byte, 8)}
+		d := Data{TopicID: 1, Epoch: 5, MsgHeader: MsgHeader{Seq: seq}, KeepLast: true, MsgLen: 8, FragSize: 256, FragCount: 1, Payload: make([]byte, 8)}
 		n, err := d.MarshalBinaryTo(buf)
 		if err != nil {
 			t.Fatal(err)

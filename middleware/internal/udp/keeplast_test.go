@@ -114,11 +114,26 @@ func TestKeepLastSkipsWhatHistoryLost(t *testing.T) {
 // TestKeepLastAcksOnlyOnHeartbeats: a keep-last subscriber does not
 // acknowledge every Depth/2 messages (the acknowledgements would only cost
 // the publisher reads); it answers heartbeats.
+//
+// The subscriber follows the publisher's mode, which every DATA and BATCH
+// datagram carries, whatever it declares itself: a keep-last subscriber of
+// a send-window publisher acknowledges every half window (else the window
+// would wait for a heartbeat, here an hour, and Send would time out), and
+// a send-window subscriber of a keep-last publisher only on heartbeats.
 func TestKeepLastAcksOnlyOnHeartbeats(t *testing.T) {
-	for _, keepLast := range []bool{false, true} {
-		r := newRig(t,
-			udp.SenderConfig{TopicID: 52, MaxPayload: 64, Reliable: true, Depth: 2, KeepLast: keepLast, HeartbeatPeriod: time.Hour},
-			udp.ReceiverConfig{TopicID: 52, MaxPayload: 64, Reliable: true, Depth: 2, KeepLast: keepLast}, nil)
+	for _, tc := range []struct{ pub, sub, batch bool }{
+		{false, false, false}, {true, true, false}, {false, true, false}, {true, false, false},
+		{false, true, true}, {true, false, true},
+	} {
+		keepLast := tc.pub
+		t.Logf("publisher keep-last %v, subscriber keep-last %v, batched %v", tc.pub, tc.sub, tc.batch)
+		sc := udp.SenderConfig{TopicID: 52, MaxPayload: 64, Reliable: true, Depth: 2, KeepLast: tc.pub, HeartbeatPeriod: time.Hour}
+		if tc.batch {
+			// One record per BATCH (the next never fits), sent at once.
+			sc.BatchBytes = udp.BatchHeaderLen + udp.RecordHeaderLen + 16
+		}
+		r := newRig(t, sc,
+			udp.ReceiverConfig{TopicID: 52, MaxPayload: 64, Reliable: true, Depth: 2, KeepLast: tc.sub}, nil)
 		testkit.Eventually(t, 5*time.Second, "subscriber heard", func() bool { return r.snd.LiveSubscribers() == 1 })
 		// The sender hears the subscriber at its challenge; the ACKNACK
 		// that answers the echo (the handshake's last) may still be on
@@ -137,10 +152,10 @@ func TestKeepLastAcksOnlyOnHeartbeats(t *testing.T) {
 		c.finish()
 		acks := r.rcv.Stats().AcksSent - before
 		if keepLast && acks != 0 {
-			t.Fatalf("keep-last: %d ACKNACKs for 100 messages and no heartbeat; want 0", acks)
+			t.Fatalf("keep-last publisher: %d ACKNACKs for 100 messages and no heartbeat; want 0", acks)
 		}
 		if !keepLast && acks < 10 {
-			t.Fatalf("send window: %d ACKNACKs for 100 messages at depth 2; the window needs them", acks)
+			t.Fatalf("send-window publisher: %d ACKNACKs for 100 messages at depth 2; the window needs them", acks)
 		}
 	}
 }

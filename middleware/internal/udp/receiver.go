@@ -27,12 +27,16 @@ type ReceiverConfig struct {
 	// in best effort the first messages count as lost if they never come).
 	// Default 16, the Sender's default reliable depth.
 	Depth int
-	// KeepLast (reliable only) matches a keep-last publisher
-	// (SenderConfig.KeepLast): it holds Depth messages and never waits
-	// for acknowledgements, so the receiver acknowledges only in answer
-	// to heartbeats (not every Depth/2 messages), and a message s tells it
-	// that everything before s−Depth+1 is gone (counted lost at once,
-	// without a NACK round trip).
+	// KeepLast (reliable only) declares a keep-last publisher
+	// (SenderConfig.KeepLast) of this Depth: a message s then tells the
+	// receiver that everything before s−Depth+1 is gone (counted lost at
+	// once, without a NACK round trip). How the receiver acknowledges
+	// follows each publisher's own mode, which its DATA and BATCH
+	// datagrams carry (FlagKeepLast), not this field: a keep-last
+	// publisher only in answer to heartbeats, a send window every Depth/2
+	// messages as well (else the window would wait for a heartbeat).
+	// KeepLast only sets the mode assumed for a stream before its first
+	// datagram.
 	KeepLast bool
 	// ReassemblyBytes bounds the reassembly pool: it holds
 	// ReassemblyBytes/MaxPayload slots (2..4096), each MaxPayload bytes plus
@@ -229,8 +233,11 @@ type stream struct {
 	pendLost   uint64 // lost seqs to report on the next delivery
 	unacked    int    // reliable: deliveries since the last ACKNACK
 	ackDue     bool   // reliable: an acknowledgement waits for flushAcks
-	created    int64
-	delivered  uint64
+	// keepLast is the publisher's mode as its latest DATA or BATCH said
+	// (FlagKeepLast); ReceiverConfig.KeepLast until one came.
+	keepLast  bool
+	created   int64
+	delivered uint64
 	// hbAt is when the stream's latest heartbeat arrived (-1 none) and
 	// hbGap the longest interval between two of its heartbeats: the
 	// publisher's heartbeat period as seen here, upper-bounded by what
@@ -794,7 +801,7 @@ func (r *Receiver) handle(b []byte, from netip.AddrPort, rx int64, now int64) {
 				first = false
 			}
 			d := &r.data
-			d.TopicID, d.Epoch, d.MsgHeader = c.TopicID, c.Epoch, r.rec.MsgHeader
+			d.TopicID, d.Epoch, d.MsgHeader, d.KeepLast = c.TopicID, c.Epoch, r.rec.MsgHeader, r.batch.KeepLast
 			d.MsgLen, d.FragSize, d.FragIndex, d.FragCount = uint32(len(r.rec.Payload)), uint32(max(len(r.rec.Payload), 1)), 0, 1
 			d.Payload = r.rec.Payload
 			r.fragment(si, d, rx, readRx, now)
@@ -883,7 +890,7 @@ func (r *Receiver) stream(epoch uint32, from netip.AddrPort, seq uint64, now int
 		st.next = 1
 	}
 	st.high, st.hbFirst, st.hbLast, st.hbLastAt, st.gapSince, st.lastNack, st.pendLost, st.unacked = 0, 0, 0, now, -1, 0, 0, 0
-	st.ackDue = false
+	st.ackDue, st.keepLast = false, r.cfg.KeepLast
 	st.created, st.delivered = now, 0
 	st.hbAt, st.hbGap = -1, 0
 	st.confirmed, st.token, st.chalAt, st.held, st.rw = false, 0, -1, 0, replayWindow{}
@@ -1120,7 +1127,8 @@ func (r *Receiver) fragment(si int, d *Data, rx, readRx, now int64) {
 		r.st.duplicates.Add(1)
 		return
 	}
-	if r.cfg.KeepLast && st.confirmed && seq-st.next >= uint64(r.cfg.Depth) {
+	st.keepLast = d.KeepLast
+	if r.cfg.KeepLast && st.keepLast && st.confirmed && seq-st.next >= uint64(r.cfg.Depth) {
 		// When the publisher sent seq it held only seq−Depth+1…seq: the
 		// rest will never come. Only for a confirmed writer, so a forged
 		// stream cannot make a real one skip.
@@ -1321,7 +1329,7 @@ func (r *Receiver) drain(si int) {
 	// the message's way to the callback — in a ping-pong it then leaves
 	// while the reply wakes the other side, and is there when that side
 	// sends next.
-	if r.cfg.Reliable && !r.cfg.KeepLast && st.unacked >= max(r.cfg.Depth/2, 1) {
+	if r.cfg.Reliable && !st.keepLast && st.unacked >= max(r.cfg.Depth/2, 1) {
 		st.ackDue, r.acksDue = true, true
 		r.ackHint.Store(true)
 	}

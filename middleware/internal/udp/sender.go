@@ -34,9 +34,10 @@ type SenderConfig struct {
 	// acknowledgements; message s overwrites s−Depth whether or not it was
 	// acknowledged, and a subscriber that NACKs an overwritten message is
 	// told where the history starts (it counts the rest as lost). Losses
-	// are still repaired while the message is in the history. Receivers
-	// must be configured alike (ReceiverConfig.KeepLast): they then
-	// acknowledge only in answer to heartbeats.
+	// are still repaired while the message is in the history. Every DATA
+	// and BATCH datagram says so (FlagKeepLast), and receivers follow it
+	// whatever they declare: they then acknowledge only in answer to
+	// heartbeats.
 	KeepLast bool
 	// Peers are the destinations: unicast subscribers and/or a group.
 	// Unicast peers are expected subscribers from the start in reliable
@@ -328,6 +329,7 @@ func NewSender(conn Conn, cfg SenderConfig) (*Sender, error) {
 	s.mac, s.vmac, s.tseed = c.Key.newMAC(t0), c.Key.newMAC(0), maphash.MakeSeed()
 	if c.BatchBytes > 0 {
 		s.bbuf = make([]byte, c.BatchBytes, c.BatchBytes+AuthLen)
+		s.batch.KeepLast = c.KeepLast
 		s.batch.Reset(s.bbuf)
 		if s.btim, err = newPreciseTimer(); err != nil {
 			return nil, err
@@ -704,7 +706,7 @@ func (s *Sender) sendMessage(h *histEntry, first, count uint32, retrans bool, to
 	fs := s.cfg.FragSize
 	total := uint32(FragCountFor(h.n, fs))
 	d := &s.data
-	d.TopicID, d.Epoch, d.MsgHeader, d.Retransmit = s.cfg.TopicID, s.cfg.Epoch, h.hdr, retrans
+	d.TopicID, d.Epoch, d.MsgHeader, d.Retransmit, d.KeepLast = s.cfg.TopicID, s.cfg.Epoch, h.hdr, retrans, s.cfg.KeepLast
 	d.MsgLen, d.FragSize, d.FragCount = uint32(h.n), uint32(fs), total
 	sent := 0
 	end := min(uint64(first)+uint64(count), uint64(total))

@@ -84,6 +84,10 @@ func (k Kind) String() string {
 const (
 	// FlagRetransmit marks a fragment sent again in answer to a NACK.
 	FlagRetransmit uint16 = 1 << 0
+	// FlagKeepLast says the publisher keeps a keep-last history and never
+	// waits for acknowledgements (SenderConfig.KeepLast): its subscribers
+	// acknowledge it only in answer to heartbeats, whatever they declare.
+	FlagKeepLast uint16 = 1 << 1
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -191,6 +195,7 @@ type Data struct {
 	TopicID, Epoch uint32
 	MsgHeader
 	Retransmit bool
+	KeepLast   bool   // FlagKeepLast: the publisher's history mode
 	MsgLen     uint32 // whole message payload length
 	FragSize   uint32 // payload bytes per fragment (last may be shorter)
 	FragIndex  uint32 // 0-based
@@ -261,6 +266,9 @@ func (d *Data) putHeader(b []byte) {
 	if d.Retransmit {
 		fl |= FlagRetransmit
 	}
+	if d.KeepLast {
+		fl |= FlagKeepLast
+	}
 	be.PutUint16(b[50:], fl)
 	be.PutUint32(b[52:], d.MsgLen)
 	be.PutUint32(b[56:], d.FragSize)
@@ -294,12 +302,13 @@ func (d *Data) decode(c Common, b []byte) error {
 	d.Flags = b[49]
 	fl := be.Uint16(b[50:])
 	d.Retransmit = fl&FlagRetransmit != 0
+	d.KeepLast = fl&FlagKeepLast != 0
 	d.MsgLen = be.Uint32(b[52:])
 	d.FragSize = be.Uint32(b[56:])
 	d.FragIndex = be.Uint32(b[60:])
 	d.FragCount = be.Uint32(b[64:])
 	d.Payload = b[DataHeaderLen:]
-	if d.Seq == 0 || fl&^FlagRetransmit != 0 {
+	if d.Seq == 0 || fl&^(FlagRetransmit|FlagKeepLast) != 0 {
 		return ErrField
 	}
 	if d.MsgLen > MaxPayload || d.FragSize == 0 || d.FragSize > MaxDatagram-DataHeaderLen {
@@ -330,12 +339,21 @@ type Record struct {
 	Payload []byte
 }
 
+// BATCH flag bits (offset 22).
+const (
+	// BatchFlagKeepLast is FlagKeepLast for the records of a BATCH.
+	BatchFlagKeepLast uint16 = 1 << 0
+)
+
 // BatchWriter builds a BATCH datagram in a caller-owned buffer. The zero
 // value is unusable; call Reset first. 0 allocs.
 type BatchWriter struct {
-	buf   []byte
-	n     int
-	count int
+	// KeepLast sets BatchFlagKeepLast on every batch (the publisher's
+	// mode); Reset keeps it.
+	KeepLast bool
+	buf      []byte
+	n        int
+	count    int
 }
 
 // Reset starts a new, empty batch in buf (len(buf) is the datagram limit).
@@ -377,17 +395,22 @@ func (w *BatchWriter) Append(r *Record) bool {
 // Finish seals the batch and returns the datagram.
 func (w *BatchWriter) Finish(topic, epoch uint32) []byte {
 	be.PutUint16(w.buf[20:], uint16(w.count))
-	be.PutUint16(w.buf[22:], 0)
+	var fl uint16
+	if w.KeepLast {
+		fl |= BatchFlagKeepLast
+	}
+	be.PutUint16(w.buf[22:], fl)
 	putCommon(w.buf, w.n, KindBatch, topic, epoch)
 	return w.buf[:w.n]
 }
 
 // BatchReader iterates over the records of a BATCH datagram. 0 allocs.
 type BatchReader struct {
-	b     []byte
-	off   int
-	left  int
-	Count int // records in the batch
+	b        []byte
+	off      int
+	left     int
+	Count    int  // records in the batch
+	KeepLast bool // BatchFlagKeepLast: the publisher's history mode
 }
 
 // UnmarshalBinary validates the whole batch (header, every record length,
@@ -405,7 +428,8 @@ func (r *BatchReader) decode(b []byte) error {
 		return ErrShort
 	}
 	n := int(be.Uint16(b[20:]))
-	if n == 0 || be.Uint16(b[22:]) != 0 {
+	fl := be.Uint16(b[22:])
+	if n == 0 || fl&^BatchFlagKeepLast != 0 {
 		return ErrField
 	}
 	off := BatchHeaderLen
@@ -426,6 +450,7 @@ func (r *BatchReader) decode(b []byte) error {
 		return ErrField
 	}
 	r.b, r.off, r.left, r.Count = b, BatchHeaderLen, n, n
+	r.KeepLast = fl&BatchFlagKeepLast != 0
 	return nil
 }
 

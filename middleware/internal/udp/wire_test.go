@@ -18,6 +18,8 @@ func TestDataRoundTrip(t *testing.T) {
 		{"empty", udp.Data{TopicID: 1, Epoch: 2, MsgHeader: udp.MsgHeader{Seq: 1}, MsgLen: 0, FragSize: 1404, FragCount: 1, Payload: []byte{}}},
 		{"single", udp.Data{TopicID: 7, Epoch: 9, MsgHeader: udp.MsgHeader{Seq: 5, SendMono: 11, SendClock: -3, Clock: 11, Version: 2, Flags: 3}, MsgLen: 1000, FragSize: 1404, FragCount: 1, Payload: payload}},
 		{"last-fragment", udp.Data{TopicID: 7, Epoch: 9, MsgHeader: udp.MsgHeader{Seq: 6}, Retransmit: true, MsgLen: 1256, FragSize: 256, FragIndex: 4, FragCount: 5, Payload: payload[:232]}},
+		{"keep-last", udp.Data{TopicID: 7, Epoch: 9, MsgHeader: udp.MsgHeader{Seq: 7}, KeepLast: true, MsgLen: 1000, FragSize: 1404, FragCount: 1, Payload: payload}},
+		{"keep-last-retransmit", udp.Data{TopicID: 7, Epoch: 9, MsgHeader: udp.MsgHeader{Seq: 8}, Retransmit: true, KeepLast: true, MsgLen: 1000, FragSize: 1404, FragCount: 1, Payload: payload}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -100,6 +102,19 @@ func TestDataFieldValidation(t *testing.T) {
 		{"payload-len", func(d *udp.Data) { d.Payload = make([]byte, 299) }},
 		{"fragsize0", func(d *udp.Data) { d.FragSize = 0 }},
 	}
+	// A DATA flag bit no version defines (offset 50, u16) is refused.
+	t.Run("unknown-flag", func(t *testing.T) {
+		b := make([]byte, udp.MaxDatagram)
+		n, err := base.MarshalBinaryTo(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b[51] |= 1 << 2
+		var got udp.Data
+		if err := got.UnmarshalBinary(reseal(b[:n])); !errors.Is(err, udp.ErrField) {
+			t.Fatalf("err %v, want ErrField", err)
+		}
+	})
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			d := base
@@ -142,6 +157,22 @@ func TestBatchRoundTrip(t *testing.T) {
 		if r.MsgHeader != want[i].MsgHeader || !bytes.Equal(r.Payload, want[i].Payload) {
 			t.Fatalf("record %d: %+v", i, r.MsgHeader)
 		}
+	}
+	if rd.KeepLast {
+		t.Fatal("KeepLast set on a batch written without it")
+	}
+	// The publisher's mode travels in the header's flags (offset 22); a
+	// bit no version defines is refused.
+	w.KeepLast = true
+	w.Reset(buf)
+	w.Append(&want[0])
+	if err := rd.UnmarshalBinary(w.Finish(3, 4)); err != nil || !rd.KeepLast || rd.Count != 1 {
+		t.Fatalf("keep-last batch: err %v, KeepLast %v, count %d; want nil, true, 1", err, rd.KeepLast, rd.Count)
+	}
+	unknown := append([]byte(nil), b...)
+	unknown[23] |= 1 << 1
+	if err := rd.UnmarshalBinary(reseal(unknown)); !errors.Is(err, udp.ErrField) {
+		t.Fatalf("unknown batch flag: %v", err)
 	}
 	// A record length pointing past the end is rejected after resealing.
 	bad := append([]byte(nil), b...)

@@ -31,44 +31,13 @@ func TestReapStaleDeletesNamespacesOfGoneOwners(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	child := exec.Command("true")
-	if err := child.Run(); err != nil {
-		t.Fatal(err)
-	}
-	dead := child.Process.Pid
-
-	record := func(name, rec string) {
-		t.Helper()
-		if err := os.MkdirAll(ownerDir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(ownerDir, name), []byte(rec), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	add := func(rec string) string {
-		t.Helper()
-		name := uniqueName("t")
-		if rec != "" {
-			record(name, rec)
-		}
-		if err := ip(ctx, "netns", "add", name); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if names, _ := List(); slices.Contains(names, name) {
-				_ = ip(ctx, "netns", "delete", name)
-			}
-			_ = removeOwner(name)
-		})
-		return name
-	}
-	reused := add(strconv.Itoa(me) + " " + strconv.FormatInt(start+1, 10) + "\n")
-	gone := add(strconv.Itoa(dead) + " 1\n")
-	live := add(strconv.Itoa(me) + " " + strconv.FormatInt(start, 10) + "\n")
-	unowned := add("")
+	dead := deadPID(t)
+	reused := addRecorded(t, strconv.Itoa(me)+" "+strconv.FormatInt(start+1, 10)+"\n")
+	gone := addRecorded(t, strconv.Itoa(dead)+" 1\n")
+	live := addRecorded(t, strconv.Itoa(me)+" "+strconv.FormatInt(start, 10)+"\n")
+	unowned := addRecorded(t, "")
 	orphanRec := uniqueName("t")
-	record(orphanRec, strconv.Itoa(dead)+" 1\n")
+	writeRecord(t, orphanRec, strconv.Itoa(dead)+" 1\n")
 	t.Cleanup(func() { _ = removeOwner(orphanRec) })
 
 	reaped, err := reapStale(ctx)
@@ -141,26 +110,7 @@ func TestReapStaleKillsProcessesInside(t *testing.T) {
 		t.Skip(err)
 	}
 	ctx := context.Background()
-	child := exec.Command("true")
-	if err := child.Run(); err != nil {
-		t.Fatal(err)
-	}
-	name := uniqueName("t")
-	if err := os.MkdirAll(ownerDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(ownerDir, name), []byte(strconv.Itoa(child.Process.Pid)+" 1\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := ip(ctx, "netns", "add", name); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if names, _ := List(); slices.Contains(names, name) {
-			_ = ip(ctx, "netns", "delete", name)
-		}
-		_ = removeOwner(name)
-	})
+	name := addRecorded(t, strconv.Itoa(deadPID(t))+" 1\n")
 	start := func(args ...string) (*exec.Cmd, <-chan error) {
 		t.Helper()
 		// "ready" is printed once the shell runs (inside the namespace
@@ -203,4 +153,46 @@ func TestReapStaleKillsProcessesInside(t *testing.T) {
 	if names, _ := List(); slices.Contains(names, name) {
 		t.Fatalf("namespace %s of a gone owner still there", name)
 	}
+}
+
+// deadPID is the pid of a child that has exited and been reaped.
+func deadPID(t *testing.T) int {
+	t.Helper()
+	child := exec.Command("true")
+	if err := child.Run(); err != nil {
+		t.Fatal(err)
+	}
+	return child.Process.Pid
+}
+
+// writeRecord writes rec as the owner record of namespace name.
+func writeRecord(t *testing.T, name, rec string) {
+	t.Helper()
+	if err := os.MkdirAll(ownerDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ownerDir, name), []byte(rec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// addRecorded makes a namespace with owner record rec (none when empty),
+// deleted with its record when the test ends.
+func addRecorded(t *testing.T, rec string) string {
+	t.Helper()
+	ctx := context.Background()
+	name := uniqueName("t")
+	if rec != "" {
+		writeRecord(t, name, rec)
+	}
+	if err := ip(ctx, "netns", "add", name); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if names, _ := List(); slices.Contains(names, name) {
+			_ = ip(ctx, "netns", "delete", name)
+		}
+		_ = removeOwner(name)
+	})
+	return name
 }

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -355,12 +356,31 @@ type Sim struct {
 	C *gpiosim.Chip
 }
 
+// SimLabel is the label of the chips NewSim makes unless the test gives
+// one: what a killed test binary left is found by it.
+const SimLabel = "hilrig-gpiotest"
+
+// reaped holds the chip directories (gpiosim.Dir) this process already
+// cleared of the chips of test binaries that are gone (killed before
+// their cleanup ran): once each, at the first NewSim there.
+var reaped sync.Map
+
 // NewSim creates a simulated chip with MinLines named lines ("L0".."L7")
-// under a name unique to the test and removes it when the test ends.
+// under a name unique to the test and removes it when the test ends. Its
+// first call per chip directory in a process removes the SimLabel chips
+// there whose creator is gone.
 func NewSim(t testing.TB, cfg gpiosim.Config) *Sim {
 	t.Helper()
+	if _, done := reaped.LoadOrStore(gpiosim.Dir(cfg.Dir), true); !done {
+		if gone, err := gpiosim.RemoveStale(cfg.Dir, SimLabel); len(gone) > 0 || err != nil {
+			t.Logf("removed sim chips of test binaries that are gone: %v (%v)", gone, err)
+		}
+	}
 	if cfg.Lines == 0 {
 		cfg.Lines = MinLines
+	}
+	if cfg.Label == "" {
+		cfg.Label = SimLabel
 	}
 	if cfg.LineNames == nil {
 		for i := range cfg.Lines {

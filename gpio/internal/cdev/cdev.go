@@ -290,6 +290,9 @@ type Watcher struct {
 	r, w    int // unread events are buf[r:w]
 	dropped atomic.Uint64
 	closed  atomic.Bool // Close may run on another goroutine than reads
+	// hookWait, when set (tests only), runs between ReadEdges' closed
+	// check and its wait: where a Close from another goroutine can land.
+	hookWait func()
 }
 
 // Watch requests the lines as inputs with edge detection on both edges.
@@ -363,7 +366,16 @@ func (w *Watcher) ReadEdges(ctx context.Context, dst []core.Edge) (int, error) {
 		if d, ok := ctx.Deadline(); ok && d.Before(dl) {
 			dl = d
 		}
+		if w.hookWait != nil {
+			w.hookWait()
+		}
 		if err := w.f.SetReadDeadline(dl); err != nil {
+			if w.closed.Load() {
+				// Close ran after the check above. The os package reports
+				// it with internal/poll's ErrFileClosing here, which is not
+				// os.ErrClosed; Close sets the flag before it closes.
+				return 0, core.ErrClosed
+			}
 			return 0, fmt.Errorf("gpio: watch %s: %w", w.ref, err)
 		}
 		n, err := w.f.Read(w.buf[:])
@@ -373,7 +385,7 @@ func (w *Watcher) ReadEdges(ctx context.Context, dst []core.Edge) (int, error) {
 			break
 		}
 		if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
-			if errors.Is(err, os.ErrClosed) {
+			if errors.Is(err, os.ErrClosed) || w.closed.Load() {
 				return 0, core.ErrClosed
 			}
 			return 0, fmt.Errorf("gpio: watch %s: read events: %w", w.ref, err)

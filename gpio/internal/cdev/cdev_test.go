@@ -143,3 +143,24 @@ func TestCloseUnblocksRead(t *testing.T) {
 		t.Fatalf("second Close: %v", err)
 	}
 }
+
+// TestReadEdgesClosedBetweenCheckAndWait: a Close that lands after
+// ReadEdges checked the closed flag but before it set the read deadline
+// (the descriptor is closed, the flag not yet seen) still ends the read
+// with ErrClosed. It returned "gpio: watch …: use of closed file" (found in
+// the arm64 virtual board's kernel conformance run, CI 2026-12-07).
+func TestReadEdgesClosedBetweenCheckAndWait(t *testing.T) {
+	w, pw := pipeWatcher(t, 3)
+	defer pw.Close()
+	// The interleaving, made deterministic: Close runs right after the
+	// check saw the watcher open.
+	w.hookWait = func() {
+		if err := w.Close(); err != nil {
+			t.Error(err)
+		}
+	}
+	dst := make([]core.Edge, 4)
+	if _, err := w.ReadEdges(context.Background(), dst); !errors.Is(err, core.ErrClosed) {
+		t.Fatalf("ReadEdges on a descriptor closed under it: %v, want ErrClosed", err)
+	}
+}

@@ -69,6 +69,23 @@ func (p closePair) sendUntil(t *testing.T, delivered <-chan struct{}) {
 	t.Fatal("no message delivered within 5 s")
 }
 
+// nextUntilEntered runs p.sub.Next in another goroutine with a callback
+// that signals it has started and then runs fn, sends until that callback
+// has started, and returns what that Next will return.
+func (p closePair) nextUntilEntered(t *testing.T, fn func()) <-chan error {
+	t.Helper()
+	entered := make(chan struct{})
+	nextDone := make(chan error, 1)
+	go func() {
+		nextDone <- p.sub.Next(context.Background(), func(*middleware.Message) {
+			close(entered)
+			fn()
+		})
+	}()
+	p.sendUntil(t, entered)
+	return nextDone
+}
+
 // within returns what ch yields, failing the test with "what" when
 // nothing arrives within 5 s.
 func within[T any](t *testing.T, ch <-chan T, what string) T {
@@ -95,16 +112,8 @@ func TestCloseInsideCallbackReturns(t *testing.T) {
 	for _, tc := range closeTransports {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newClosePair(t, tc.tr)
-			entered := make(chan struct{})
 			closed := make(chan error, 1)
-			nextDone := make(chan error, 1)
-			go func() {
-				nextDone <- p.sub.Next(context.Background(), func(*middleware.Message) {
-					close(entered)
-					closed <- p.sub.Close()
-				})
-			}()
-			p.sendUntil(t, entered)
+			nextDone := p.nextUntilEntered(t, func() { closed <- p.sub.Close() })
 			if err := within(t, closed, "Close called inside the callback (waiting for its own callback?) did not return"); err != nil {
 				t.Fatalf("Close inside the callback: %v", err)
 			}
@@ -127,16 +136,8 @@ func TestCloseWaitsForRunningCallback(t *testing.T) {
 	for _, tc := range closeTransports {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newClosePair(t, tc.tr)
-			entered := make(chan struct{})
 			release := make(chan struct{})
-			nextDone := make(chan error, 1)
-			go func() {
-				nextDone <- p.sub.Next(context.Background(), func(*middleware.Message) {
-					close(entered)
-					<-release
-				})
-			}()
-			p.sendUntil(t, entered)
+			nextDone := p.nextUntilEntered(t, func() { <-release })
 			// The subscriber is now the segment's last user.
 			if err := p.pub.Close(); err != nil {
 				t.Fatal(err)
@@ -179,17 +180,11 @@ func TestStatsInsideCallbackAfterClose(t *testing.T) {
 	for _, tc := range closeTransports {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newClosePair(t, tc.tr)
-			entered := make(chan struct{})
 			stats := make(chan middleware.SubscriberStats, 1)
-			nextDone := make(chan error, 1)
-			go func() {
-				nextDone <- p.sub.Next(context.Background(), func(*middleware.Message) {
-					close(entered)
-					_ = p.sub.Close()
-					stats <- p.sub.Stats()
-				})
-			}()
-			p.sendUntil(t, entered)
+			nextDone := p.nextUntilEntered(t, func() {
+				_ = p.sub.Close()
+				stats <- p.sub.Stats()
+			})
 			st := within(t, stats, "Stats called inside the callback after Close (waiting for its own teardown?) did not return")
 			if err := within(t, nextDone, "the Next that ran the callback did not return"); err != nil && !errors.Is(err, middleware.ErrClosed) {
 				t.Fatalf("the Next that ran the callback returned %v", err)

@@ -278,7 +278,7 @@ func Create(name string, cfg Config) (*Chip, error) {
 		// Replace only a chip whose creator is gone.
 		old, oerr := openPath(name, path)
 		if oerr == nil {
-			alive := sys.ProcessAlive(int(old.u32(hCreator).Load()))
+			alive := old.creatorAlive()
 			old.Close()
 			if alive {
 				break
@@ -319,7 +319,7 @@ func RemoveStale(dir, labelPrefix string) ([]string, error) {
 		if err != nil {
 			continue // gone meanwhile, or not a chip of this layout
 		}
-		stale := strings.HasPrefix(c.Label(), labelPrefix) && !sys.ProcessAlive(int(c.u32(hCreator).Load()))
+		stale := strings.HasPrefix(c.Label(), labelPrefix) && !c.creatorAlive()
 		c.Close()
 		if !stale {
 			continue
@@ -334,6 +334,10 @@ func RemoveStale(dir, labelPrefix string) ([]string, error) {
 	}
 	return removed, errors.Join(errs...)
 }
+
+// creatorAlive reports whether the process that created the chip still
+// runs (or its PID was taken by another process: this cannot tell).
+func (c *Chip) creatorAlive() bool { return sys.ProcessAlive(int(c.u32(hCreator).Load())) }
 
 // Open maps the existing chip name (in Dir("")).
 func Open(name string) (*Chip, error) { return OpenIn("", name) }

@@ -43,6 +43,20 @@ type DelayFetcher interface {
 	FetchDelays(ctx context.Context, dst []float64) ([]float64, error)
 }
 
+// DelayResolver is implemented by [DelayFetcher]s whose delays come from
+// sampled records, so each delay is only as fine as the sample interval.
+type DelayResolver interface {
+	// DelayResolution returns the time resolution, in seconds, of the
+	// delays the last FetchDelays returned (the coarsest sample interval
+	// of the records they came from); 0 before any fetch. It does no I/O.
+	DelayResolution() float64
+}
+
+// FineResolution is the finest resolution the harness asks of fetched
+// delays: 0.1 % of the delay. Coarser delays are used with their
+// resolution stated beside them.
+const FineResolution = 1e-3
+
 // Polarity is the edge a delay measurement starts or stops on.
 type Polarity int
 

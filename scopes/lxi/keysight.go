@@ -38,10 +38,15 @@ import (
 //     after every configuration command so an error names the command.
 //   - FetchDelays, chapter ":WAVeform Commands": :WAVeform:SOURce
 //     CHANnel<n>, :WAVeform:FORMat BYTE, :WAVeform:POINts:MODE RAW,
-//     :WAVeform:PREamble? and :WAVeform:DATA? (an IEEE 488.2
-//     definite-length block) for both channels of the last acquisition;
-//     stop the acquisition (:STOP) first on a real instrument so both
-//     records come from the same acquisition.
+//     :WAVeform:POINts MAXimum, :WAVeform:PREamble? and :WAVeform:DATA?
+//     (an IEEE 488.2 definite-length block) for both channels of the last
+//     acquisition; stop the acquisition (:STOP) first on a real instrument
+//     so both records come from the same acquisition. Without
+//     :WAVeform:POINts the instrument transfers 1000 time buckets across
+//     the screen (the guide's ":WAVeform:POINts" entry; MAXimum with the
+//     instrument stopped transfers every point of the record), which made
+//     a 50 µs delay read 51 µs: [Keysight.DelayResolution] reports the
+//     sample interval the delays came from.
 //
 // *IDN? must name KEYSIGHT (or AGILENT) TECHNOLOGIES and a 3000 X / 4000 X
 // model before anything is configured ([scopes.ErrWrongInstrument]
@@ -52,12 +57,19 @@ import (
 type Keysight struct {
 	base
 	window scopes.Window
+	// resolution is the coarsest XIncrement (s) of the last fetch.
+	resolution float64
 }
 
 var (
-	_ Instrument          = (*Keysight)(nil)
-	_ scopes.DelayFetcher = (*Keysight)(nil)
+	_ Instrument           = (*Keysight)(nil)
+	_ scopes.DelayFetcher  = (*Keysight)(nil)
+	_ scopes.DelayResolver = (*Keysight)(nil)
 )
+
+// DelayResolution returns the sample interval (s) of the coarser record
+// behind the last FetchDelays; 0 before one. No I/O.
+func (k *Keysight) DelayResolution() float64 { return k.resolution }
 
 // DialKeysight connects to an InfiniiVision scope. It blocks until connected.
 func DialKeysight(ctx context.Context, o Options) (*Keysight, error) {
@@ -186,9 +198,10 @@ func (k *Keysight) FetchDelays(ctx context.Context, dst []float64) ([]float64, e
 		return dst, scopes.ErrNotConfigured
 	}
 	var edges [2][]scopes.Edge
+	k.resolution = 0
 	for i, ch := range []int{k.cfg.Source, k.cfg.Dest} {
 		if err := k.writeAll(ctx, fmt.Sprintf(":WAVeform:SOURce CHANnel%d", ch), ":WAVeform:FORMat BYTE",
-			":WAVeform:POINts:MODE RAW"); err != nil {
+			":WAVeform:POINts:MODE RAW", ":WAVeform:POINts MAXimum"); err != nil {
 			return dst, fmt.Errorf("keysight waveform CH%d: %w", ch, err)
 		}
 		ps, err := k.c.Query(ctx, ":WAVeform:PREamble?")
@@ -209,6 +222,7 @@ func (k *Keysight) FetchDelays(ctx context.Context, dst []float64) ([]float64, e
 			th = k.cfg.ThresholdV
 		}
 		edges[i] = WaveformEdges(nil, data, pre, th, hyst)
+		k.resolution = max(k.resolution, pre.XIncrement)
 	}
 	ns := scopes.PairDelays(nil, edges[0], edges[1], k.cfg.SourceEdge, k.cfg.DestEdge, k.cfg.PopulationLimit)
 	return scopes.NsToSeconds(dst, ns), nil

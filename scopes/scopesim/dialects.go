@@ -160,6 +160,9 @@ func (s *Server) tek(h string, q bool, a string) (string, bool) {
 		m.limitOn = v
 		return "", ok
 	}
+	if _, ok := matchHeader("HORizontal:SCAle", h); ok && q {
+		return fmt.Sprintf("%.4E", s.timebase), true
+	}
 	if _, ok := matchHeader("ACQuire:STATE", h); ok {
 		if q {
 			return map[bool]string{true: "0", false: "1"}[s.stopped], true
@@ -267,6 +270,26 @@ func (s *Server) keysight(h string, q bool, a string) (string, bool) {
 		return "", strings.EqualFold(a, "BYTE")
 	case is(h, ":WAVeform:POINts:MODE") && !q:
 		return "", true
+	case is(h, ":WAVeform:POINts"):
+		// Without a setting the record is 1000 time buckets across the
+		// screen; MAXimum transfers every acquired point.
+		if q {
+			return strconv.Itoa(s.waveform().points), true
+		}
+		if u := strings.ToUpper(a); u == "MAX" || u == "MAXIMUM" {
+			s.wfPoints = -1
+			return "", true
+		}
+		n, err := strconv.Atoi(a)
+		if err != nil || n < 100 {
+			return "", false
+		}
+		s.wfPoints = n
+		return "", true
+	case is(h, ":TIMebase:RANGe") && q:
+		return fmt.Sprintf("%+.10E", 10*s.timebase), true
+	case is(h, ":TIMebase:SCALe") && q:
+		return fmt.Sprintf("%+.10E", s.timebase), true
 	case is(h, ":WAVeform:PREamble") && q:
 		p := s.waveform()
 		return fmt.Sprintf("+0,+0,+%d,+1,%+.10E,%+.10E,+0,%+.6E,+0.0E+00,+%d", p.points, p.xinc, p.xorg, wfYInc, wfYRef), true
@@ -278,7 +301,7 @@ func (s *Server) keysight(h string, q bool, a string) (string, bool) {
 			return "", true
 		}
 		d := s.delays()
-		st := scopes.StatsFromDelays(d)
+		st := s.stats()
 		var cur scopes.Value // "current": the last delay measured
 		if len(d) > 0 {
 			cur = scopes.Some(d[len(d)-1])
@@ -333,6 +356,8 @@ func (s *Server) rigol(h string, q bool, a string) (string, bool) {
 		}
 		s.window = n
 		return "", true
+	case is(h, ":TIMebase:MAIN:SCALe") && q, is(h, ":TIMebase:SCALe") && q:
+		return fmt.Sprintf("%.4E", s.timebase), true
 	case is(h, ":TRIGger:STATus") && q:
 		if s.stopped {
 			return "STOP", true
@@ -467,6 +492,8 @@ func (s *Server) siglent(h string, q bool, a string) (string, bool) {
 		}
 		s.window = n
 		return "", true
+	case is(h, ":TIMebase:SCALe") && q:
+		return fmt.Sprintf("%.2E", s.timebase), true
 	case is(h, ":TRIGger:STATus") && q:
 		if s.stopped {
 			return "Stop", true
@@ -505,12 +532,16 @@ func (s *Server) siglent(h string, q bool, a string) (string, bool) {
 
 // Simulated waveform records (Keysight BYTE format): 0 V is byte wfYRef,
 // 3.3 V is wfYRef+200; the record spans the stored edges of both delay
-// channels plus a margin, at most wfMaxPoints samples and at least 1 ns
+// channels plus a margin, at most wfMaxPoints samples (1000 unless
+// :WAVeform:POINts asked for more) and at least 1 ns
 // per sample.
 const (
 	wfYRef      = 20
 	wfYInc      = 3.3 / 200
 	wfMaxPoints = 1_000_000
+	// wfDefaultPoints is the record :WAVeform:DATA? sends when
+	// :WAVeform:POINts was never set: 1000 time buckets across the screen.
+	wfDefaultPoints = 1000
 )
 
 type wfParams struct {
@@ -545,9 +576,16 @@ func (s *Server) waveform() wfParams {
 	start := float64(lo) - float64(hi-lo)*0.05 - 10
 	n := int(span) + 20
 	step := 1.0
-	if n > wfMaxPoints {
-		step = (span + 20) / wfMaxPoints
-		n = wfMaxPoints
+	limit := wfMaxPoints
+	switch {
+	case s.wfPoints == 0:
+		limit = wfDefaultPoints
+	case s.wfPoints > 0:
+		limit = min(limit, s.wfPoints)
+	}
+	if n > limit {
+		step = (span + 20) / float64(limit)
+		n = limit
 	}
 	return wfParams{points: n, startNs: start, xinc: step * 1e-9, xorg: start * 1e-9}
 }

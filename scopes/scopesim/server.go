@@ -95,6 +95,10 @@ type Config struct {
 	// core channel procedures a client needs are implemented.
 	VXI11            bool
 	PortmapperListen string
+	// TimebaseScale is the horizontal scale in seconds per division the
+	// instrument reports (10 divisions on screen; 12 on a DS1000Z);
+	// default 0.1 s/div, so delays up to 1 s are on screen.
+	TimebaseScale float64
 	// MaxEdges bounds the edges kept per channel since the last reset;
 	// older edges are dropped. Default 1<<20.
 	MaxEdges int
@@ -126,6 +130,17 @@ type Server struct {
 	drop     int
 	garbage  int
 	nomeas   bool
+	// Periodic faults: every lateEvery-th reply is held back lateBy,
+	// every garbageEvery-th is junk; replies counts every reply sent.
+	lateEvery, garbageEvery int
+	lateBy                  time.Duration
+	replies                 int
+	statsFault              StatsFault
+	// timebase is the horizontal scale in seconds per division.
+	timebase float64
+	// wfPoints is Keysight :WAVeform:POINts (0: the 1000-point default,
+	// -1: MAXimum).
+	wfPoints int
 	cmds     []string
 	rejects  []reject
 	wfSrc    int // Keysight :WAVeform:SOURce
@@ -175,6 +190,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.MaxEdges <= 0 {
 		cfg.MaxEdges = 1 << 20
 	}
+	if cfg.TimebaseScale <= 0 {
+		cfg.TimebaseScale = 0.1
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -193,7 +211,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	rctx, cancel := context.WithCancel(context.Background())
 	s := &Server{cfg: cfg, ln: ln, cancel: cancel, done: make(chan struct{}), log: cfg.Logger, edges: map[int][]scopes.Edge{},
-		header: cfg.Dialect == Tek, conns: map[net.Conn]struct{}{}, received: map[int]int{}}
+		header: cfg.Dialect == Tek, conns: map[net.Conn]struct{}{}, received: map[int]int{}, timebase: cfg.TimebaseScale}
 	switch cfg.Dialect {
 	case Rigol:
 		s.rigolFam = rigolFamilyOf(cfg.IDN)
@@ -246,6 +264,50 @@ func (s *Server) Close() error {
 
 // SetSlowReplies delays every reply by d (0 turns it off).
 func (s *Server) SetSlowReplies(d time.Duration) { s.mu.Lock(); s.slow = d; s.mu.Unlock() }
+
+// LateEvery holds back every nth query reply (counting every reply sent
+// since Start) by d, as a link that stalls periodically does; replies
+// behind it wait, in order. n 0 turns it off.
+func (s *Server) LateEvery(n int, d time.Duration) {
+	s.mu.Lock()
+	s.lateEvery, s.lateBy = n, d
+	s.mu.Unlock()
+}
+
+// GarbageEvery replaces every nth query reply (counting every reply sent
+// since Start) with binary junk; 0 turns it off.
+func (s *Server) GarbageEvery(n int) { s.mu.Lock(); s.garbageEvery = n; s.mu.Unlock() }
+
+// StatsFault is a way the simulator's delay statistics can be wrong, as
+// a reply-rewriting proxy or a misconfigured instrument makes them.
+type StatsFault int
+
+// Statistics faults.
+const (
+	// StatsOK: the statistics the edges give.
+	StatsOK StatsFault = iota
+	// StatsWrongUnits: every delay statistic in nanoseconds where the
+	// dialect sends seconds.
+	StatsWrongUnits
+	// StatsAllZero: mean, min, max and stddev 0 (what a delay from a
+	// channel to itself gives), the count unchanged.
+	StatsAllZero
+	// StatsHuge: the mean is 9.8E+37, just below the no-measurement value.
+	StatsHuge
+	// StatsCountOneSpread: count 1 with min ≠ max.
+	StatsCountOneSpread
+)
+
+// SetStatsFault makes every statistics reply carry f (StatsOK turns it off).
+func (s *Server) SetStatsFault(f StatsFault) { s.mu.Lock(); s.statsFault = f; s.mu.Unlock() }
+
+// ResetByOtherClient clears the statistics as another client's reset
+// command would (a second session on a shared lab scope).
+func (s *Server) ResetByOtherClient() { s.mu.Lock(); s.resetStats(); s.mu.Unlock() }
+
+// SetStatsWindow sets the rolling statistics window as the front panel
+// would (Keysight MCOunt, Rigol COUNt, Siglent MAXCount); 0 is unlimited.
+func (s *Server) SetStatsWindow(n int) { s.mu.Lock(); s.window = n; s.mu.Unlock() }
 
 // DropReplies makes the next n query replies vanish (processed, never sent).
 func (s *Server) DropReplies(n int) { s.mu.Lock(); s.drop = n; s.mu.Unlock() }
@@ -436,6 +498,13 @@ func (s *Server) sendReply(emit func(string) error, reply string) bool {
 	if garbage {
 		s.garbage--
 	}
+	s.replies++
+	if s.lateEvery > 0 && s.replies%s.lateEvery == 0 {
+		slow += s.lateBy
+	}
+	if s.garbageEvery > 0 && s.replies%s.garbageEvery == 0 {
+		garbage = !drop
+	}
 	s.mu.Unlock()
 	if slow > 0 {
 		t := time.NewTimer(slow)
@@ -574,8 +643,36 @@ func (s *Server) delays() []float64 {
 	return scopes.NsToSeconds(nil, ns)
 }
 
-// stats computes the DELAY statistics from the stored edges.
-func (s *Server) stats() scopes.Stats { return scopes.StatsFromDelays(s.delays()) }
+// stats computes the DELAY statistics from the stored edges, with the
+// statistics fault applied.
+func (s *Server) stats() scopes.Stats {
+	st := scopes.StatsFromDelays(s.delays())
+	if !st.Mean.OK {
+		return st
+	}
+	switch s.statsFault {
+	case StatsWrongUnits:
+		for _, v := range []*scopes.Value{&st.Mean, &st.Min, &st.Max, &st.StdDev} {
+			v.V *= 1e9
+		}
+	case StatsAllZero:
+		st.Mean, st.Min, st.Max, st.StdDev = scopes.Some(0), scopes.Some(0), scopes.Some(0), scopes.Some(0)
+	case StatsHuge:
+		st.Mean = scopes.Some(9.8e37)
+	case StatsCountOneSpread:
+		st.Count.N = 1
+		st.Max = scopes.Some(st.Min.V + 1e-6)
+	}
+	return st
+}
+
+// span is the horizontal span the timebase shows, in seconds.
+func (s *Server) span() float64 {
+	if s.cfg.Dialect == Rigol && s.rigolFam == ds1000z {
+		return 12 * s.timebase
+	}
+	return 10 * s.timebase
+}
 
 func popErr(q *[]queued) (queued, bool) {
 	if len(*q) == 0 {

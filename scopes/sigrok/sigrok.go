@@ -61,7 +61,10 @@ type capture struct {
 }
 
 var _ scopes.Scope = (*Analyzer)(nil)
-var _ scopes.DelayFetcher = (*Analyzer)(nil)
+var (
+	_ scopes.DelayFetcher  = (*Analyzer)(nil)
+	_ scopes.DelayResolver = (*Analyzer)(nil)
+)
 
 // New checks cfg and returns an Analyzer; it does not start sigrok-cli.
 func New(cfg Config) (*Analyzer, error) {
@@ -186,6 +189,10 @@ func (a *Analyzer) FetchDelays(_ context.Context, dst []float64) ([]float64, err
 	}
 	return append(dst, a.delays...), nil
 }
+
+// DelayResolution returns the sample interval (s) of the capture: every
+// delay is a whole number of samples. No I/O.
+func (a *Analyzer) DelayResolution() float64 { return 1 / float64(a.cfg.SampleRateHz) }
 
 // Close stops a running capture and waits for sigrok-cli to exit.
 func (a *Analyzer) Close() error { a.stop(); return nil }

@@ -198,8 +198,23 @@ func open(ctx context.Context, driver string, o Options, fams []family) (base, e
 }
 
 // configure sends each command and checks the instrument's error report
-// after it, so an error names the command that caused it.
+// after it, so an error names the command that caused it. A command
+// whose send or check met a timeout or garbage is sent again (see
+// [retry]): every configuration command is a setting, so sending it
+// twice is harmless.
 func (b *base) configure(ctx context.Context, check func(ctx context.Context, after string) error, cmds ...string) error {
+	for _, cmd := range cmds {
+		if err := retry(ctx, func() error { return b.configureOnce(ctx, check, cmd) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// configureOnce is configure without the retry, for a group of commands
+// that only make sense sent together from the first (Tektronix
+// DELETEALL + ADDMEAS: a second ADDMEAS alone is refused).
+func (b *base) configureOnce(ctx context.Context, check func(ctx context.Context, after string) error, cmds ...string) error {
 	for _, cmd := range cmds {
 		if err := b.c.Write(ctx, cmd); err != nil {
 			return err
@@ -209,6 +224,27 @@ func (b *base) configure(ctx context.Context, check func(ctx context.Context, af
 		}
 	}
 	return nil
+}
+
+// configAttempts bounds how often one configuration step is tried.
+const configAttempts = 3
+
+// retry runs step until it succeeds, fails with something other than a
+// transport fault ([scopes.ErrTimeout], [scopes.ErrGarbage]), ctx ends,
+// or configAttempts tries are spent. The connection resynchronises before
+// each new try. Configuration spends one error-queue reply per command
+// (Tektronix ten), so a link that garbles every 10th reply met one in
+// every whole attempt: retrying the step that met it is what makes
+// progress. Reads are not retried: a failed read is reported as such.
+func retry(ctx context.Context, step func() error) error {
+	var err error
+	for range configAttempts {
+		if err = step(); err == nil || ctx.Err() != nil ||
+			!errors.Is(err, scopes.ErrTimeout) && !errors.Is(err, scopes.ErrGarbage) {
+			return err
+		}
+	}
+	return err
 }
 
 // freezer stops acquisition for a read: state is the query telling

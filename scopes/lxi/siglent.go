@@ -86,16 +86,22 @@ func (s *Siglent) ConfigureDelay(ctx context.Context, cfg scopes.DelayConfig) er
 	}
 	window := scopes.Window{Kind: scopes.WindowLast, N: int64(cfg.PopulationLimit)}
 	if cfg.PopulationLimit == 0 {
-		r, err := s.c.Query(ctx, ":MEASure:ADVanced:STATistics:MAXCount?")
+		err := retry(ctx, func() error {
+			r, err := s.c.Query(ctx, ":MEASure:ADVanced:STATistics:MAXCount?")
+			if err != nil {
+				return err
+			}
+			n, err := scpi.ParseCount(r)
+			if err != nil || !n.OK {
+				s.c.Invalidate()
+				return fmt.Errorf(":MEASure:ADVanced:STATistics:MAXCount? = %q: %w", r, scopes.ErrGarbage)
+			}
+			window.N = n.N
+			return nil
+		})
 		if err != nil {
 			return fmt.Errorf("siglent configure: %w", err)
 		}
-		n, err := scpi.ParseCount(r)
-		if err != nil || !n.OK {
-			s.c.Invalidate()
-			return fmt.Errorf("siglent configure: :MEASure:ADVanced:STATistics:MAXCount? = %q: %w", r, scopes.ErrGarbage)
-		}
-		window.N = n.N
 	}
 	s.cfg, s.window = &cfg, window
 	return nil

@@ -91,23 +91,30 @@ func (t *Tek) ConfigureDelay(ctx context.Context, cfg scopes.DelayConfig) error 
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	if err := t.configure(ctx, t.events, "HEADer OFF", "MEASUrement:DELETEALL", "MEASUrement:ADDMEAS DELAY"); err != nil {
-		return fmt.Errorf("tek configure: %w", err)
-	}
-	list, err := t.c.Query(ctx, "MEASUrement:LIST?")
+	meas := ""
+	// One step: a retried ADDMEAS needs the DELETEALL before it.
+	err := retry(ctx, func() error {
+		if err := t.configureOnce(ctx, t.events, "HEADer OFF", "MEASUrement:DELETEALL", "MEASUrement:ADDMEAS DELAY"); err != nil {
+			return err
+		}
+		list, err := t.c.Query(ctx, "MEASUrement:LIST?")
+		if err != nil {
+			return err
+		}
+		for _, m := range strings.Split(list, ",") {
+			m = strings.ToUpper(strings.Trim(strings.TrimSpace(m), `"`))
+			if strings.HasPrefix(m, "MEAS") {
+				meas = m
+			}
+		}
+		if meas == "" {
+			t.c.Invalidate()
+			return fmt.Errorf("MEASUrement:LIST? = %q: %w: no measurement was added", list, scopes.ErrGarbage)
+		}
+		return nil
+	})
 	if err != nil {
 		return fmt.Errorf("tek configure: %w", err)
-	}
-	meas := ""
-	for _, m := range strings.Split(list, ",") {
-		m = strings.ToUpper(strings.Trim(strings.TrimSpace(m), `"`))
-		if strings.HasPrefix(m, "MEAS") {
-			meas = m
-		}
-	}
-	if meas == "" {
-		t.c.Invalidate()
-		return fmt.Errorf("tek configure: MEASUrement:LIST? = %q: %w: no measurement was added", list, scopes.ErrGarbage)
 	}
 	p := "MEASUrement:" + meas
 	cmds := []string{

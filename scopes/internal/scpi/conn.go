@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,8 +34,9 @@ type transport interface {
 
 // Options tune a [Conn]. The zero value is usable.
 type Options struct {
-	// Timeout bounds each command or query (and each resynchronisation);
-	// the ctx deadline, when earlier, wins. Default 5 s.
+	// Timeout bounds each command or query; a resynchronisation waits
+	// up to twice that for its marker. The ctx deadline, when earlier,
+	// wins. Default 5 s.
 	Timeout time.Duration
 	// DrainQuiet is how long the stream must stay silent for a drain to
 	// finish during resynchronisation. Default 50 ms.
@@ -80,9 +82,11 @@ type Conn struct {
 	desync   bool
 	closed   bool
 	resyncs  int
+	// attempts counts resynchronisations begun (completed or not).
+	attempts int
 	// lastMarker is the previous resynchronisation's marker; the next
 	// one differs, so its late replies cannot pass for the new one.
-	lastMarker [markerRounds]int
+	lastMarker []int
 }
 
 func newConn(t transport, addr string, o Options) *Conn {
@@ -352,6 +356,20 @@ func (c *Conn) readBlock(ctx context.Context, dl time.Time) ([]byte, error) {
 // marker's (a new marker always differs from the last one).
 const markerRounds = 3
 
+// markerExtra bounds the extra rounds a resynchronisation adds, drawn
+// afresh for every one after a Conn's first. A fault that recurs every N
+// replies, N being what one recovery plus the next read spends (a link
+// that stalls every 5th reply against a Keysight read: 4 marker replies +
+// 1 query; every 12th against a frozen read of 8), met every attempt when
+// each recovery spent the same; a length drawn from
+// markerRounds..markerRounds+markerExtra shifts the phase, so no period
+// can lock onto it.
+const markerExtra = 2
+
+// resyncTimeouts is how many per-command timeouts a resynchronisation
+// waits for its marker.
+const resyncTimeouts = 2
+
 // resync proves the reply stream is aligned again after a timeout,
 // cancellation or garbage reply. The caller holds c.mu.
 //
@@ -376,7 +394,22 @@ func (c *Conn) resync(ctx context.Context, dl time.Time) error {
 	if err := c.drain(ctx, dl); err != nil {
 		return err
 	}
-	marker := c.newMarker()
+	rounds := markerRounds
+	if c.attempts > 0 {
+		rounds += rand.IntN(markerExtra + 1)
+	}
+	c.attempts++
+	marker := c.newMarker(rounds)
+	// The marker gets twice the per-command timeout: one late reply (a
+	// link that stalls now and then) then delays the recovery instead of
+	// failing it, and the next attempt meeting the same stall again.
+	dl = c.deadline(ctx)
+	if n := time.Now().Add(resyncTimeouts * c.o.Timeout); n.After(dl) {
+		dl = n
+		if d, ok := ctx.Deadline(); ok && d.Before(dl) {
+			dl = d
+		}
+	}
 	cmds := []string{"*CLS", "*ESE?"}
 	for _, v := range marker {
 		cmds = append(cmds, fmt.Sprintf("*ESE %d", v), "*ESE?")
@@ -386,9 +419,9 @@ func (c *Conn) resync(ctx context.Context, dl time.Time) error {
 			return fmt.Errorf("%s: resync: send %s: %w", c.addr, cmd, c.ioErr(ctx, err))
 		}
 	}
-	// seen holds the last markerRounds+1 lines: the user's *ESE? answer
+	// seen holds the last len(marker)+1 lines: the user's *ESE? answer
 	// followed by the marker values.
-	seen := make([]string, 0, markerRounds+1)
+	seen := make([]string, 0, len(marker)+1)
 	for {
 		line, err := c.readLine(ctx, dl)
 		if err != nil {
@@ -407,7 +440,7 @@ func (c *Conn) resync(ctx context.Context, dl time.Time) error {
 	// The line before the marker answers the first *ESE? unless it was
 	// lost; restore the mask only from a plausible answer.
 	restore := 0
-	if len(seen) == markerRounds+1 {
+	if len(seen) == len(marker)+1 {
 		if v, ok := parseMask(seen[0]); ok {
 			restore = v
 		}
@@ -434,14 +467,14 @@ func (c *Conn) discard() {
 	c.skipTerm = false
 }
 
-// newMarker draws marker values, never repeating the previous marker.
-func (c *Conn) newMarker() [markerRounds]int {
+// newMarker draws n marker values, never repeating the previous marker.
+func (c *Conn) newMarker(n int) []int {
+	m := make([]int, n)
 	for {
-		var m [markerRounds]int
 		for i := range m {
 			m[i] = rand.IntN(256)
 		}
-		if m != c.lastMarker {
+		if !slices.Equal(m, c.lastMarker) {
 			return m
 		}
 	}
@@ -449,11 +482,11 @@ func (c *Conn) newMarker() [markerRounds]int {
 
 // markerSeen reports whether the last len(marker) lines of seen are
 // exactly the marker values (NR1, an optional '+' allowed).
-func markerSeen(seen []string, marker [markerRounds]int) bool {
-	if len(seen) < markerRounds {
+func markerSeen(seen []string, marker []int) bool {
+	if len(seen) < len(marker) {
 		return false
 	}
-	tail := seen[len(seen)-markerRounds:]
+	tail := seen[len(seen)-len(marker):]
 	for i, v := range marker {
 		got, ok := parseMask(tail[i])
 		if !ok || got != v {

@@ -40,6 +40,19 @@ var (
 	// was measured since the reset (no edges, wrong channels or
 	// threshold). The Stats returned alongside say what was read.
 	ErrNoResult = errors.New("scope: no result")
+	// ErrImplausible: ReadStats got figures that cannot be a delay
+	// measurement (min above the mean, a negative deviation, a count of
+	// 1 with a spread, a value beyond the timebase's span — a reply in
+	// nanoseconds where seconds are meant —, all zero as a channel timed
+	// against itself gives). The concrete error is an
+	// [*ImplausibleError] naming the rule and the reply; no figure of
+	// that read is returned.
+	ErrImplausible = errors.New("scope: implausible reading refused")
+	// ErrStatsReset: the statistics were cleared or lost acquisitions
+	// during the measurement (another client's reset, a rolling window):
+	// the count went backwards or fell short of what the elapsed time
+	// implies, or the extremes narrowed. [*ResetError] says which.
+	ErrStatsReset = errors.New("scope: statistics reset during the measurement")
 	// ErrWrongInstrument: *IDN? names a vendor or model family the driver
 	// does not support; the message names what answered and what the
 	// driver supports.
@@ -70,3 +83,30 @@ func (e *InstrumentError) Error() string {
 
 // Is reports whether target is [ErrInstrument].
 func (e *InstrumentError) Is(target error) bool { return target == ErrInstrument }
+
+// ImplausibleError is a statistics read refused by [Stats.CheckPlausible]:
+// the rule it broke, the statistic that broke it and, filled by the
+// driver, the instrument reply that carried it. It matches
+// [ErrImplausible] under [errors.Is].
+type ImplausibleError struct {
+	// Rule is the rule broken, e.g. "min ≤ mean ≤ max".
+	Rule string
+	// Field is the statistic that broke it: "mean", "min", "max",
+	// "stddev" or "count".
+	Field string
+	// Reply is the query and the instrument's reply carrying Field
+	// (verbatim, clipped); empty when unknown.
+	Reply string
+}
+
+// Error implements error.
+func (e *ImplausibleError) Error() string {
+	s := fmt.Sprintf("%v: %s breaks %s", ErrImplausible, e.Field, e.Rule)
+	if e.Reply != "" {
+		s += " (reply " + e.Reply + ")"
+	}
+	return s
+}
+
+// Is reports whether target is [ErrImplausible].
+func (e *ImplausibleError) Is(target error) bool { return target == ErrImplausible }

@@ -286,6 +286,63 @@ func (s Stats) CheckResult(what string) error {
 	return nil
 }
 
+// roundSlack is the relative slack of the order rules: instruments print
+// 4–6 significant digits, so a mean equal to the min can print a unit of
+// its last digit below it.
+const roundSlack = 5e-4
+
+// CheckPlausible returns an [*ImplausibleError] (no Reply; the driver
+// adds it) when the present figures of s cannot be a delay measurement:
+// every value within ±span seconds (what the timebase shows; span ≤ 0
+// skips this rule), stddev ≥ 0, min ≤ mean ≤ max, count ≥ 1, count 1 ⇒
+// min = max, and not mean, min and max all exactly 0 (a channel timed
+// against itself). Order comparisons allow for the instruments' printed
+// digits. Call it after [Stats.CheckResult].
+func (s Stats) CheckPlausible(span float64) error {
+	fields := []struct {
+		name string
+		v    Value
+	}{{"mean", s.Mean}, {"min", s.Min}, {"max", s.Max}, {"stddev", s.StdDev}}
+	bad := func(field, rule string) error { return &ImplausibleError{Rule: rule, Field: field} }
+	if span > 0 {
+		for _, f := range fields {
+			if f.v.OK && math.Abs(f.v.V) > span {
+				return bad(f.name, fmt.Sprintf("|value| ≤ %s, the span the timebase shows (%s is beyond it: a reply in the wrong unit?)",
+					FormatSeconds(span), FormatSeconds(f.v.V)))
+			}
+		}
+	}
+	if s.StdDev.OK && s.StdDev.V < 0 {
+		return bad("stddev", fmt.Sprintf("stddev ≥ 0 (got %s)", FormatSeconds(s.StdDev.V)))
+	}
+	mag := 0.0
+	for _, f := range fields[:3] {
+		if f.v.OK {
+			mag = max(mag, math.Abs(f.v.V))
+		}
+	}
+	tol := roundSlack * mag
+	if s.Min.OK && s.Max.OK && s.Min.V > s.Max.V+tol {
+		return bad("min", fmt.Sprintf("min ≤ max (min %s, max %s)", FormatSeconds(s.Min.V), FormatSeconds(s.Max.V)))
+	}
+	if s.Mean.OK && s.Min.OK && s.Mean.V < s.Min.V-tol {
+		return bad("mean", fmt.Sprintf("min ≤ mean (mean %s, min %s)", FormatSeconds(s.Mean.V), FormatSeconds(s.Min.V)))
+	}
+	if s.Mean.OK && s.Max.OK && s.Mean.V > s.Max.V+tol {
+		return bad("mean", fmt.Sprintf("mean ≤ max (mean %s, max %s)", FormatSeconds(s.Mean.V), FormatSeconds(s.Max.V)))
+	}
+	if s.Count.OK && s.Count.N < 1 {
+		return bad("count", fmt.Sprintf("count ≥ 1 (got %d)", s.Count.N))
+	}
+	if s.Count.OK && s.Count.N == 1 && s.Min.OK && s.Max.OK && math.Abs(s.Max.V-s.Min.V) > tol {
+		return bad("count", fmt.Sprintf("count 1 ⇒ min = max (min %s, max %s)", FormatSeconds(s.Min.V), FormatSeconds(s.Max.V)))
+	}
+	if s.Mean.OK && s.Min.OK && s.Max.OK && s.Mean.V == 0 && s.Min.V == 0 && s.Max.V == 0 {
+		return bad("mean", "not all of mean, min and max exactly 0 (what a channel timed against itself gives)")
+	}
+	return nil
+}
+
 // Identity is a parsed *IDN? reply.
 type Identity struct {
 	Vendor, Model, Serial, Firmware string

@@ -224,3 +224,37 @@ func TestCheckResult(t *testing.T) {
 		t.Errorf("capture of one delay: %v %v", st, err)
 	}
 }
+
+// Each plausibility rule refuses what breaks it and names the field;
+// rounding in the instrument's printed digits is not a violation.
+func TestCheckPlausible(t *testing.T) {
+	s, c := scopes.Some, func(n int64) scopes.Count { return scopes.Count{N: n, OK: true} }
+	for _, tc := range []struct {
+		name  string
+		st    scopes.Stats
+		field string // "" = plausible
+	}{
+		{"good", scopes.Stats{Mean: s(3e-6), Min: s(2e-6), Max: s(4e-6), StdDev: s(1e-6), Count: c(2)}, ""},
+		{"rounded mean below min", scopes.Stats{Mean: s(1.2344e-6), Min: s(1.2345e-6), Max: s(1.2345e-6), Count: c(5)}, ""},
+		{"one delay", scopes.Stats{Mean: s(5e-6), Min: s(5e-6), Max: s(5e-6), StdDev: s(0), Count: c(1)}, ""},
+		{"missing figures", scopes.Stats{Mean: s(5e-6)}, ""},
+		{"beyond span", scopes.Stats{Mean: s(49893.6), Min: s(49000), Max: s(51000)}, "mean"},
+		{"min beyond span", scopes.Stats{Mean: s(1e-6), Min: s(-2), Max: s(1e-6)}, "min"},
+		{"negative stddev", scopes.Stats{Mean: s(3e-6), Min: s(2e-6), Max: s(4e-6), StdDev: s(-1e-9)}, "stddev"},
+		{"min above max", scopes.Stats{Mean: s(3e-6), Min: s(5e-6), Max: s(4e-6)}, "min"},
+		{"mean below min", scopes.Stats{Mean: s(1e-6), Min: s(2e-6), Max: s(4e-6)}, "mean"},
+		{"mean above max", scopes.Stats{Mean: s(5e-6), Min: s(2e-6), Max: s(4e-6)}, "mean"},
+		{"count 1 spread", scopes.Stats{Mean: s(3e-6), Min: s(2e-6), Max: s(4e-6), Count: c(1)}, "count"},
+		{"all zero", scopes.Stats{Mean: s(0), Min: s(0), Max: s(0), StdDev: s(0), Count: c(100)}, "mean"},
+		{"negative count", scopes.Stats{Mean: s(1e-6), Count: c(-1)}, "count"},
+	} {
+		err := tc.st.CheckPlausible(1)
+		var ie *scopes.ImplausibleError
+		switch {
+		case tc.field == "" && err != nil:
+			t.Errorf("%s: %v, want plausible", tc.name, err)
+		case tc.field != "" && (!errors.As(err, &ie) || ie.Field != tc.field || !errors.Is(err, scopes.ErrImplausible)):
+			t.Errorf("%s: %v, want a refusal of %s", tc.name, err, tc.field)
+		}
+	}
+}

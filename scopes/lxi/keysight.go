@@ -34,6 +34,9 @@ import (
 //     reported as a rolling window of the last n; without a population
 //     limit the driver sets INFinite (every value since the reset).
 //   - :MEASure:STATistics:RESet — reset statistics.
+//   - :TIMebase:RANGe? (chapter ":TIMebase Commands") — the full-scale
+//     horizontal time in seconds, read at ConfigureDelay: no delay can
+//     exceed it (a reading beyond it is refused, [scopes.ErrImplausible]).
 //   - :SYSTem:ERRor? — <code>,"<text>", 0 when the queue is empty; read
 //     after every configuration command so an error names the command.
 //   - FetchDelays, chapter ":WAVeform Commands": :WAVeform:SOURce
@@ -117,6 +120,9 @@ func (k *Keysight) ConfigureDelay(ctx context.Context, cfg scopes.DelayConfig) e
 	if err := k.configure(ctx, k.systemErrors, cmds...); err != nil {
 		return fmt.Errorf("keysight configure: %w", err)
 	}
+	if err := k.readSpan(ctx, ":TIMebase:RANGe?", 1); err != nil {
+		return fmt.Errorf("keysight configure: %w", err)
+	}
 	k.cfg, k.window = &cfg, window
 	return nil
 }
@@ -152,6 +158,9 @@ func (k *Keysight) ReadStats(ctx context.Context) (scopes.Stats, error) {
 	st.Window, st.Snapshot = k.window, scopes.SnapshotOneQuery
 	if err := st.CheckResult(":MEASure:RESults? " + clipS(s)); err != nil {
 		return st, fmt.Errorf("keysight stats: %w", err)
+	}
+	if err := k.plausible(st, func(string) string { return ":MEASure:RESults? → " + clipS(s) }); err != nil {
+		return scopes.Stats{}, fmt.Errorf("keysight stats: %w", err)
 	}
 	return st, nil
 }

@@ -153,6 +153,9 @@ type base struct {
 	id scopes.Identity
 	// fam is the supported family id matched.
 	fam family
+	// span is the horizontal span (s) the timebase showed at
+	// ConfigureDelay: no delay the instrument measures can exceed it.
+	span float64
 }
 
 // checkIdentity asks *IDN? and keeps the family it matches among fams;
@@ -320,12 +323,45 @@ func (b *base) writeAll(ctx context.Context, cmds ...string) error {
 	return nil
 }
 
-// stat queries one statistic; garbage invalidates the session.
-func (b *base) stat(ctx context.Context, cmd string) (scopes.Value, error) {
+// readSpan reads the timebase with query into b.span: the reply times
+// divisions (the screen's horizontal divisions; 1 when the query returns
+// the whole span). It is a configuration step (retried like one).
+func (b *base) readSpan(ctx context.Context, query string, divisions float64) error {
+	return retry(ctx, func() error {
+		r, err := b.c.Query(ctx, query)
+		if err != nil {
+			return err
+		}
+		v, err := scpi.ParseNumber(r)
+		if err != nil || !(v > 0) || scpi.IsNoMeasurement(v) {
+			b.c.Invalidate()
+			return fmt.Errorf("timebase %s = %q: %w: not a positive time", query, clipS(r), scopes.ErrGarbage)
+		}
+		b.span = v * divisions
+		return nil
+	})
+}
+
+// plausible refuses st when [scopes.Stats.CheckPlausible] does, against
+// the span read at ConfigureDelay; reply names the query and reply that
+// carried a field ("mean", "min", …).
+func (b *base) plausible(st scopes.Stats, reply func(field string) string) error {
+	err := st.CheckPlausible(b.span)
+	var ie *scopes.ImplausibleError
+	if errors.As(err, &ie) {
+		ie.Reply = reply(ie.Field)
+	}
+	return err
+}
+
+// stat queries one statistic, keeping the reply in *raw as "cmd → reply"
+// for error messages; garbage invalidates the session.
+func (b *base) stat(ctx context.Context, cmd string, raw *string) (scopes.Value, error) {
 	s, err := b.c.Query(ctx, cmd)
 	if err != nil {
 		return scopes.Value{}, err
 	}
+	*raw = cmd + " → " + clipS(s)
 	v, err := scpi.ParseStat(s)
 	if err != nil {
 		b.c.Invalidate()
@@ -334,11 +370,12 @@ func (b *base) stat(ctx context.Context, cmd string) (scopes.Value, error) {
 	return v, nil
 }
 
-func (b *base) count(ctx context.Context, cmd string) (scopes.Count, error) {
+func (b *base) count(ctx context.Context, cmd string, raw *string) (scopes.Count, error) {
 	s, err := b.c.Query(ctx, cmd)
 	if err != nil {
 		return scopes.Count{}, err
 	}
+	*raw = cmd + " → " + clipS(s)
 	v, err := scpi.ParseCount(s)
 	if err != nil {
 		b.c.Invalidate()
@@ -368,4 +405,24 @@ func (b *base) systemErrors(ctx context.Context, after string) error {
 		errs = append(errs, &scopes.InstrumentError{Code: code, Text: text, After: after})
 	}
 	return errors.Join(errs...)
+}
+
+// fieldReplies keeps the "query → reply" behind each statistic of one
+// read, so a refusal names the reply.
+type fieldReplies struct{ mean, min, max, stddev, count string }
+
+// of returns the reply behind field ("mean", "min", "max", "stddev",
+// "count").
+func (r *fieldReplies) of(field string) string {
+	switch field {
+	case "mean":
+		return r.mean
+	case "min":
+		return r.min
+	case "max":
+		return r.max
+	case "stddev":
+		return r.stddev
+	}
+	return r.count
 }

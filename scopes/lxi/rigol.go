@@ -31,7 +31,10 @@ import (
 //     :MEASure:STATistic:COUNt 2..100000 (default 1000); no
 //     :MEASure:STATistic:MODE.
 //
-// Shared by all three: :MEASure:SETup:DSA/DSB CHANnel<n> (delay sources,
+// Shared by all three: :TIMebase[:MAIN]:SCALe? (seconds per division,
+// read at ConfigureDelay; 12 horizontal divisions on a DS1000Z, 10 on the
+// others — a reading beyond that span is refused,
+// [scopes.ErrImplausible]), :MEASure:SETup:DSA/DSB CHANnel<n> (delay sources,
 // both always set), :MEASure:STATistic:DISPlay ON, :MEASure:STATistic:ITEM
 // <item>,CHANnel<a>,CHANnel<b>, :MEASure:STATistic:RESet,
 // :SYSTem:ERRor[:NEXT]? (checked after every configuration command, so an
@@ -66,10 +69,13 @@ type rigolTable struct {
 	// [countMin, countMax].
 	count              bool
 	countMin, countMax int
+	// divisions is the screen's horizontal divisions (the span no delay
+	// can exceed is :TIMebase:MAIN:SCALe? times this).
+	divisions float64
 }
 
 var rigolTables = []*rigolTable{
-	{fam: rigolDS1000Z, mode: ":MEASure:STATistic:MODE EXTRemum",
+	{fam: rigolDS1000Z, mode: ":MEASure:STATistic:MODE EXTRemum", divisions: 12,
 		item: func(src, dst scopes.Polarity) string {
 			switch {
 			case src == scopes.Rising && dst == scopes.Rising:
@@ -79,8 +85,8 @@ var rigolTables = []*rigolTable{
 			}
 			return ""
 		}},
-	{fam: rigolMSO5000, item: rigolEdgeItem, count: true, countMin: 2, countMax: 100000},
-	{fam: rigolDHO, item: rigolEdgeItem, count: true, countMin: 2, countMax: 100000},
+	{fam: rigolMSO5000, item: rigolEdgeItem, count: true, countMin: 2, countMax: 100000, divisions: 10},
+	{fam: rigolDHO, item: rigolEdgeItem, count: true, countMin: 2, countMax: 100000, divisions: 10},
 }
 
 // rigolEdgeItem is the MSO5000/DHO item: source A edge, source B edge.
@@ -162,6 +168,9 @@ func (r *Rigol) ConfigureDelay(ctx context.Context, cfg scopes.DelayConfig) erro
 	if err := r.configure(ctx, r.systemErrors, cmds...); err != nil {
 		return fmt.Errorf("rigol configure: %w", err)
 	}
+	if err := r.readSpan(ctx, ":TIMebase:MAIN:SCALe?", t.divisions); err != nil {
+		return fmt.Errorf("rigol configure: %w", err)
+	}
 	r.item, r.cfg, r.window = item+","+src, &cfg, window
 	return nil
 }
@@ -189,18 +198,20 @@ func (r *Rigol) ReadStats(ctx context.Context) (scopes.Stats, error) {
 	}
 	s := scopes.Stats{Window: r.window, Snapshot: scopes.SnapshotFrozen}
 	q := ":MEASure:STATistic:ITEM? "
+	var raw fieldReplies
 	err := r.frozen(ctx, rigolFreeze, func() error {
 		var err error
 		for _, f := range []struct {
 			typ string
 			v   *scopes.Value
-		}{{"AVERages", &s.Mean}, {"MINimum", &s.Min}, {"MAXimum", &s.Max}, {"DEViation", &s.StdDev}} {
-			if *f.v, err = r.stat(ctx, q+f.typ+","+r.item); err != nil {
+			r   *string
+		}{{"AVERages", &s.Mean, &raw.mean}, {"MINimum", &s.Min, &raw.min}, {"MAXimum", &s.Max, &raw.max}, {"DEViation", &s.StdDev, &raw.stddev}} {
+			if *f.v, err = r.stat(ctx, q+f.typ+","+r.item, f.r); err != nil {
 				return err
 			}
 		}
 		if r.tab.count {
-			s.Count, err = r.count(ctx, q+"CNT,"+r.item)
+			s.Count, err = r.count(ctx, q+"CNT,"+r.item, &raw.count)
 		}
 		return err
 	})
@@ -209,6 +220,9 @@ func (r *Rigol) ReadStats(ctx context.Context) (scopes.Stats, error) {
 	}
 	if err := s.CheckResult(q + "AVERages," + r.item); err != nil {
 		return s, fmt.Errorf("rigol stats: %w", err)
+	}
+	if err := r.plausible(s, raw.of); err != nil {
+		return scopes.Stats{}, fmt.Errorf("rigol stats: %w", err)
 	}
 	return s, nil
 }

@@ -34,6 +34,9 @@ import (
 //   - :MEASure:ADVanced:STATistics:MAXCount? — read back when no
 //     population limit is given: the statistics cover the last MAXCount
 //     measurements (reported as a rolling window).
+//   - :TIMebase:SCALe? — seconds per division, read at ConfigureDelay;
+//     ten divisions are the span no delay can exceed (a reading beyond
+//     it is refused, [scopes.ErrImplausible]).
 //   - :TRIGger:STATus? (Arm, Ready, Auto, Trig'd, Stop, Roll),
 //     :TRIGger:STOP, :TRIGger:RUN: ReadStats stops a running acquisition
 //     while it reads the statistics one query at a time and restarts it.
@@ -82,6 +85,10 @@ func (s *Siglent) ConfigureDelay(ctx context.Context, cfg scopes.DelayConfig) er
 		cmds = append(cmds, fmt.Sprintf(":MEASure:ADVanced:STATistics:MAXCount %d", cfg.PopulationLimit))
 	}
 	if err := s.configure(ctx, s.esr, cmds...); err != nil {
+		return fmt.Errorf("siglent configure: %w", err)
+	}
+	// Ten horizontal divisions.
+	if err := s.readSpan(ctx, ":TIMebase:SCALe?", 10); err != nil {
 		return fmt.Errorf("siglent configure: %w", err)
 	}
 	window := scopes.Window{Kind: scopes.WindowLast, N: int64(cfg.PopulationLimit)}
@@ -151,17 +158,19 @@ func (s *Siglent) ReadStats(ctx context.Context) (scopes.Stats, error) {
 	}
 	st := scopes.Stats{Window: s.window, Snapshot: scopes.SnapshotFrozen}
 	q := ":MEASure:ADVanced:P1:STATistics? "
+	var raw fieldReplies
 	err := s.frozen(ctx, siglentFreeze, func() error {
 		var err error
 		for _, f := range []struct {
 			q string
 			v *scopes.Value
-		}{{"MEAN", &st.Mean}, {"MINimum", &st.Min}, {"MAXimum", &st.Max}, {"STDev", &st.StdDev}} {
-			if *f.v, err = s.stat(ctx, q+f.q); err != nil {
+			r *string
+		}{{"MEAN", &st.Mean, &raw.mean}, {"MINimum", &st.Min, &raw.min}, {"MAXimum", &st.Max, &raw.max}, {"STDev", &st.StdDev, &raw.stddev}} {
+			if *f.v, err = s.stat(ctx, q+f.q, f.r); err != nil {
 				return err
 			}
 		}
-		st.Count, err = s.count(ctx, q+"COUNt")
+		st.Count, err = s.count(ctx, q+"COUNt", &raw.count)
 		return err
 	})
 	if err != nil {
@@ -169,6 +178,9 @@ func (s *Siglent) ReadStats(ctx context.Context) (scopes.Stats, error) {
 	}
 	if err := st.CheckResult(q + "MEAN"); err != nil {
 		return st, fmt.Errorf("siglent stats: %w", err)
+	}
+	if err := s.plausible(st, raw.of); err != nil {
+		return scopes.Stats{}, fmt.Errorf("siglent stats: %w", err)
 	}
 	return st, nil
 }

@@ -44,6 +44,9 @@ import (
 //     execution, device errors) become [*scopes.InstrumentError]. The
 //     queue is checked after every configuration command, so the error
 //     names the command.
+//   - HORizontal:SCAle? (Horizontal group): seconds per division, read
+//     at ConfigureDelay; ten divisions are the span no delay can exceed
+//     (a reading beyond it is refused, [scopes.ErrImplausible]).
 //   - ACQuire:STATE? / ACQuire:STATE STOP / ACQuire:STATE RUN (Acquisition
 //     group): ReadStats stops a running acquisition, reads the five
 //     statistics and restarts it, so they come from the same acquisitions.
@@ -144,6 +147,10 @@ func (t *Tek) ConfigureDelay(ctx context.Context, cfg scopes.DelayConfig) error 
 	if err := t.configure(ctx, t.events, cmds...); err != nil {
 		return fmt.Errorf("tek configure: %w", err)
 	}
+	// Ten horizontal divisions.
+	if err := t.readSpan(ctx, "HORizontal:SCAle?", 10); err != nil {
+		return fmt.Errorf("tek configure: %w", err)
+	}
 	t.meas, t.cfg, t.window = meas, &cfg, window
 	return nil
 }
@@ -211,17 +218,19 @@ func (t *Tek) ReadStats(ctx context.Context) (scopes.Stats, error) {
 	}
 	s := scopes.Stats{Window: t.window, Snapshot: scopes.SnapshotFrozen}
 	p := "MEASUrement:" + t.meas + ":RESUlts:ALLAcqs:"
+	var raw fieldReplies
 	err := t.frozen(ctx, tekFreeze, func() error {
 		var err error
 		for _, f := range []struct {
 			q string
 			v *scopes.Value
-		}{{"MEAN?", &s.Mean}, {"MINimum?", &s.Min}, {"MAXimum?", &s.Max}, {"STDDev?", &s.StdDev}} {
-			if *f.v, err = t.stat(ctx, p+f.q); err != nil {
+			r *string
+		}{{"MEAN?", &s.Mean, &raw.mean}, {"MINimum?", &s.Min, &raw.min}, {"MAXimum?", &s.Max, &raw.max}, {"STDDev?", &s.StdDev, &raw.stddev}} {
+			if *f.v, err = t.stat(ctx, p+f.q, f.r); err != nil {
 				return err
 			}
 		}
-		s.Count, err = t.count(ctx, p+"POPUlation?")
+		s.Count, err = t.count(ctx, p+"POPUlation?", &raw.count)
 		return err
 	})
 	if err != nil {
@@ -229,6 +238,9 @@ func (t *Tek) ReadStats(ctx context.Context) (scopes.Stats, error) {
 	}
 	if err := s.CheckResult(p + "MEAN?"); err != nil {
 		return s, fmt.Errorf("tek stats: %w", err)
+	}
+	if err := t.plausible(s, raw.of); err != nil {
+		return scopes.Stats{}, fmt.Errorf("tek stats: %w", err)
 	}
 	return s, nil
 }

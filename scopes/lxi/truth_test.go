@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -128,5 +129,75 @@ func TestConfigureUnderPeriodicGarbage(t *testing.T) {
 			}
 			checkNear(t, "mean", st.Mean, 3e-6)
 		})
+	}
+}
+
+// Issue 36, finding 1: readings that cannot be a delay measurement —
+// nanoseconds where seconds are meant ("mean 49893.6s"), all zero (a
+// channel timed against itself), a mean of 9.8E+37 s, a count of 1 with
+// min ≠ max — were printed and exited 0. Every driver now refuses them
+// with ErrImplausible, naming the rule and the reply, and returns no
+// figure.
+func TestImplausibleReadingRefused(t *testing.T) {
+	for _, tc := range []struct {
+		d       scopesim.Dialect
+		idn     string
+		noCount bool
+	}{
+		{d: scopesim.Tek}, {d: scopesim.Keysight}, {d: scopesim.Rigol}, {d: scopesim.Rigol, idn: rigolDS1054Z, noCount: true},
+		{d: scopesim.Rigol, idn: rigolDHO924S}, {d: scopesim.Siglent},
+	} {
+		for _, f := range []struct {
+			fault scopesim.StatsFault
+			name  string
+			rule  string
+		}{
+			{scopesim.StatsWrongUnits, "wrong-units", "span the timebase shows"},
+			{scopesim.StatsAllZero, "all-zero", "exactly 0"},
+			{scopesim.StatsHuge, "huge", "span the timebase shows"},
+			{scopesim.StatsCountOneSpread, "count1-spread", "count 1 ⇒ min = max"},
+		} {
+			name := tc.d.String()
+			if tc.idn != "" {
+				name += "-" + scopes.ParseIDN(tc.idn).Model
+			}
+			if f.fault == scopesim.StatsCountOneSpread && tc.noCount {
+				continue // no count to be 1
+			}
+			t.Run(name+"/"+f.name, func(t *testing.T) {
+				r := startSim(t, tc.d, tc.idn)
+				inst, err := lxi.Open(t.Context(), lxi.Options{Driver: tc.d.String(), Addr: r.srv.Addr(), Timeout: 2 * time.Second})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = inst.Close() })
+				if err := inst.ConfigureDelay(t.Context(), scopes.DelayConfig{Source: 1, Dest: 2}); err != nil {
+					t.Fatal(err)
+				}
+				if err := r.feed(t.Context(), []int64{2000, 4000}); err != nil {
+					t.Fatal(err)
+				}
+				r.srv.SetStatsFault(f.fault)
+				st, err := inst.ReadStats(t.Context())
+				if !errors.Is(err, scopes.ErrImplausible) {
+					t.Fatalf("ReadStats = %v, %v; want ErrImplausible", st, err)
+				}
+				var ie *scopes.ImplausibleError
+				if !errors.As(err, &ie) || !strings.Contains(ie.Rule, f.rule) || !strings.Contains(ie.Reply, "→") {
+					t.Fatalf("error %v: want the rule %q and the reply named", err, f.rule)
+				}
+				if st.Mean.OK || st.Min.OK || st.Max.OK || st.StdDev.OK || st.Count.OK {
+					t.Fatalf("refused read returned figures %v", st)
+				}
+				t.Log(err)
+				// The connection is fine: a plausible reading is taken again.
+				r.srv.SetStatsFault(scopesim.StatsOK)
+				st, err = inst.ReadStats(t.Context())
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkNear(t, "mean", st.Mean, 3e-6)
+			})
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"time"
 )
 
 // Scope is what the harness needs from an instrument that times the
@@ -197,6 +198,9 @@ func (w Window) String() string {
 	case WindowFirst:
 		return fmt.Sprintf("first %d acquisitions after the reset", w.N)
 	case WindowLast:
+		if w.N <= 0 {
+			return "all acquisitions since the reset (unlimited)"
+		}
 		return fmt.Sprintf("last %d acquisitions", w.N)
 	}
 	return "unknown (not reported by the instrument)"
@@ -244,12 +248,49 @@ type Stats struct {
 	Window Window
 	// Snapshot is how the figures were kept consistent with each other.
 	Snapshot Snapshot
+	// Elapsed bounds the time the figures cover since the reset.
+	Elapsed Elapsed
+}
+
+// Elapsed bounds the time from a statistics reset taking effect to the
+// figures being taken (acquisition stopped, or the one query answered).
+// The instrument acts on each command somewhere between its sending and
+// its acknowledgement, which a slow link stretches to seconds, so only
+// bounds are known: Min = figures asked − reset acknowledged, Max =
+// figures acknowledged − reset sent (the caller's monotonic clock). OK is
+// false when unknown (no reset seen by this driver, or computed from a
+// capture).
+type Elapsed struct {
+	Min, Max time.Duration
+	OK       bool
+}
+
+// ElapsedBetween is the Elapsed of a reset sent at resetSent and
+// acknowledged at resetAcked, and figures asked at readAsked and
+// acknowledged at readAcked; unknown when resetSent is zero.
+func ElapsedBetween(resetSent, resetAcked, readAsked, readAcked time.Time) Elapsed {
+	if resetSent.IsZero() {
+		return Elapsed{}
+	}
+	return Elapsed{Min: max(0, readAsked.Sub(resetAcked)), Max: readAcked.Sub(resetSent), OK: true}
+}
+
+// String is "1.5s–2.5s since the reset" or "unknown".
+func (e Elapsed) String() string {
+	if !e.OK {
+		return "unknown"
+	}
+	return fmt.Sprintf("%v–%v since the reset", e.Min.Round(time.Millisecond), e.Max.Round(time.Millisecond))
 }
 
 // Coverage says exactly what the numbers cover, e.g. "count 1000, window:
-// last 1000 acquisitions, one query".
+// last 1000 acquisitions, one query, over 1.998s–2.004s since the reset".
 func (s Stats) Coverage() string {
-	return fmt.Sprintf("count %v, window: %v, %v", s.Count, s.Window, s.Snapshot)
+	c := fmt.Sprintf("count %v, window: %v, %v", s.Count, s.Window, s.Snapshot)
+	if s.Elapsed.OK {
+		c += ", over " + s.Elapsed.String()
+	}
+	return c
 }
 
 // Missing lists the names of statistics that are not present, in the

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hilrig/hilrig/scopes"
 )
@@ -255,6 +256,47 @@ func TestCheckPlausible(t *testing.T) {
 			t.Errorf("%s: %v, want plausible", tc.name, err)
 		case tc.field != "" && (!errors.As(err, &ie) || ie.Field != tc.field || !errors.Is(err, scopes.ErrImplausible)):
 			t.Errorf("%s: %v, want a refusal of %s", tc.name, err, tc.field)
+		}
+	}
+}
+
+// The ResetWatch rules: a count going backwards, a count short of the
+// earlier rate (Continuous only), extremes narrowing unless a full
+// rolling window explains it.
+func TestResetWatch(t *testing.T) {
+	s, c := scopes.Some, func(n int64) scopes.Count { return scopes.Count{N: n, OK: true} }
+	el := func(ms int) scopes.Elapsed {
+		d := time.Duration(ms) * time.Millisecond
+		return scopes.Elapsed{Min: d, Max: d, OK: true}
+	}
+	all := scopes.Window{Kind: scopes.WindowAll}
+	last := scopes.Window{Kind: scopes.WindowLast, N: 100}
+	for _, tc := range []struct {
+		name       string
+		continuous bool
+		a, b       scopes.Stats
+		reset      bool
+	}{
+		{"growing", true, scopes.Stats{Min: s(1e-6), Max: s(3e-6), Count: c(100), Window: all, Elapsed: el(100)},
+			scopes.Stats{Min: s(1e-6), Max: s(4e-6), Count: c(200), Window: all, Elapsed: el(200)}, false},
+		{"backwards", false, scopes.Stats{Count: c(100), Window: all}, scopes.Stats{Count: c(30), Window: all}, true},
+		{"short", true, scopes.Stats{Count: c(1000), Window: all, Elapsed: el(1000)},
+			scopes.Stats{Count: c(1100), Window: all, Elapsed: el(3000)}, true},
+		{"short but not continuous", false, scopes.Stats{Count: c(1000), Window: all, Elapsed: el(1000)},
+			scopes.Stats{Count: c(1100), Window: all, Elapsed: el(3000)}, false},
+		{"min rose, no count", false, scopes.Stats{Min: s(1e-6), Max: s(3e-6)}, scopes.Stats{Min: s(2e-6), Max: s(3e-6)}, true},
+		{"max fell", false, scopes.Stats{Min: s(1e-6), Max: s(3e-6), Count: c(5), Window: all},
+			scopes.Stats{Min: s(1e-6), Max: s(2e-6), Count: c(6), Window: all}, true},
+		{"full rolling window", true, scopes.Stats{Min: s(1e-6), Max: s(3e-6), Count: c(100), Window: last, Elapsed: el(100)},
+			scopes.Stats{Min: s(2e-6), Max: s(2.5e-6), Count: c(100), Window: last, Elapsed: el(300)}, false},
+	} {
+		w := scopes.ResetWatch{Continuous: tc.continuous}
+		if err := w.Observe(tc.a); err != nil {
+			t.Fatalf("%s: first read: %v", tc.name, err)
+		}
+		err := w.Observe(tc.b)
+		if got := errors.Is(err, scopes.ErrStatsReset); got != tc.reset {
+			t.Errorf("%s: %v, want reset %v", tc.name, err, tc.reset)
 		}
 	}
 }

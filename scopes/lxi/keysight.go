@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/hilrig/hilrig/scopes"
 	"github.com/hilrig/hilrig/scopes/internal/scpi"
@@ -132,10 +133,7 @@ func (k *Keysight) ResetStats(ctx context.Context) error {
 	if k.cfg == nil {
 		return scopes.ErrNotConfigured
 	}
-	if err := k.c.Write(ctx, ":MEASure:STATistics:RESet"); err != nil {
-		return fmt.Errorf("keysight reset: %w", err)
-	}
-	if _, err := k.c.Query(ctx, "*OPC?"); err != nil {
+	if err := k.reset(ctx, ":MEASure:STATistics:RESet"); err != nil {
 		return fmt.Errorf("keysight reset: %w", err)
 	}
 	return nil
@@ -146,16 +144,18 @@ func (k *Keysight) ReadStats(ctx context.Context) (scopes.Stats, error) {
 	if k.cfg == nil {
 		return scopes.Stats{}, scopes.ErrNotConfigured
 	}
+	asked := time.Now()
 	s, err := k.c.Query(ctx, ":MEASure:RESults?")
 	if err != nil {
 		return scopes.Stats{}, fmt.Errorf("keysight stats: %w", err)
 	}
+	acked := time.Now()
 	st, err := ParseKeysightResults(s)
 	if err != nil {
 		k.c.Invalidate()
 		return scopes.Stats{}, fmt.Errorf("keysight stats: %w", err)
 	}
-	st.Window, st.Snapshot = k.window, scopes.SnapshotOneQuery
+	st.Window, st.Snapshot, st.Elapsed = k.window, scopes.SnapshotOneQuery, k.elapsed(asked, acked)
 	if err := st.CheckResult(":MEASure:RESults? " + clipS(s)); err != nil {
 		return st, fmt.Errorf("keysight stats: %w", err)
 	}

@@ -156,6 +156,30 @@ type base struct {
 	// span is the horizontal span (s) the timebase showed at
 	// ConfigureDelay: no delay the instrument measures can exceed it.
 	span float64
+	// resetSent and resetAcked bracket the last statistics reset
+	// (monotonic clock); zero before one.
+	resetSent, resetAcked time.Time
+}
+
+// reset sends cmd (the vendor's statistics reset) and waits for *OPC?,
+// recording when it was sent and acknowledged for [scopes.Elapsed].
+func (b *base) reset(ctx context.Context, cmd string) error {
+	b.resetSent, b.resetAcked = time.Time{}, time.Time{}
+	sent := time.Now()
+	if err := b.c.Write(ctx, cmd); err != nil {
+		return err
+	}
+	if _, err := b.c.Query(ctx, "*OPC?"); err != nil {
+		return err
+	}
+	b.resetSent, b.resetAcked = sent, time.Now()
+	return nil
+}
+
+// elapsed is the Elapsed of figures asked at asked and acknowledged at
+// acked since the last reset.
+func (b *base) elapsed(asked, acked time.Time) scopes.Elapsed {
+	return scopes.ElapsedBetween(b.resetSent, b.resetAcked, asked, acked)
 }
 
 // checkIdentity asks *IDN? and keeps the family it matches among fams;
@@ -265,17 +289,24 @@ const restoreTimeout = 5 * time.Second
 
 // frozen runs read with acquisition stopped (when it was running) and
 // restarts it afterwards, so every figure read comes from the same
-// acquisitions. It blocks on instrument I/O; a failed restart is joined to the error.
-func (b *base) frozen(ctx context.Context, f freezer, read func() error) (err error) {
+// acquisitions, and returns the Elapsed since the last reset of the
+// figures (from the stop; its Min is 0 when acquisition was already
+// stopped, at an unknown time). It blocks on instrument I/O; a failed
+// restart is joined to the error.
+func (b *base) frozen(ctx context.Context, f freezer, read func() error) (el scopes.Elapsed, err error) {
+	asked := time.Now()
 	st, err := b.c.Query(ctx, f.state)
 	if err != nil {
-		return fmt.Errorf("acquisition state: %w", err)
+		return el, fmt.Errorf("acquisition state: %w", err)
 	}
 	if f.stopped(strings.TrimSpace(st)) {
-		return read()
+		el = b.elapsed(asked, time.Now())
+		el.Min = 0
+		return el, read()
 	}
+	asked = time.Now()
 	if err := b.c.Write(ctx, f.stop); err != nil {
-		return fmt.Errorf("freeze acquisition: %w", err)
+		return el, fmt.Errorf("freeze acquisition: %w", err)
 	}
 	defer func() {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), restoreTimeout)
@@ -291,9 +322,9 @@ func (b *base) frozen(ctx context.Context, f freezer, read func() error) (err er
 	}()
 	// *OPC? waits until the stop has taken effect.
 	if _, err := b.c.Query(ctx, "*OPC?"); err != nil {
-		return fmt.Errorf("freeze acquisition: %w", err)
+		return el, fmt.Errorf("freeze acquisition: %w", err)
 	}
-	return read()
+	return b.elapsed(asked, time.Now()), read()
 }
 
 // Close ends the session; a second Close returns [scopes.ErrClosed].

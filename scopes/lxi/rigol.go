@@ -180,10 +180,7 @@ func (r *Rigol) ResetStats(ctx context.Context) error {
 	if r.cfg == nil {
 		return scopes.ErrNotConfigured
 	}
-	if err := r.c.Write(ctx, ":MEASure:STATistic:RESet"); err != nil {
-		return fmt.Errorf("rigol reset: %w", err)
-	}
-	if _, err := r.c.Query(ctx, "*OPC?"); err != nil {
+	if err := r.reset(ctx, ":MEASure:STATistic:RESet"); err != nil {
 		return fmt.Errorf("rigol reset: %w", err)
 	}
 	return nil
@@ -199,7 +196,7 @@ func (r *Rigol) ReadStats(ctx context.Context) (scopes.Stats, error) {
 	s := scopes.Stats{Window: r.window, Snapshot: scopes.SnapshotFrozen}
 	q := ":MEASure:STATistic:ITEM? "
 	var raw fieldReplies
-	err := r.frozen(ctx, rigolFreeze, func() error {
+	el, err := r.frozen(ctx, rigolFreeze, func() error {
 		var err error
 		for _, f := range []struct {
 			typ string
@@ -218,6 +215,7 @@ func (r *Rigol) ReadStats(ctx context.Context) (scopes.Stats, error) {
 	if err != nil {
 		return scopes.Stats{}, fmt.Errorf("rigol stats: %w", err)
 	}
+	s.Elapsed = el
 	if err := s.CheckResult(q + "AVERages," + r.item); err != nil {
 		return s, fmt.Errorf("rigol stats: %w", err)
 	}

@@ -33,7 +33,8 @@ import (
 //     every configuration command, so the error names the command.
 //   - :MEASure:ADVanced:STATistics:MAXCount? — read back when no
 //     population limit is given: the statistics cover the last MAXCount
-//     measurements (reported as a rolling window).
+//     measurements (reported as a rolling window); 0 is unlimited
+//     (every measurement since the reset), not "the last 0".
 //   - :TIMebase:SCALe? — seconds per division, read at ConfigureDelay;
 //     ten divisions are the span no delay can exceed (a reading beyond
 //     it is refused, [scopes.ErrImplausible]).
@@ -104,6 +105,10 @@ func (s *Siglent) ConfigureDelay(ctx context.Context, cfg scopes.DelayConfig) er
 				return fmt.Errorf(":MEASure:ADVanced:STATistics:MAXCount? = %q: %w", r, scopes.ErrGarbage)
 			}
 			window.N = n.N
+			if n.N == 0 {
+				// 0 is unlimited: every measurement since the reset.
+				window = scopes.Window{Kind: scopes.WindowAll}
+			}
 			return nil
 		})
 		if err != nil {
@@ -140,10 +145,7 @@ func (s *Siglent) ResetStats(ctx context.Context) error {
 	if s.cfg == nil {
 		return scopes.ErrNotConfigured
 	}
-	if err := s.c.Write(ctx, ":MEASure:ADVanced:STATistics:RESet"); err != nil {
-		return fmt.Errorf("siglent reset: %w", err)
-	}
-	if _, err := s.c.Query(ctx, "*OPC?"); err != nil {
+	if err := s.reset(ctx, ":MEASure:ADVanced:STATistics:RESet"); err != nil {
 		return fmt.Errorf("siglent reset: %w", err)
 	}
 	return nil
@@ -159,7 +161,7 @@ func (s *Siglent) ReadStats(ctx context.Context) (scopes.Stats, error) {
 	st := scopes.Stats{Window: s.window, Snapshot: scopes.SnapshotFrozen}
 	q := ":MEASure:ADVanced:P1:STATistics? "
 	var raw fieldReplies
-	err := s.frozen(ctx, siglentFreeze, func() error {
+	el, err := s.frozen(ctx, siglentFreeze, func() error {
 		var err error
 		for _, f := range []struct {
 			q string
@@ -176,6 +178,7 @@ func (s *Siglent) ReadStats(ctx context.Context) (scopes.Stats, error) {
 	if err != nil {
 		return scopes.Stats{}, fmt.Errorf("siglent stats: %w", err)
 	}
+	st.Elapsed = el
 	if err := st.CheckResult(q + "MEAN"); err != nil {
 		return st, fmt.Errorf("siglent stats: %w", err)
 	}

@@ -200,10 +200,7 @@ func (t *Tek) ResetStats(ctx context.Context) error {
 	if t.cfg == nil {
 		return scopes.ErrNotConfigured
 	}
-	if err := t.c.Write(ctx, "CLEAR"); err != nil {
-		return fmt.Errorf("tek reset: %w", err)
-	}
-	if _, err := t.c.Query(ctx, "*OPC?"); err != nil {
+	if err := t.reset(ctx, "CLEAR"); err != nil {
 		return fmt.Errorf("tek reset: %w", err)
 	}
 	return nil
@@ -219,7 +216,7 @@ func (t *Tek) ReadStats(ctx context.Context) (scopes.Stats, error) {
 	s := scopes.Stats{Window: t.window, Snapshot: scopes.SnapshotFrozen}
 	p := "MEASUrement:" + t.meas + ":RESUlts:ALLAcqs:"
 	var raw fieldReplies
-	err := t.frozen(ctx, tekFreeze, func() error {
+	el, err := t.frozen(ctx, tekFreeze, func() error {
 		var err error
 		for _, f := range []struct {
 			q string
@@ -236,6 +233,7 @@ func (t *Tek) ReadStats(ctx context.Context) (scopes.Stats, error) {
 	if err != nil {
 		return scopes.Stats{}, fmt.Errorf("tek stats: %w", err)
 	}
+	s.Elapsed = el
 	if err := s.CheckResult(p + "MEAN?"); err != nil {
 		return s, fmt.Errorf("tek stats: %w", err)
 	}

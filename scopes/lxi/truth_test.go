@@ -201,3 +201,80 @@ func TestImplausibleReadingRefused(t *testing.T) {
 		}
 	}
 }
+
+// Issue 36, finding 3: a Siglent whose MAXCount? answers 0 (unlimited)
+// was reported as "window: last 0 acquisitions".
+func TestSiglentUnlimitedWindow(t *testing.T) {
+	r := startSim(t, scopesim.Siglent, "")
+	r.srv.SetStatsWindow(0)
+	inst := openSim(t, r, "siglent")
+	if err := inst.ConfigureDelay(t.Context(), scopes.DelayConfig{Source: 1, Dest: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if err := inst.ResetStats(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.feed(t.Context(), []int64{2000, 4000}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := inst.ReadStats(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Window.Kind != scopes.WindowAll || strings.Contains(st.Coverage(), "last 0") {
+		t.Fatalf("MAXCount 0: window %q (coverage %q), want all acquisitions since the reset", st.Window, st.Coverage())
+	}
+	if !st.Elapsed.OK || st.Elapsed.Min > st.Elapsed.Max {
+		t.Fatalf("elapsed %v after a reset, want bounds", st.Elapsed)
+	}
+}
+
+// Issue 36, finding 2, per driver: reads before and after another
+// client's reset let a ResetWatch see it — by the count going backwards
+// where the instrument reports one, by the extremes narrowing on a
+// DS1000Z, which reports none.
+func TestResetByOtherClientSeen(t *testing.T) {
+	for _, tc := range []struct {
+		d   scopesim.Dialect
+		idn string
+	}{{d: scopesim.Tek}, {d: scopesim.Keysight}, {d: scopesim.Rigol}, {d: scopesim.Rigol, idn: rigolDS1054Z}, {d: scopesim.Siglent}} {
+		name := tc.d.String()
+		if tc.idn != "" {
+			name += "-" + scopes.ParseIDN(tc.idn).Model
+		}
+		t.Run(name, func(t *testing.T) {
+			r := startSim(t, tc.d, tc.idn)
+			inst := openSim(t, r, tc.d.String())
+			if err := inst.ConfigureDelay(t.Context(), scopes.DelayConfig{Source: 1, Dest: 2}); err != nil {
+				t.Fatal(err)
+			}
+			if err := inst.ResetStats(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			var w scopes.ResetWatch
+			read := func(delays ...int64) error {
+				t.Helper()
+				if err := r.feed(t.Context(), delays); err != nil {
+					t.Fatal(err)
+				}
+				st, err := inst.ReadStats(t.Context())
+				if err != nil {
+					t.Fatal(err)
+				}
+				return w.Observe(st)
+			}
+			if err := read(2000, 9000, 4000); err != nil {
+				t.Fatalf("first read: %v", err)
+			}
+			if err := read(5000); err != nil {
+				t.Fatalf("second read (no reset yet): %v", err)
+			}
+			r.srv.ResetByOtherClient()
+			err := read(5000, 6000)
+			if !errors.Is(err, scopes.ErrStatsReset) {
+				t.Fatalf("read after another client's reset: %v, want ErrStatsReset", err)
+			}
+			t.Log(err)
+		})
+	}
+}

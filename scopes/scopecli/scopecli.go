@@ -27,7 +27,8 @@ var ErrUsage = cli.ErrUsage
 const usage = `usage: hilrig scope <idn|measure|reset|sim> [flags]
 
   idn      print the instrument's identity
-  measure  configure a delay measurement, reset, wait --duration, print statistics
+  measure  configure a delay measurement, reset, wait --duration (reading the statistics
+           along the way: a reset by another client fails it), print statistics
   reset    reset the delay statistics (configures the measurement first)
   sim      run the SCPI scope simulator on --listen until interrupted
 
@@ -151,28 +152,65 @@ func runSub(ctx context.Context, sub string, rest []string, stdout, stderr io.Wr
 	if err := sc.ResetStats(ctx); err != nil {
 		return err
 	}
+	// A shared scope's other client may reset the statistics meanwhile:
+	// read them along the way and refuse the measurement when they went
+	// back (the pulses are free-running, so the count should also keep
+	// pace with the time).
+	watch := scopes.ResetWatch{Continuous: true}
 	if _, isSigrok := sc.(*sigrok.Analyzer); !isSigrok {
-		t := time.NewTimer(*duration)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
+		if err := poll(ctx, sc, *duration, &watch); err != nil {
+			return err
 		}
 	}
 	st, err := sc.ReadStats(ctx)
 	if err != nil && !errors.Is(err, scopes.ErrNoResult) {
 		return err
 	}
+	if werr := watch.Observe(st); werr != nil {
+		return fmt.Errorf("measure: %w", werr)
+	}
 	fmt.Fprintf(stdout, "delay CH%d %v -> CH%d %v\n", cfg.Source, cfg.SourceEdge, cfg.Dest, cfg.DestEdge)
 	fmt.Fprintf(stdout, "mean   %v\nmin    %v\nmax    %v\nstddev %v\ncount  %v\n", st.Mean, st.Min, st.Max, st.StdDev, st.Count)
-	fmt.Fprintf(stdout, "covers %s\n", st.Coverage())
+	// What was measured beside what was asked: on a slow link the reset
+	// and the read each take seconds, and the figures cover more.
+	fmt.Fprintf(stdout, "covers %s (asked --duration %v)\n", st.Coverage(), *duration)
 	if m := st.Missing(); len(m) > 0 {
 		fmt.Fprintf(stdout, "missing (not reported by the instrument): %s\n", strings.Join(m, ", "))
 	}
 	// No result (the instrument's no-result value, or nothing counted) is
 	// a failure: the caller must not take "missing" for a measurement.
 	return err
+}
+
+// poll reads sc's statistics every fifth of d (at least 100 ms, at most
+// 2 s) until d has passed since the call, feeding w; it returns the first
+// reset w sees, or a read error other than "no result yet". Blocks.
+func poll(ctx context.Context, sc scopes.Scope, d time.Duration, w *scopes.ResetWatch) error {
+	every := min(max(d/5, 100*time.Millisecond), 2*time.Second)
+	end := time.Now().Add(d)
+	for {
+		wait := min(every, time.Until(end))
+		t := time.NewTimer(max(wait, 0))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+		if !time.Now().Before(end) {
+			return nil
+		}
+		st, err := sc.ReadStats(ctx)
+		switch {
+		case errors.Is(err, scopes.ErrNoResult):
+		case err != nil:
+			return err
+		default:
+			if err := w.Observe(st); err != nil {
+				return fmt.Errorf("measure: %w", err)
+			}
+		}
+	}
 }
 
 func runSim(ctx context.Context, stdout io.Writer, d scopesim.Dialect, listen string, vxi bool, period, delay, jitter time.Duration, ch1, ch2 string) error {

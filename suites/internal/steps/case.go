@@ -372,6 +372,15 @@ func (s *Scope) Distribution(ctx context.Context, c *report.Case) (*scopes.Distr
 		pc = &pairingCounts{unmatched: uint64(len(p.Unmatched)), dropped: p.SenderDropped + p.ReceiverDropped, merged: p.SenderMerged + p.ReceiverMerged}
 	}
 	applyDistribution(c, *d, tol, pairing, pc)
+	if r, ok := s.Instrument.(scopes.DelayResolver); ok && len(d.Rows) == 2 {
+		// Delays from sampled records are only as fine as the sample
+		// interval: say so when that is coarser than 0.1 % of the delay.
+		if res, p50 := r.DelayResolution(), math.Abs(d.Rows[0].Scope); res > scopes.FineResolution*p50 {
+			c.Extra["scope delay resolution ns"] = res * 1e9
+			c.Notes = append(c.Notes, fmt.Sprintf("scope per-message delays resolve to %s, coarser than 0.1 %% of their p50 %s: differences below that are not resolved",
+				scopes.FormatSeconds(res), scopes.FormatSeconds(p50)))
+		}
+	}
 	return d, nil
 }
 

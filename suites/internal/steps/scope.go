@@ -176,14 +176,21 @@ func (s *Scope) Arm(ctx context.Context, src, dst int, threshold float64) error 
 
 // Settle reads the statistics until the count stops growing (edges still
 // in flight from the last messages are in) or ctx ends; it returns the
-// last read. Blocks on instrument I/O.
+// last read. A read the driver refused ([scopes.ErrImplausible]), or
+// statistics reset between two reads ([scopes.ErrStatsReset], seen by a
+// [scopes.ResetWatch]), end it with that error and no figure. Blocks on
+// instrument I/O.
 func (s *Scope) Settle(ctx context.Context, want int64) (scopes.Stats, error) {
 	var last scopes.Stats
+	var watch scopes.ResetWatch // the flow has ended: the count need not keep pace with time
 	stable := 0
 	for {
 		st, err := s.Instrument.ReadStats(ctx)
 		if err != nil && !errors.Is(err, scopes.ErrNoResult) {
-			return last, err
+			return scopes.Stats{}, err
+		}
+		if werr := watch.Observe(st); werr != nil {
+			return scopes.Stats{}, werr
 		}
 		// No result yet may still turn into one while edges come in; if it
 		// stays, it is returned and fails the case with its reason.
@@ -202,6 +209,32 @@ func (s *Scope) Settle(ctx context.Context, want int64) (scopes.Stats, error) {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// Reading settles the scope's statistics for c (see [Scope.Settle]) and
+// puts them into c as [Scope.Compare] does. A reading that cannot be
+// taken — refused as implausible, statistics reset by someone else, or no
+// result at all — sets c.Failure to the reason and c.Scope to a
+// comparison carrying only that reason, never a number, so the case is
+// recorded and fails saying why. A count below 90 % of want (the rising
+// edges the messages made) is a note. Other errors (the instrument
+// unreachable) are returned. Blocks on instrument I/O.
+func (s *Scope) Reading(ctx context.Context, c *report.Case, src, dst int, want int64) (scopes.Stats, error) {
+	st, err := s.Settle(ctx, want)
+	switch {
+	case errors.Is(err, scopes.ErrImplausible), errors.Is(err, scopes.ErrStatsReset), errors.Is(err, scopes.ErrNoResult):
+		c.Scope = s.Compare(scopes.Stats{}, src, dst)
+		c.Scope.Note = "scope reading refused: " + err.Error()
+		c.Failure = c.Scope.Note
+		return scopes.Stats{}, nil
+	case err != nil:
+		return st, err
+	}
+	c.Scope = s.Compare(st, src, dst)
+	if st.Count.OK && st.Count.N*10 < want*9 {
+		c.Notes = append(c.Notes, fmt.Sprintf("scope count %d is below the %d rising edges the messages made: acquisitions were missed or the statistics were cleared before the first read", st.Count.N, want))
+	}
+	return st, nil
 }
 
 // Compare builds the report's scope comparison from the scope's statistics

@@ -57,6 +57,34 @@ func (r *simRig) feed(ctx context.Context, delays []int64) error {
 
 func driverFor(d scopesim.Dialect) string { return d.String() }
 
+// caseName is the dialect, and the model when idn names one.
+func caseName(d scopesim.Dialect, idn string) string {
+	if idn == "" {
+		return d.String()
+	}
+	return d.String() + "-" + scopes.ParseIDN(idn).Model
+}
+
+// measuring starts the simulator (idn as in startSim), opens its driver
+// with the per-command timeout, configures a CH1→CH2 delay and feeds one
+// pulse per delay (ns).
+func measuring(t *testing.T, d scopesim.Dialect, idn string, timeout time.Duration, delays ...int64) (*simRig, lxi.Instrument) {
+	t.Helper()
+	r := startSim(t, d, idn)
+	inst, err := lxi.Open(t.Context(), lxi.Options{Driver: d.String(), Addr: r.srv.Addr(), Timeout: timeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = inst.Close() })
+	if err := inst.ConfigureDelay(t.Context(), scopes.DelayConfig{Source: 1, Dest: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.feed(t.Context(), delays); err != nil {
+		t.Fatal(err)
+	}
+	return r, inst
+}
+
 // Identities of the Rigol families besides the simulator's default MSO5074.
 const (
 	rigolDS1054Z = "RIGOL TECHNOLOGIES,DS1054Z,DS1ZSIM0001,00.04.04.SP4"
@@ -83,10 +111,7 @@ func TestConformance(t *testing.T) {
 		{dialect: scopesim.Tek, chunk: 3},
 		{dialect: scopesim.Keysight, chunk: 509}, // waveform blocks in ~2000 segments
 	} {
-		name := tc.dialect.String()
-		if tc.idn != "" {
-			name += "-" + scopes.ParseIDN(tc.idn).Model
-		}
+		name := caseName(tc.dialect, tc.idn)
 		if tc.vxi11 {
 			name += "-vxi11"
 		}
@@ -200,18 +225,7 @@ func TestStaleErrorsCleared(t *testing.T) {
 func TestNoResultIsAnError(t *testing.T) {
 	for _, d := range []scopesim.Dialect{scopesim.Tek, scopesim.Keysight, scopesim.Rigol, scopesim.Siglent} {
 		t.Run(d.String(), func(t *testing.T) {
-			r := startSim(t, d, "")
-			inst, err := lxi.Open(t.Context(), lxi.Options{Driver: d.String(), Addr: r.srv.Addr(), Timeout: time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = inst.Close() })
-			if err := inst.ConfigureDelay(t.Context(), scopes.DelayConfig{Source: 1, Dest: 2}); err != nil {
-				t.Fatal(err)
-			}
-			if err := r.feed(t.Context(), []int64{1000, 2000}); err != nil {
-				t.Fatal(err)
-			}
+			r, inst := measuring(t, d, "", time.Second, 1000, 2000)
 			r.srv.SetNoMeasurement(true)
 			st, err := inst.ReadStats(t.Context())
 			// "No result" is an error the caller cannot miss (the CLI

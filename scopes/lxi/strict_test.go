@@ -339,18 +339,7 @@ func TestRigolRollingWindowReported(t *testing.T) {
 func TestFaultScheduleNeverShifts(t *testing.T) {
 	for _, d := range []scopesim.Dialect{scopesim.Tek, scopesim.Keysight, scopesim.Rigol, scopesim.Siglent} {
 		t.Run(d.String(), func(t *testing.T) {
-			r := startSim(t, d, "")
-			inst, err := lxi.Open(t.Context(), lxi.Options{Driver: d.String(), Addr: r.srv.Addr(), Timeout: 150 * time.Millisecond})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = inst.Close() })
-			if err := inst.ConfigureDelay(t.Context(), scopes.DelayConfig{Source: 1, Dest: 2}); err != nil {
-				t.Fatal(err)
-			}
-			if err := r.feed(t.Context(), []int64{2000, 4000}); err != nil {
-				t.Fatal(err)
-			}
+			r, inst := measuring(t, d, "", 150*time.Millisecond, 2000, 4000)
 			rng := rand.New(rand.NewPCG(uint64(d), 7))
 			for i := range 12 {
 				switch rng.IntN(4) {

@@ -63,18 +63,7 @@ func TestPeriodicLateReplyMakesProgress(t *testing.T) {
 	if testing.Short() {
 		t.Skip("slow: many 300 ms timeouts")
 	}
-	r := startSim(t, scopesim.Keysight, "")
-	inst, err := lxi.Open(t.Context(), lxi.Options{Driver: "keysight", Addr: r.srv.Addr(), Timeout: 300 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = inst.Close() })
-	if err := inst.ConfigureDelay(t.Context(), scopes.DelayConfig{Source: 1, Dest: 2}); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.feed(t.Context(), []int64{2000, 4000}); err != nil {
-		t.Fatal(err)
-	}
+	r, inst := measuring(t, scopesim.Keysight, "", 300*time.Millisecond, 2000, 4000)
 	r.srv.LateEvery(5, 400*time.Millisecond)
 	const reads = 16
 	ok := 0
@@ -157,26 +146,12 @@ func TestImplausibleReadingRefused(t *testing.T) {
 			{scopesim.StatsHuge, "huge", "span the timebase shows"},
 			{scopesim.StatsCountOneSpread, "count1-spread", "count 1 ⇒ min = max"},
 		} {
-			name := tc.d.String()
-			if tc.idn != "" {
-				name += "-" + scopes.ParseIDN(tc.idn).Model
-			}
+			name := caseName(tc.d, tc.idn)
 			if f.fault == scopesim.StatsCountOneSpread && tc.noCount {
 				continue // no count to be 1
 			}
 			t.Run(name+"/"+f.name, func(t *testing.T) {
-				r := startSim(t, tc.d, tc.idn)
-				inst, err := lxi.Open(t.Context(), lxi.Options{Driver: tc.d.String(), Addr: r.srv.Addr(), Timeout: 2 * time.Second})
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { _ = inst.Close() })
-				if err := inst.ConfigureDelay(t.Context(), scopes.DelayConfig{Source: 1, Dest: 2}); err != nil {
-					t.Fatal(err)
-				}
-				if err := r.feed(t.Context(), []int64{2000, 4000}); err != nil {
-					t.Fatal(err)
-				}
+				r, inst := measuring(t, tc.d, tc.idn, 2*time.Second, 2000, 4000)
 				r.srv.SetStatsFault(f.fault)
 				st, err := inst.ReadStats(t.Context())
 				if !errors.Is(err, scopes.ErrImplausible) {
@@ -238,11 +213,7 @@ func TestResetByOtherClientSeen(t *testing.T) {
 		d   scopesim.Dialect
 		idn string
 	}{{d: scopesim.Tek}, {d: scopesim.Keysight}, {d: scopesim.Rigol}, {d: scopesim.Rigol, idn: rigolDS1054Z}, {d: scopesim.Siglent}} {
-		name := tc.d.String()
-		if tc.idn != "" {
-			name += "-" + scopes.ParseIDN(tc.idn).Model
-		}
-		t.Run(name, func(t *testing.T) {
+		t.Run(caseName(tc.d, tc.idn), func(t *testing.T) {
 			r := startSim(t, tc.d, tc.idn)
 			inst := openSim(t, r, tc.d.String())
 			if err := inst.ConfigureDelay(t.Context(), scopes.DelayConfig{Source: 1, Dest: 2}); err != nil {

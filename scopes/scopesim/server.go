@@ -666,14 +666,6 @@ func (s *Server) stats() scopes.Stats {
 	return st
 }
 
-// span is the horizontal span the timebase shows, in seconds.
-func (s *Server) span() float64 {
-	if s.cfg.Dialect == Rigol && s.rigolFam == ds1000z {
-		return 12 * s.timebase
-	}
-	return 10 * s.timebase
-}
-
 func popErr(q *[]queued) (queued, bool) {
 	if len(*q) == 0 {
 		return queued{}, false

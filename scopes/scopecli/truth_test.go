@@ -30,7 +30,7 @@ func startPulses(t *testing.T, d scopesim.Dialect) *scopesim.Server {
 
 // Issue 36, finding 2: another client resets the statistics halfway
 // through a 1 s measure. Before, measure printed the count of the last
-// half (about 500 instead of about 1,000) and exited 0; it now reads the
+// half and exited 0 (count 485–498 of about 1,000); it now reads the
 // statistics along the way and fails with ErrStatsReset, printing no
 // figure.
 func TestMeasureNoticesResetByOtherClient(t *testing.T) {
@@ -43,8 +43,9 @@ func TestMeasureNoticesResetByOtherClient(t *testing.T) {
 			ctx, cancel := context.WithCancel(t.Context())
 			var wg sync.WaitGroup
 			wg.Add(1)
-			// The other client: once the measurement has reset and
-			// seen 500 sender edges (250 pulses), reset it (polled, not timed).
+			// The other client: once the measurement has reset and seen
+			// 1000 sender edges (500 pulses, after two of measure's
+			// reads), reset it (polled, not timed).
 			go func() {
 				defer wg.Done()
 				tick := time.NewTicker(2 * time.Millisecond)
@@ -55,7 +56,7 @@ func TestMeasureNoticesResetByOtherClient(t *testing.T) {
 						return
 					case <-tick.C:
 					}
-					if strings.Contains(strings.Join(srv.Commands(), "\n"), tc.reset) && srv.EdgeCount(1) >= 500 {
+					if strings.Contains(strings.Join(srv.Commands(), "\n"), tc.reset) && srv.EdgeCount(1) >= 1000 {
 						srv.ResetByOtherClient()
 						return
 					}

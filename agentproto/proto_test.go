@@ -130,15 +130,15 @@ func TestDecoderRecoversAfterBadLines(t *testing.T) {
 	in := "garbage\n\n" + long + "\n" + `{"v":1,"kind":"stop","stop":{}}` + "\r\n" + `{"v":1,"kind":"stop","stop":{"endpoint":"e"}}`
 	dec := agentproto.NewDecoder(strings.NewReader(in))
 	var pe *agentproto.Error
-	if _, err := dec.Next(); !errors.As(err, &pe) || pe.Line != 1 {
-		t.Fatalf("line 1: %v", err)
+	if _, err := dec.Next(); !errors.As(err, &pe) || pe.Line != 1 || string(dec.Last()) != "garbage" {
+		t.Fatalf("line 1: %v, Last %q", err, dec.Last())
 	}
-	if _, err := dec.Next(); !errors.As(err, &pe) || pe.Line != 3 || !strings.Contains(pe.Message, "longer than") {
-		t.Fatalf("line 3: %v", err)
+	if _, err := dec.Next(); !errors.As(err, &pe) || pe.Line != 3 || !strings.Contains(pe.Message, "longer than") || len(dec.Last()) != 0 {
+		t.Fatalf("line 3: %v, Last of %d bytes", err, len(dec.Last()))
 	}
 	m, err := dec.Next()
-	if err != nil || m.Kind != agentproto.KindStop || m.Stop.Endpoint != "" {
-		t.Fatalf("line 4: %+v %v", m, err)
+	if err != nil || m.Kind != agentproto.KindStop || m.Stop.Endpoint != "" || string(dec.Last()) != `{"v":1,"kind":"stop","stop":{}}` {
+		t.Fatalf("line 4: %+v %v, Last %q", m, err, dec.Last())
 	}
 	m, err = dec.Next()
 	if err != nil || m.Stop.Endpoint != "e" {

@@ -247,3 +247,29 @@ func TestCheckBinaryNamesArch(t *testing.T) {
 		t.Fatalf("CheckBinary(shell script) = %v", err)
 	}
 }
+
+// Upload reads the local file whole (to hash and send it) before it talks
+// to the board: a FIFO used to block it for ever and a device to fill
+// memory. Both are refused at once, naming the file, before the session is
+// used (so a client without a connection shows it).
+func TestUploadRefusesNonRegular(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, local := range []string{fifo, "/dev/zero"} {
+		done := make(chan error, 1)
+		go func() {
+			_, err := (&deploy.SSHClient{}).Upload(context.Background(), local, "/tmp/hilrig")
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if !errors.Is(err, safefile.ErrNotRegular) || !strings.Contains(err.Error(), local) {
+				t.Errorf("Upload(%s) = %v, want a refusal naming the file", local, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Errorf("Upload(%s) still blocked after 10 s", local)
+		}
+	}
+}

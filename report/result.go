@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/hilrig/hilrig/internal/safefile"
 )
 
 // SchemaVersion is the version of the result file this build writes and the
@@ -370,16 +372,102 @@ func Decode(data []byte, name string) (*Result, error) {
 			return nil, fmt.Errorf("%w: %s: cases[%d] has no name", ErrBadResult, name, i)
 		}
 	}
+	if field, v, ok := r.negativeCount(); ok {
+		return nil, fmt.Errorf("%w: %s: %s is %d, a count cannot be negative", ErrBadResult, name, field, v)
+	}
 	return &r, nil
 }
 
-// ReadFile reads a result file (see Decode).
+// MaxResultFile is the largest result file ReadFile reads, in bytes
+// (64 MiB). A run of a few hundred cases writes a few MB (histograms are
+// compressed; traces are separate files); decoding costs about five times
+// the file's size in memory (a 125 MB file took 685 MB to import), so the
+// cap bounds a mistaken or hostile file at a few hundred MB.
+const MaxResultFile = 64 << 20
+
+// resultLimit states MaxResultFile in messages.
+const resultLimit = "the 64 MiB limit for result files"
+
+// ReadFile reads a result file (see Decode): a regular file of at most
+// MaxResultFile bytes. A FIFO or a device (/dev/zero) is refused without
+// blocking or reading (internal/safefile), as is a larger file.
 func ReadFile(path string) (*Result, error) {
-	data, err := os.ReadFile(path)
+	data, err := safefile.Read(path, MaxResultFile, resultLimit)
 	if err != nil {
 		return nil, fmt.Errorf("read result: %w", err)
 	}
 	return Decode(data, path)
+}
+
+// negativeCount finds the first count, size or duration in r that is
+// negative, which no run writes: it returns the field's path in the JSON
+// ("cases[2].lost") and its value.
+func (r *Result) negativeCount() (string, int64, bool) {
+	type field struct {
+		name string
+		v    int64
+	}
+	check := func(prefix string, fs ...field) (string, int64, bool) {
+		for _, f := range fs {
+			if f.v < 0 {
+				return prefix + f.name, f.v, true
+			}
+		}
+		return "", 0, false
+	}
+	summary := func(s *Summary) []field {
+		return []field{{"count", s.Count}, {"clamped", s.Clamped}}
+	}
+	if n, v, bad := check("run.", field{"num_cpu", int64(r.Run.NumCPU)}, field{"mem_total_bytes", r.Run.MemTotal}); bad {
+		return n, v, bad
+	}
+	for i := range r.Run.Boards {
+		if w := r.Run.Boards[i].WakeupFloor; w != nil {
+			if n, v, bad := check(fmt.Sprintf("run.boards[%d].wakeup_floor.", i), summary(w)...); bad {
+				return n, v, bad
+			}
+		}
+	}
+	for i := range r.Cases {
+		c := &r.Cases[i]
+		p := fmt.Sprintf("cases[%d].", i)
+		if n, v, bad := check(p, field{"payload_bytes", c.PayloadBytes}, field{"subscribers", int64(c.Subscribers)},
+			field{"excluded", c.Excluded}, field{"sent", c.Sent}, field{"delivered", c.Delivered}, field{"lost", c.Lost},
+			field{"rss_bytes", c.RSSBytes}, field{"duration_ns", int64(c.Duration)}); bad {
+			return n, v, bad
+		}
+		if n, v, bad := check(p+"summary.", summary(&c.Summary)...); bad {
+			return n, v, bad
+		}
+		if c.Scope != nil && c.Scope.Scope.Count != nil {
+			if n, v, bad := check(p+"scope.scope.", field{"count", *c.Scope.Scope.Count}); bad {
+				return n, v, bad
+			}
+		}
+		if st := c.Stages; st != nil {
+			if n, v, bad := check(p+"stages.", field{"count", st.Count}); bad {
+				return n, v, bad
+			}
+			for _, s := range []struct {
+				name string
+				s    *Summary
+			}{{"copy", &st.Copy}, {"wake", &st.Wake}, {"callback", &st.Callback}} {
+				if n, v, bad := check(p+"stages."+s.name+".", summary(s.s)...); bad {
+					return n, v, bad
+				}
+			}
+		}
+		for j := range c.Counters {
+			e := &c.Counters[j]
+			if n, v, bad := check(fmt.Sprintf("%scounters[%d].", p, j),
+				field{"voluntary_ctx_switches", e.VoluntaryCtxSwitches}, field{"involuntary_ctx_switches", e.InvoluntaryCtxSwitches},
+				field{"run_delay_ns", e.RunDelayNs}, field{"minor_faults", e.MinorFaults}, field{"major_faults", e.MajorFaults},
+				field{"gc_cycles", e.GCCycles}, field{"gc_pause_total_ns", e.GCPauseTotalNs}, field{"gc_pause_max_ns", e.GCPauseMaxNs}); bad {
+				return n, v, bad
+			}
+		}
+	}
+	return "", 0, false
 }
 
 // jsonPos adds a line:column to JSON syntax and type errors.

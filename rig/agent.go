@@ -61,27 +61,46 @@ func newAgent(ctx context.Context, b *fixtures.Board, proc *deploy.Process, sshc
 	a := &Agent{Board: b, proc: proc, ssh: sshc, enc: agentproto.NewEncoder(proc.Stdin), maxWindows: maxWindows,
 		eps: map[string]*Endpoint{}, bye: make(chan struct{}), readEnd: make(chan struct{})}
 	dec := agentproto.NewDecoder(proc.Stdout)
-	hello := make(chan *agentproto.Msg, 1)
-	helloErr := make(chan error, 1)
+	// The first line is read in another goroutine so the timer bounds it;
+	// the goroutine ends when the caller kills the process (its stdout
+	// closes). It sends the line's text with a refusal, copied: the
+	// decoder's buffer is reused.
+	type first struct {
+		m    *agentproto.Msg
+		err  error
+		line string
+	}
+	hello := make(chan first, 1)
 	go func() {
 		m, err := dec.Next()
-		if err != nil {
-			helloErr <- err
-			return
-		}
-		hello <- m
+		hello <- first{m: m, err: err, line: quoteLine(dec.Last())}
 	}()
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	select {
-	case m := <-hello:
-		if m.Kind != agentproto.KindHello {
-			return nil, fmt.Errorf("%w: board %s (%s): first message is %s, want hello", ErrAgent, b.Name, proc.Where, m.Kind)
+	case f := <-hello:
+		switch {
+		case errors.Is(f.err, io.EOF) || errors.Is(f.err, io.ErrUnexpectedEOF):
+			// The agent ended before saying anything: its exit status and
+			// stderr say why. Its pipes are closed, so it has exited or is
+			// about to: wait for that (its stderr is then complete), bounded by
+			// the start's timer.
+			select {
+			case <-proc.Done():
+			case <-t.C:
+			case <-ctx.Done():
+			}
+			return nil, fmt.Errorf("%w: board %s (%s): no hello: the agent's output ended; stderr: %s", ErrAgent, b.Name, proc.Where, strings.TrimSpace(proc.Stderr()))
+		case f.err != nil:
+			// A line that is not a hello this controller speaks (another
+			// protocol version, a banner printed before the agent): the
+			// agent is still running and waiting for our hello, so do not
+			// wait for it to end; the caller kills it.
+			return nil, fmt.Errorf("%w: board %s (%s): no hello: first line %s: %w; stderr: %s", ErrAgent, b.Name, proc.Where, f.line, f.err, strings.TrimSpace(proc.Stderr()))
+		case f.m.Kind != agentproto.KindHello:
+			return nil, fmt.Errorf("%w: board %s (%s): first message is %s, want hello: first line %s", ErrAgent, b.Name, proc.Where, f.m.Kind, f.line)
 		}
-		a.Hello = *m.Hello
-	case err := <-helloErr:
-		_ = proc.Wait(context.Background())
-		return nil, fmt.Errorf("%w: board %s (%s): no hello: %w; stderr: %s", ErrAgent, b.Name, proc.Where, err, strings.TrimSpace(proc.Stderr()))
+		a.Hello = *f.m.Hello
 	case <-t.C:
 		return nil, fmt.Errorf("%w: board %s (%s): no hello within %v; stderr: %s", ErrTimeout, b.Name, proc.Where, timeout, strings.TrimSpace(proc.Stderr()))
 	case <-ctx.Done():
@@ -92,6 +111,18 @@ func newAgent(ctx context.Context, b *fixtures.Board, proc *deploy.Process, sshc
 	}
 	go a.read(dec)
 	return a, nil
+}
+
+// maxQuotedLine bounds the part of a refused first line quoted in an error.
+const maxQuotedLine = 200
+
+// quoteLine quotes a line a peer sent for an error message, cut to
+// maxQuotedLine bytes.
+func quoteLine(b []byte) string {
+	if len(b) > maxQuotedLine {
+		return fmt.Sprintf("%q… (%d bytes)", b[:maxQuotedLine], len(b))
+	}
+	return fmt.Sprintf("%q", b)
 }
 
 // read dispatches the agent's messages until its output ends.

@@ -57,7 +57,10 @@ type Options struct {
 	// default a unique "rig<pid>-<n>", so rigs never see each other's
 	// segments and Close can remove exactly its own.
 	Domain string
-	// StartTimeout bounds an agent's start (hello). Default 30 s.
+	// StartTimeout bounds an agent's start (hello), from its process's
+	// start. Default 30 s. A first line that is not a hello of this
+	// protocol version (a banner, another version) ends the start at once
+	// with an error naming the board and quoting the line.
 	StartTimeout time.Duration
 	// StopTimeout bounds the graceful part of Close per agent before its
 	// process group is killed. Default 5 s.

@@ -88,20 +88,23 @@ func runHTML(_ context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%w: report html wants one input file, got %d", ErrUsage, len(pos))
 	}
 	in := pos[0]
-	data, err := os.ReadFile(in)
+	// Both readers take regular files only, each with its own cap
+	// (report.MaxResultFile, soak.MaxCheckpointFile); the first line says
+	// which one the file is for.
+	isCheckpoint, err := soak.IsCheckpointFile(in)
 	if err != nil {
 		return fmt.Errorf("report html: %w", err)
 	}
 	var input reporthtml.Input
 	input.Title = *title
-	if soak.IsCheckpoint(data) {
+	if isCheckpoint {
 		lg, err := soak.Read(in)
 		if err != nil {
 			return fmt.Errorf("report html: %w", err)
 		}
 		input.Soak = lg
 	} else {
-		r, err := report.Decode(data, in)
+		r, err := report.ReadFile(in)
 		if err != nil {
 			return fmt.Errorf("report html: %w", err)
 		}

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -60,9 +61,18 @@ func Resume(path string, now time.Time) (*Checkpointer, *Log, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	// Read refused anything but a regular file; O_NONBLOCK and the fstat
+	// keep a file swapped since for a FIFO from blocking or being written.
+	f, err := os.OpenFile(path, os.O_RDWR|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, nil, fmt.Errorf("soak: resume: %w", err)
+	}
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		if err == nil {
+			err = errors.New("no longer a regular file")
+		}
+		return nil, nil, fmt.Errorf("soak: resume %s: %w", path, err)
 	}
 	dropped := lg.size - lg.goodSize
 	if dropped > 0 {

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/hilrig/hilrig/internal/safefile"
 	"github.com/hilrig/hilrig/report"
 )
 
@@ -57,14 +58,97 @@ func (l *Log) NextIndex() int {
 // StreamKey names a stream across agents.
 func StreamKey(agent, stream string) string { return agent + "/" + stream }
 
-// Read reads a checkpoint file (see ReadFrom).
-func Read(path string) (*Log, error) {
-	f, err := os.Open(path)
+// Bounds of what Read and ReadFrom accept. A 72 h soak of 10 s windows
+// with a few streams writes some hundreds of MB, each window line a few
+// kB to tens of kB (compressed histograms), and Read keeps about a
+// kilobyte per window in memory; so the caps leave room for soaks many
+// times that long or dense, while a mistaken or hostile file (/dev/zero,
+// a file of one endless line, millions of empty windows) costs at most
+// the line cap and the windows cap in memory.
+const (
+	// MaxCheckpointFile is the largest checkpoint file Read reads (4 GiB).
+	MaxCheckpointFile = 4 << 30
+	// MaxCheckpointLine is the longest line ReadFrom parses (16 MiB); a
+	// longer one is unparseable content (a torn tail at the end).
+	MaxCheckpointLine = 16 << 20
+	// MaxCheckpointWindows is the most windows ReadFrom keeps (500,000:
+	// 58 days of 10 s windows).
+	MaxCheckpointWindows = 500_000
+)
+
+// checkpointLimit states MaxCheckpointFile in messages.
+const checkpointLimit = "the 4 GiB limit for soak checkpoints"
+
+// open opens a checkpoint for reading: a regular file of at most
+// MaxCheckpointFile bytes; a FIFO or a device is refused without blocking
+// or reading (internal/safefile).
+func open(path string) (*os.File, error) {
+	f, _, err := safefile.Open(path, MaxCheckpointFile, checkpointLimit)
 	if err != nil {
 		return nil, fmt.Errorf("soak: read checkpoint: %w", err)
 	}
+	return f, nil
+}
+
+// Read reads a checkpoint file (see ReadFrom), which must be a regular file
+// of at most MaxCheckpointFile bytes.
+func Read(path string) (*Log, error) {
+	f, err := open(path)
+	if err != nil {
+		return nil, err
+	}
 	defer f.Close()
-	return ReadFrom(f, path)
+	// One byte past the cap tells a file that grew past it while read.
+	lg, err := ReadFrom(io.LimitReader(f, MaxCheckpointFile+1), path)
+	if err == nil && lg.size > MaxCheckpointFile {
+		return nil, fmt.Errorf("soak: read checkpoint: %s: more than %s (it grew while being read)", path, checkpointLimit)
+	}
+	return lg, err
+}
+
+// IsCheckpointFile reports whether the file at path looks like a
+// checkpoint (see IsCheckpoint). It opens it as Read does and reads only
+// its first line (at most MaxCheckpointLine bytes).
+func IsCheckpointFile(path string) (bool, error) {
+	f, err := open(path)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	line, _, _, err := readLine(bufio.NewReader(f), MaxCheckpointLine)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return false, fmt.Errorf("soak: read %s: %w", path, err)
+	}
+	return IsCheckpoint(line), nil
+}
+
+// readLine reads one line of r up to and including its '\n' (absent at
+// the end of the input). It returns at most max bytes of it: a longer
+// line is read to its end, counted in n and reported with tooLong, and
+// its bytes are dropped. err is io.EOF only when nothing was left to read;
+// any other read error is returned as it is.
+func readLine(r *bufio.Reader, max int) (line []byte, n int64, tooLong bool, err error) {
+	for {
+		chunk, err := r.ReadSlice('\n')
+		n += int64(len(chunk))
+		if !tooLong {
+			if len(line)+len(chunk) > max {
+				tooLong, line = true, nil
+			} else {
+				line = append(line, chunk...)
+			}
+		}
+		switch {
+		case err == nil:
+			return line, n, tooLong, nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case n > 0 && errors.Is(err, io.EOF):
+			return line, n, tooLong, nil
+		default:
+			return nil, n, false, err
+		}
+	}
 }
 
 // IsCheckpoint reports whether data looks like a checkpoint (its first line
@@ -97,27 +181,29 @@ func ReadFrom(r io.Reader, name string) (*Log, error) {
 		prevIndex  = -1
 	)
 	for {
-		line, err := br.ReadBytes('\n')
-		if len(line) == 0 && err != nil {
-			if !errors.Is(err, io.EOF) {
-				return nil, fmt.Errorf("soak: read %s: %w", name, err)
-			}
+		line, n, tooLong, err := readLine(br, MaxCheckpointLine)
+		if errors.Is(err, io.EOF) {
 			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("soak: read %s: %w", name, err)
 		}
 		lineNo++
 		start := off
-		off += int64(len(line))
-		hasNL := line[len(line)-1] == '\n'
+		off += n
+		hasNL := len(line) > 0 && line[len(line)-1] == '\n'
 		body := bytes.TrimSpace(line)
-		if len(body) == 0 {
+		if len(body) == 0 && !tooLong {
 			if badLine == 0 {
 				lg.goodSize = off
 			}
 			continue
 		}
 		var rec record
-		perr := json.Unmarshal(body, &rec)
-		if perr == nil && rec.Kind == "" {
+		var perr error
+		if tooLong {
+			perr = fmt.Errorf("line of %d bytes, longer than the %d MiB limit", n, MaxCheckpointLine>>20)
+		} else if perr = json.Unmarshal(body, &rec); perr == nil && rec.Kind == "" {
 			perr = errors.New(`no "kind"`)
 		}
 		if perr != nil {
@@ -161,6 +247,9 @@ func ReadFrom(r io.Reader, name string) (*Log, error) {
 			w := rec.Window
 			if w == nil {
 				return nil, fmt.Errorf("%w: %s line %d: empty window", ErrBadCheckpoint, name, lineNo)
+			}
+			if len(lg.Windows) >= MaxCheckpointWindows {
+				return nil, fmt.Errorf("%w: %s line %d: more than %d windows", ErrBadCheckpoint, name, lineNo, MaxCheckpointWindows)
 			}
 			if w.Index <= prevIndex {
 				lg.Notes = append(lg.Notes, fmt.Sprintf("%s line %d: window index %d not after %d", name, lineNo, w.Index, prevIndex))

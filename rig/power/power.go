@@ -13,11 +13,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 
 	"github.com/hilrig/hilrig/fixtures"
+	"github.com/hilrig/hilrig/internal/safefile"
 )
 
 // ErrPower marks a failed power operation (the driver refused or did not
@@ -82,7 +82,7 @@ func New(r *fixtures.Rack, b *fixtures.Board) (*Switch, error) {
 	case fixtures.PowerHTTP:
 		pw := ""
 		if cfg.PasswordFile != "" {
-			raw, err := os.ReadFile(r.RelPath(cfg.PasswordFile))
+			raw, err := safefile.ReadPrivate(r.RelPath(cfg.PasswordFile), maxPasswordFile, passwordFileLimit)
 			if err != nil {
 				return nil, fmt.Errorf("%w: board %s: power.password_file: %w", ErrPower, b.Name, err)
 			}
@@ -98,6 +98,13 @@ func New(r *fixtures.Rack, b *fixtures.Board) (*Switch, error) {
 	}
 	return s, nil
 }
+
+// maxPasswordFile bounds an http driver's password_file: a password, not
+// a stream (/dev/zero is refused as a device before any read).
+const (
+	maxPasswordFile   = 4 << 10
+	passwordFileLimit = "the 4 KiB limit for password files"
+)
 
 // Config is the power block the switch uses (with defaults).
 func (s *Switch) Config() fixtures.Power { return s.cfg }

@@ -14,10 +14,14 @@ import (
 	"github.com/onsi/ginkgo/v2/types"
 
 	"github.com/hilrig/hilrig/fixtures"
+	"github.com/hilrig/hilrig/internal/safefile"
 	"github.com/hilrig/hilrig/report"
 	"github.com/hilrig/hilrig/report/reporthtml"
 	"github.com/hilrig/hilrig/report/soak"
 )
+
+// fixtureLimit states fixtures.MaxFileSize in messages.
+const fixtureLimit = "the 256 KiB limit for fixture files"
 
 // SuiteOrder is the order suites appear in the merged report; others
 // follow alphabetically.
@@ -135,12 +139,14 @@ func (tc *TestContext) RunInfo(start, end time.Time) report.RunInfo {
 	ri.Version = "(devel)" // replaced by the agents' build when preflight reports it
 	ri.ConfigFile = tc.ConfigPath
 	var cfg strings.Builder
-	if b, err := os.ReadFile(tc.ConfigPath); err == nil {
+	// The loaders read both already; read again (to file them as given)
+	// with the same bounds: regular files of at most fixtures.MaxFileSize.
+	if b, err := safefile.Read(tc.ConfigPath, fixtures.MaxFileSize, fixtureLimit); err == nil {
 		fmt.Fprintf(&cfg, "# %s\n%s\n", tc.ConfigPath, b)
 	}
 	if tc.Rack.File == fixtures.SimRackFile {
 		fmt.Fprintf(&cfg, "# rack: %s (as loaded: capabilities %v)\n%s", tc.Rack.File, tc.Rack.Capabilities, fixtures.SimRackYAML())
-	} else if b, err := os.ReadFile(tc.Rack.File); err == nil {
+	} else if b, err := safefile.Read(tc.Rack.File, fixtures.MaxFileSize, fixtureLimit); err == nil {
 		fmt.Fprintf(&cfg, "# rack: %s\n%s", tc.Rack.File, b)
 	}
 	ri.Config = cfg.String()

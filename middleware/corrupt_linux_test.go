@@ -362,20 +362,11 @@ func TestCorruptTruncatedLive(t *testing.T) {
 // (table entry 0 at 512: delivered, lost, overruns, torn, epochs at
 // +32..+72), then the publisher's (448..480) and then the whole table with
 // random bytes are overwritten; Stats must keep returning what this
-// process counted.
+// process counted. The table and publisher block sit at fixed offsets
+// whatever the contract.
 func TestStatsAfterCountersCorrupted(t *testing.T) {
-	c := corruptContract
-	d := testDomain(t)
-	path := middleware.SegmentPath("", d, c.Topic)
-	n := openNode(t, "stats", d)
-	sub, err := n.NewSubscriber(c, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub, err := n.NewPublisher(c, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := newClosePair(t, middleware.TransportShm)
+	pub, sub := p.pub, p.sub
 	const count = 5
 	ctx := ctxT(t, 10e9)
 	for i := range count {
@@ -405,7 +396,7 @@ func TestStatsAfterCountersCorrupted(t *testing.T) {
 		{"publisher counters", 448, bytes.Repeat(garbage, 4)},
 		{"the whole subscriber table", 512, table},
 	} {
-		writeAt(t, path, w.off, w.b)
+		writeAt(t, p.path, w.off, w.b)
 		if st := sub.Stats(); st != wantSub {
 			t.Errorf("%s overwritten: subscriber Stats %+v, want %+v", w.what, st, wantSub)
 		}
@@ -413,11 +404,9 @@ func TestStatsAfterCountersCorrupted(t *testing.T) {
 			t.Errorf("%s overwritten: publisher Stats %+v, want %+v", w.what, st, wantPub)
 		}
 	}
-	// What the segment now holds is not this process's business to
-	// repair: the ends fail on their next use or carry on; either way
-	// they close.
+	// What the segment now holds is not this process's to repair: the
+	// ends close, and the segment goes.
 	sub.Close()
 	pub.Close()
-	n.Close()
-	middleware.RemoveSegment(path)
+	middleware.RemoveSegment(p.path)
 }

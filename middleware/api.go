@@ -218,7 +218,10 @@ type Message struct {
 	Payload []byte
 }
 
-// PublisherStats are cumulative counters. Safe to read concurrently.
+// PublisherStats are the publisher's cumulative counters since
+// NewPublisher, counted in this process (never read back from a shared
+// segment, which any writer of the file can overwrite). Safe to read
+// concurrently.
 type PublisherStats struct {
 	Published   uint64        // messages published
 	Blocked     time.Duration // total time spent waiting (Reliable)
@@ -226,7 +229,9 @@ type PublisherStats struct {
 	DroppedSubs uint64        // subscribers dropped as dead
 }
 
-// SubscriberStats are cumulative counters. Safe to read concurrently.
+// SubscriberStats are the subscriber's cumulative counters since
+// NewSubscriber, counted in this process like PublisherStats. Safe to read
+// concurrently.
 type SubscriberStats struct {
 	Delivered   uint64 // messages handed to the caller
 	Lost        uint64 // messages missed by sequence gap

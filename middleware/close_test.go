@@ -18,6 +18,7 @@ import (
 type closePair struct {
 	pub    *middleware.Publisher
 	sub    *middleware.Subscriber
+	path   string // the segment file (shm)
 	exists func() bool
 }
 
@@ -48,7 +49,7 @@ func newClosePair(t *testing.T, transport middleware.Transport) closePair {
 		_, err := os.Stat(path)
 		return err == nil
 	}
-	return closePair{pub: pub, sub: sub, exists: exists}
+	return closePair{pub: pub, sub: sub, path: path, exists: exists}
 }
 
 // sendUntil publishes until delivered is closed (a best-effort UDP

@@ -2,6 +2,7 @@ package middleware_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -353,4 +354,59 @@ func TestCorruptTruncatedLive(t *testing.T) {
 			finish(t, path, pub, sub)
 		})
 	}
+}
+
+// Stats after the counters in a live segment were overwritten (issue 31,
+// finding 10): the old Stats read them from the segment unchecked and
+// returned Delivered = 18388096062736361663. The subscriber's counters
+// (table entry 0 at 512: delivered, lost, overruns, torn, epochs at
+// +32..+72), then the publisher's (448..480) and then the whole table with
+// random bytes are overwritten; Stats must keep returning what this
+// process counted. The table and publisher block sit at fixed offsets
+// whatever the contract.
+func TestStatsAfterCountersCorrupted(t *testing.T) {
+	p := newClosePair(t, middleware.TransportShm)
+	pub, sub := p.pub, p.sub
+	const count = 5
+	ctx := ctxT(t, 10e9)
+	for i := range count {
+		if err := pub.Send([]byte{byte(i)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := sub.Next(ctx, func(*middleware.Message) {}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantSub, wantPub := sub.Stats(), pub.Stats()
+	if wantSub.Delivered != count || wantPub.Published != count {
+		t.Fatalf("before: %+v, %+v", wantSub, wantPub)
+	}
+	garbage := le64(18388096062736361663) // what the issue's probe read back
+	table := make([]byte, 2048)
+	rng := rand.New(rand.NewPCG(31, 10))
+	for i := range table {
+		table[i] = byte(rng.Uint32())
+	}
+	for _, w := range []struct {
+		what string
+		off  int64
+		b    []byte
+	}{
+		{"subscriber counters", 512 + 32, bytes.Repeat(garbage, 5)},
+		{"publisher counters", 448, bytes.Repeat(garbage, 4)},
+		{"the whole subscriber table", 512, table},
+	} {
+		writeAt(t, p.path, w.off, w.b)
+		if st := sub.Stats(); st != wantSub {
+			t.Errorf("%s overwritten: subscriber Stats %+v, want %+v", w.what, st, wantSub)
+		}
+		if st := pub.Stats(); st != wantPub {
+			t.Errorf("%s overwritten: publisher Stats %+v, want %+v", w.what, st, wantPub)
+		}
+	}
+	// What the segment now holds is not this process's to repair: the
+	// ends close, and the segment goes.
+	sub.Close()
+	pub.Close()
+	middleware.RemoveSegment(p.path)
 }

@@ -34,6 +34,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log"
+	"log/slog"
 	"math"
 	"net"
 	"net/http"
@@ -391,28 +394,171 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{EnableOpenMetrics: true})
 }
 
+// Defaults of [ServeOptions].
+const (
+	// DefaultMaxConns is the number of connections served at once: a
+	// Prometheus pair, a Grafana and a few people with curl.
+	DefaultMaxConns = 16
+	// DefaultIdleTimeout outlasts a 15 s scrape interval (so a scraper
+	// keeps its connection) and frees a slot held by an idle connection
+	// within half a minute.
+	DefaultIdleTimeout = 30 * time.Second
+	// DefaultReadTimeout bounds reading a request (a GET: headers only).
+	DefaultReadTimeout = 10 * time.Second
+	// DefaultWriteTimeout is Prometheus' default scrape_timeout: an
+	// exposition that takes longer is useless to the scraper anyway.
+	DefaultWriteTimeout = 10 * time.Second
+)
+
+// maxHeaderBytes bounds a request's headers (a scrape sends ~300 bytes);
+// net/http's default, 1 MiB per connection, is far more than a scraper needs.
+const maxHeaderBytes = 16 << 10
+
+// ServeOptions tunes [Metrics.Serve]. A nil *ServeOptions, and every zero
+// field, means the default.
+type ServeOptions struct {
+	// Logger gets the warning that the endpoint is reachable beyond this
+	// host without authentication (nil: no logging).
+	Logger *slog.Logger
+	// MaxConns is how many connections are open at once (0:
+	// DefaultMaxConns). Past it, new connections wait in the kernel's
+	// accept queue, holding no descriptor of this process, until a served
+	// one closes; once that queue (the listen backlog) is full the kernel
+	// refuses them.
+	MaxConns int
+	// IdleTimeout closes a keep-alive connection that sent no request for
+	// this long (0: DefaultIdleTimeout).
+	IdleTimeout time.Duration
+	// ReadTimeout bounds reading one request, headers included (0:
+	// DefaultReadTimeout); headers alone must arrive within 5 s.
+	ReadTimeout time.Duration
+	// WriteTimeout bounds serving one request, from the end of its headers
+	// to the last byte of the response, so a reader that stops reading
+	// loses its connection (0: DefaultWriteTimeout).
+	WriteTimeout time.Duration
+}
+
+// orDefault returns d when v is zero.
+func orDefault[T comparable](v, d T) T {
+	var zero T
+	if v == zero {
+		return d
+	}
+	return v
+}
+
 // Serve listens on addr (host:port; see fixtures' metrics_listen) and
 // serves /metrics until ctx ends. It returns the bound address once
-// listening; serving continues in a goroutine that stops with ctx.
-func (m *Metrics) Serve(ctx context.Context, addr string) (net.Addr, error) {
+// listening; serving continues in goroutines that stop with ctx. opts nil
+// means the defaults. What a client can hold is bounded: at most MaxConns
+// connections (so at most that many descriptors), each closed after
+// IdleTimeout idle or when a request takes longer than ReadTimeout to
+// arrive or WriteTimeout to serve. The endpoint has no authentication:
+// bound to an address that is not loopback, Serve logs a warning saying so.
+func (m *Metrics) Serve(ctx context.Context, addr string, opts *ServeOptions) (net.Addr, error) {
+	if opts == nil {
+		opts = &ServeOptions{}
+	}
 	var lc net.ListenConfig
 	l, err := lc.Listen(ctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("metrics endpoint %s: %w", addr, err)
 	}
+	if ta, ok := l.Addr().(*net.TCPAddr); ok && !ta.IP.IsLoopback() && opts.Logger != nil {
+		opts.Logger.Warn("metrics endpoint listens beyond loopback and has no authentication: "+
+			"anyone who can reach this address reads the run's metrics", "addr", l.Addr().String())
+	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", m.Handler())
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       orDefault(opts.ReadTimeout, DefaultReadTimeout),
+		WriteTimeout:      orDefault(opts.WriteTimeout, DefaultWriteTimeout),
+		IdleTimeout:       orDefault(opts.IdleTimeout, DefaultIdleTimeout),
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          errorLog(opts.Logger),
+	}
+	ll := newLimitListener(l, orDefault(opts.MaxConns, DefaultMaxConns))
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		_ = srv.Shutdown(sctx)
+		if srv.Shutdown(sctx) != nil {
+			_ = srv.Close() // a connection still busy after a second
+		}
 	}()
 	go func() {
-		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			_ = l.Close()
+		if err := srv.Serve(ll); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			_ = ll.Close()
 		}
 	}()
 	return l.Addr(), nil
+}
+
+// errorLog sends net/http's per-connection messages (a client's TLS
+// handshake on the plain port, a malformed request) to lg at debug level:
+// they are about a client, not the run, and without ErrorLog they would go
+// to the process's standard logger. nil lg: dropped.
+func errorLog(lg *slog.Logger) *log.Logger {
+	if lg == nil {
+		return log.New(io.Discard, "", 0)
+	}
+	return slog.NewLogLogger(lg.Handler(), slog.LevelDebug)
+}
+
+// limitListener accepts at most cap(slots) connections that are open at
+// once: Accept takes a slot before it accepts, and a connection's Close
+// gives it back. Connections past the cap stay in the kernel's accept
+// queue, costing this process no descriptor. Safe for concurrent use.
+type limitListener struct {
+	net.Listener
+	slots     chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+func newLimitListener(l net.Listener, n int) *limitListener {
+	return &limitListener{Listener: l, slots: make(chan struct{}, n), done: make(chan struct{})}
+}
+
+// Accept waits for a free slot, then for a connection. It returns
+// net.ErrClosed once the listener is closed, also while it waits for a
+// slot.
+func (l *limitListener) Accept() (net.Conn, error) {
+	select {
+	case l.slots <- struct{}{}:
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+	c, err := l.Listener.Accept()
+	if err != nil {
+		<-l.slots
+		return nil, err
+	}
+	return &limitConn{Conn: c, slots: l.slots}, nil
+}
+
+// Close closes the listener and wakes an Accept waiting for a slot.
+// Idempotent.
+func (l *limitListener) Close() error {
+	err := net.ErrClosed
+	l.closeOnce.Do(func() {
+		close(l.done)
+		err = l.Listener.Close()
+	})
+	return err
+}
+
+// limitConn gives its slot back on its first Close.
+type limitConn struct {
+	net.Conn
+	slots     chan struct{}
+	closeOnce sync.Once
+}
+
+func (c *limitConn) Close() error {
+	err := c.Conn.Close()
+	c.closeOnce.Do(func() { <-c.slots })
+	return err
 }

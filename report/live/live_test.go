@@ -47,7 +47,7 @@ func TestEndpoint(t *testing.T) {
 	m := live.New()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	a, err := m.Serve(ctx, "127.0.0.1:0")
+	a, err := m.Serve(ctx, "127.0.0.1:0", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestPrometheusScrapes(t *testing.T) {
 	m := live.New()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	a, err := m.Serve(ctx, "127.0.0.1:0")
+	a, err := m.Serve(ctx, "127.0.0.1:0", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,8 @@ type Frame struct {
 	Payload   []byte
 }
 
-// ReaderStats mirror the subscriber counters stored in the table entry.
+// ReaderStats are one Reader's counters (copied into its table entry for
+// other processes).
 type ReaderStats struct {
 	Delivered, Lost, Overruns, TornRetries, Epochs uint64
 }
@@ -47,7 +48,10 @@ type Reader struct {
 	// returns it.
 	err error
 
-	delivered, lost, overruns, torn, epochs uint64
+	// The counters live in process memory, where Stats reads them; the
+	// table entry holds a copy for other processes (hilrig shm ls) that
+	// is never read back (see counter).
+	delivered, lost, overruns, torn, epochs counter
 }
 
 // maxSteps bounds the work of one TryNext: every step either returns,
@@ -220,8 +224,7 @@ func (rd *Reader) TryNext(f *Frame) (bool, error) {
 			skip := head - rd.depth + 1 - rd.next
 			lost += skip
 			rd.next += skip
-			rd.overruns++
-			atomic.StoreUint64(r.u64(rd.so+subOverruns), rd.overruns)
+			rd.overruns.add(r.u64(rd.so+subOverruns), 1)
 		}
 		if head-rd.next >= n {
 			// lapped by the ring (a restarted segment, or a reliable
@@ -230,8 +233,7 @@ func (rd *Reader) TryNext(f *Frame) (bool, error) {
 			skip := head - n + 1 - rd.next
 			lost += skip
 			rd.next += skip
-			rd.overruns++
-			atomic.StoreUint64(r.u64(rd.so+subOverruns), rd.overruns)
+			rd.overruns.add(r.u64(rd.so+subOverruns), 1)
 		}
 		want := rd.next
 		ep := r.entry(int((want - 1) % n))
@@ -304,8 +306,7 @@ func (rd *Reader) TryNext(f *Frame) (bool, error) {
 		}
 		if f.Epoch != rd.lastEpoch {
 			rd.lastEpoch = f.Epoch
-			rd.epochs++
-			atomic.StoreUint64(r.u64(rd.so+subEpochs), rd.epochs)
+			rd.epochs.add(r.u64(rd.so+subEpochs), 1)
 		}
 		rd.held = int(k)
 		return true, nil
@@ -317,13 +318,11 @@ func (rd *Reader) TryNext(f *Frame) (bool, error) {
 }
 
 func (rd *Reader) addLost(n uint64) {
-	rd.lost += n
-	atomic.StoreUint64(rd.r.u64(rd.so+subLost), rd.lost)
+	rd.lost.add(rd.r.u64(rd.so+subLost), n)
 }
 
 func (rd *Reader) tornRetry() {
-	rd.torn++
-	atomic.StoreUint64(rd.r.u64(rd.so+subTorn), rd.torn)
+	rd.torn.add(rd.r.u64(rd.so+subTorn), 1)
 }
 
 // Release ends the hold taken by TryNext, acks the position and wakes a
@@ -349,9 +348,8 @@ func (rd *Reader) Release() error {
 	}
 	rd.held = -1
 	rd.next++
-	rd.delivered++
 	atomic.StoreUint64(r.u64(rd.so+subHold), 0)
-	atomic.StoreUint64(r.u64(rd.so+subDelivered), rd.delivered)
+	rd.delivered.add(r.u64(rd.so+subDelivered), 1)
 	atomic.StoreUint64(r.u64(rd.so+subAcked), pos)
 	if atomic.LoadUint32(r.u32(offPubWait)) != 0 {
 		atomic.AddUint32(r.u32(offAckWord), 1)
@@ -373,15 +371,16 @@ func (rd *Reader) Sleep(timeout time.Duration) {
 	atomic.AddUint32(r.u32(offWaiters), ^uint32(0))
 }
 
-// Stats returns the counters (safe from any goroutine).
+// Stats returns the counters (safe from any goroutine). They are this
+// process's own counts, never the copies in the segment, which any writer
+// of the file can overwrite. Does not touch the mapping.
 func (rd *Reader) Stats() ReaderStats {
-	r, so := rd.r, rd.so
 	return ReaderStats{
-		Delivered:   atomic.LoadUint64(r.u64(so + subDelivered)),
-		Lost:        atomic.LoadUint64(r.u64(so + subLost)),
-		Overruns:    atomic.LoadUint64(r.u64(so + subOverruns)),
-		TornRetries: atomic.LoadUint64(r.u64(so + subTorn)),
-		Epochs:      atomic.LoadUint64(r.u64(so + subEpochs)),
+		Delivered:   rd.delivered.load(),
+		Lost:        rd.lost.load(),
+		Overruns:    rd.overruns.load(),
+		TornRetries: rd.torn.load(),
+		Epochs:      rd.epochs.load(),
 	}
 }
 

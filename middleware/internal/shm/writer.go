@@ -17,7 +17,8 @@ type Meta struct {
 	Flags     uint8
 }
 
-// WriterStats mirror the publisher counters stored in the segment.
+// WriterStats are one Writer's counters (its own, from its start; the
+// segment's copies sum every publisher the segment had).
 type WriterStats struct {
 	Published, BlockedNs, Timeouts, Dropped uint64
 }
@@ -48,7 +49,10 @@ type Writer struct {
 	// dropped; may be nil.
 	OnDrop func(pid int)
 
-	published, blockedNs, timeouts, dropped uint64
+	// Counters: see counter. Their copies in the segment go on from the
+	// previous publisher's (the segment's totals, base); Stats counts
+	// this writer's own.
+	published, blockedNs, timeouts, dropped counter
 }
 
 // NewWriter claims the publisher role of r for process pid (its getpid(),
@@ -111,10 +115,10 @@ func NewWriter(r *Region, pid int) (*Writer, error) {
 		headWord = w.head<<posShift | uint64(w.ringSlot[(w.head-1)%uint64(r.P.RingLen)])
 	}
 	atomic.StoreUint64(r.u64(offHead), headWord)
-	w.published = atomic.LoadUint64(r.u64(offPublished))
-	w.blockedNs = atomic.LoadUint64(r.u64(offBlockedNs))
-	w.timeouts = atomic.LoadUint64(r.u64(offTimeouts))
-	w.dropped = atomic.LoadUint64(r.u64(offDropped))
+	w.published.base = atomic.LoadUint64(r.u64(offPublished))
+	w.blockedNs.base = atomic.LoadUint64(r.u64(offBlockedNs))
+	w.timeouts.base = atomic.LoadUint64(r.u64(offTimeouts))
+	w.dropped.base = atomic.LoadUint64(r.u64(offDropped))
 	w.wake()
 	return w, nil
 }
@@ -357,8 +361,7 @@ func (w *Writer) Commit(n int, m Meta) {
 	// The head word carries the slot of the newest message, so a reader
 	// that keeps up needs one cache line to find it.
 	atomic.StoreUint64(r.u64(offHead), p<<posShift|uint64(k))
-	w.published++
-	atomic.StoreUint64(r.u64(offPublished), w.published)
+	w.published.add(r.u64(offPublished), 1)
 	w.wake()
 	// Pick the next slot now, after the wake: scanning the subscribers'
 	// hold words costs cache-line transfers that would otherwise sit on
@@ -413,8 +416,7 @@ func (w *Writer) waitRoom(pos uint64, deadline int64, now func() int64) error {
 		}
 		t := now()
 		if deadline != 0 && t >= deadline {
-			w.timeouts++
-			atomic.StoreUint64(r.u64(offTimeouts), w.timeouts)
+			w.timeouts.add(r.u64(offTimeouts), 1)
 			w.addBlocked(t - start)
 			return fmt.Errorf("%w: topic %q: subscriber %s still needs message %d", ErrTimeout, r.P.Topic, w.subDesc(i), pos)
 		}
@@ -444,8 +446,7 @@ func (w *Writer) waitRoom(pos uint64, deadline int64, now func() int64) error {
 
 func (w *Writer) addBlocked(d int64) {
 	if d > 0 {
-		w.blockedNs += uint64(d)
-		atomic.StoreUint64(w.r.u64(offBlockedNs), w.blockedNs)
+		w.blockedNs.add(w.r.u64(offBlockedNs), uint64(d))
 	}
 }
 
@@ -501,8 +502,7 @@ func (w *Writer) dropDead() {
 			continue
 		}
 		if atomic.CompareAndSwapUint64(r.u64(so+subState), st, st&^0xffffffff|stFree) {
-			w.dropped++
-			atomic.StoreUint64(r.u64(offDropped), w.dropped)
+			w.dropped.add(r.u64(offDropped), 1)
 			if w.OnDrop != nil {
 				w.OnDrop(int(atomic.LoadUint64(r.u64(so + subPID))))
 			}
@@ -510,14 +510,16 @@ func (w *Writer) dropDead() {
 	}
 }
 
-// Stats returns the writer's counters.
+// Stats returns the writer's counters. Safe from any goroutine (the
+// writer's own goroutine may publish meanwhile); it reads process memory
+// only, never the segment's copies, which any writer of the file can
+// overwrite.
 func (w *Writer) Stats() WriterStats {
-	r := w.r
 	return WriterStats{
-		Published: atomic.LoadUint64(r.u64(offPublished)),
-		BlockedNs: atomic.LoadUint64(r.u64(offBlockedNs)),
-		Timeouts:  atomic.LoadUint64(r.u64(offTimeouts)),
-		Dropped:   atomic.LoadUint64(r.u64(offDropped)),
+		Published: w.published.load(),
+		BlockedNs: w.blockedNs.load(),
+		Timeouts:  w.timeouts.load(),
+		Dropped:   w.dropped.load(),
 	}
 }
 

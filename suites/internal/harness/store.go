@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"time"
@@ -93,7 +94,9 @@ func (tc *TestContext) serveMetrics(w io.Writer) {
 	if tc.Config == nil || tc.Config.MetricsListen == "" {
 		return
 	}
-	addr, err := ServeMetrics(context.Background(), tc.Config.MetricsListen)
+	// Warnings (a bind beyond loopback) go where the address is printed.
+	lg := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	addr, err := ServeMetrics(context.Background(), tc.Config.MetricsListen, lg)
 	if err != nil {
 		fmt.Fprintf(w, "hilrig: %v (no live metrics this run)\n", err)
 		return
@@ -105,10 +108,11 @@ func (tc *TestContext) serveMetrics(w io.Writer) {
 // serves it on listen (host:port) until ctx ends; it returns the bound
 // address. The suites start it from metrics_listen before any spec runs
 // (Live is then read, never written, while specs run); tests of the
-// feeding start it on 127.0.0.1:0.
-func ServeMetrics(ctx context.Context, listen string) (net.Addr, error) {
+// feeding start it on 127.0.0.1:0. lg gets the endpoint's warnings (nil:
+// none).
+func ServeMetrics(ctx context.Context, listen string, lg *slog.Logger) (net.Addr, error) {
 	m := live.New()
-	addr, err := m.Serve(ctx, listen)
+	addr, err := m.Serve(ctx, listen, &live.ServeOptions{Logger: lg})
 	if err != nil {
 		return nil, err
 	}

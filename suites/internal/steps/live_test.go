@@ -26,7 +26,7 @@ func TestMeasureFeedsLiveWhileRunning(t *testing.T) {
 	env := openSimRig(t, rack)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	addr, err := harness.ServeMetrics(ctx, "127.0.0.1:0")
+	addr, err := harness.ServeMetrics(ctx, "127.0.0.1:0", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -106,7 +106,7 @@ bounds:
 	t.Cleanup(gate.close)
 
 	m := live.New()
-	addr, err := m.Serve(ctx, "127.0.0.1:0")
+	addr, err := m.Serve(ctx, "127.0.0.1:0", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

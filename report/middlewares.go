@@ -7,35 +7,36 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/hilrig/hilrig/internal/kind"
 )
 
 // Transport classes of the middleware comparison (issue 19, seed 000
 // §3.4): a peer is only comparable with hilrig on the same class.
 const (
-	ClassInProcess    = "in-process"
-	ClassSharedMemory = "shared memory"
-	ClassUDPOneHost   = "UDP, one host"
-	ClassUDPBoards    = "UDP, between boards"
+	ClassInProcess    = kind.ClassInProcess
+	ClassSharedMemory = kind.ClassSharedMemory
+	ClassUDPOneHost   = kind.ClassUDPOneHost
+	ClassUDPBoards    = kind.ClassUDPBoards
 	// ClassUDP is a UDP case whose result does not say whether its two
 	// ends shared a host (e.g. a round trip without a one-way case
 	// between the same boards in the result).
-	ClassUDP = "UDP"
+	ClassUDP = kind.ClassUDP
 )
 
-// middlewareHilrig is hilrig's own middleware as cases name it (the
-// report imports nothing of the harness, so not agentproto's constant).
-const middlewareHilrig = "hilrig"
+// middlewareHilrig is hilrig's own middleware as cases name it.
+const middlewareHilrig = kind.Hilrig
 
 // MiddlewareRow is one cell of the comparison: one suite, method kind,
 // transport class, payload, rate, reliability and subscriber count, with
 // every middleware measured there side by side.
 type MiddlewareRow struct {
 	Suite        string
-	Kind         string // Method.Kind: OneWay or RTTHalf
-	Class        string // ClassSharedMemory, ClassUDPOneHost, …
+	Kind         kind.MethodKind // Method.Kind: OneWay or RTTHalf
+	Class        kind.Class      // ClassSharedMemory, ClassUDPOneHost, …
 	PayloadBytes int64
 	RateHz       float64 // 0: as fast as possible (round trips)
-	Reliability  string
+	Reliability  kind.Reliability
 	Subscribers  int
 	// Entries are hilrig's cases first, then the peers' in the order
 	// their first case appears in the result(s).
@@ -48,7 +49,7 @@ type MiddlewareRow struct {
 // MiddlewareEntry is one middleware's case in a row.
 type MiddlewareEntry struct {
 	// Middleware is the case's middleware ("hilrig" for an empty one).
-	Middleware string
+	Middleware kind.Middleware
 	// Label names the entry in tables and plot legends: the middleware,
 	// plus the transport when the row has several, plus the run when the
 	// comparison spans several results.
@@ -83,7 +84,7 @@ type Ratios struct {
 // "controller host": one host; two boards' clocks: between boards). A
 // round trip names only the pinging board's clock; CompareMiddlewares
 // resolves its class from a one-way case between the same boards.
-func TransportClass(c *Case) string {
+func TransportClass(c *Case) kind.Class {
 	t := c.Transport
 	switch {
 	case t == "intra":
@@ -100,7 +101,7 @@ func TransportClass(c *Case) string {
 		}
 		return ClassUDP
 	}
-	return t
+	return kind.Class(t)
 }
 
 // twoClocksRE matches the clocks of a one-way case between two kernels
@@ -135,14 +136,17 @@ func caseEnds(c *Case) (string, bool) {
 // runs compare different moments of a shared machine, so prefer one run.
 func CompareMiddlewares(rs ...*Result) []MiddlewareRow {
 	type key struct {
-		suite, kind, class, rel string
-		payload                 int64
-		rate                    float64
-		subs                    int
+		suite   string
+		kind    kind.MethodKind
+		class   kind.Class
+		rel     kind.Reliability
+		payload int64
+		rate    float64
+		subs    int
 	}
 	// Round trips name only one clock: borrow the class of a one-way UDP
 	// case between the same boards.
-	hostOf := map[string]string{}
+	hostOf := map[string]kind.Class{}
 	for _, r := range rs {
 		for i := range r.Cases {
 			c := &r.Cases[i]
@@ -172,11 +176,7 @@ func CompareMiddlewares(rs ...*Result) []MiddlewareRow {
 				rows = append(rows, MiddlewareRow{Suite: c.Suite, Kind: c.Method.Kind, Class: cl, PayloadBytes: c.PayloadBytes,
 					RateHz: c.RateHz, Reliability: c.Reliability, Subscribers: c.Subscribers, Baseline: -1})
 			}
-			mw := c.Middleware
-			if mw == "" {
-				mw = middlewareHilrig
-			}
-			e := MiddlewareEntry{Middleware: mw, Run: ri, Case: c}
+			e := MiddlewareEntry{Middleware: c.Middleware.Name(), Run: ri, Case: c}
 			if d, ok := c.Extra["discovery_ns"]; ok {
 				e.DiscoveryNs, e.HasDiscovery = d, true
 			}
@@ -236,7 +236,7 @@ func (row *MiddlewareRow) finish(manyRuns bool) {
 		if e.Case.Transport == peerTransport {
 			score += 2
 		}
-		if strings.HasPrefix(e.Case.Name, middlewareHilrig+" ") {
+		if strings.HasPrefix(e.Case.Name, string(middlewareHilrig)+" ") {
 			score++
 		}
 		if score > best {
@@ -250,7 +250,7 @@ func (row *MiddlewareRow) finish(manyRuns bool) {
 	}
 	for i := range es {
 		e := &es[i]
-		e.Label = e.Middleware
+		e.Label = string(e.Middleware)
 		if len(transports) > 1 && e.Middleware == middlewareHilrig {
 			e.Label += " " + e.Case.Transport
 		}
@@ -284,14 +284,14 @@ func ratios(h, p *Case) Ratios {
 }
 
 // KindName renders a method kind for tables: "one-way", "RTT/2".
-func KindName(kind string) string {
-	if kind == RTTHalf {
+func KindName(k kind.MethodKind) string {
+	if k == RTTHalf {
 		return "RTT/2"
 	}
-	if kind == "" {
+	if k == "" {
 		return "method unknown"
 	}
-	return kind
+	return string(k)
 }
 
 // RateName renders a row's rate: "1000 Hz", or "max" for 0 (round trips
@@ -305,9 +305,9 @@ func RateName(hz float64) string {
 
 // Title names the row: "latency · one-way · shared memory · 64 B · 1000 Hz · reliable".
 func (row *MiddlewareRow) Title() string {
-	parts := []string{row.Suite, KindName(row.Kind), row.Class, SizeName(row.PayloadBytes), RateName(row.RateHz)}
+	parts := []string{row.Suite, KindName(row.Kind), string(row.Class), SizeName(row.PayloadBytes), RateName(row.RateHz)}
 	if row.Reliability != "" {
-		parts = append(parts, row.Reliability)
+		parts = append(parts, string(row.Reliability))
 	}
 	if row.Subscribers > 1 {
 		parts = append(parts, fmt.Sprintf("%d subscribers", row.Subscribers))
@@ -345,8 +345,8 @@ func WriteMiddlewareTable(w io.Writer, rows []MiddlewareRow) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	configs := map[string]string{}
-	var order []string
+	configs := map[kind.Middleware]string{}
+	var order []kind.Middleware
 	for _, row := range rows {
 		fmt.Fprintf(tw, "\n%s\n", row.Title())
 		fmt.Fprintln(tw, "  MIDDLEWARE\tP50\tP99\tP99.9\tMAX\tJITTER\tLOST/SENT\tCPU\tRSS\tDISCOVERY\tHILRIG/X P50\tHILRIG/X P99\tHILRIG/X P99.9\tHILRIG/X MAX")

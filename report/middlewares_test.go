@@ -5,20 +5,21 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hilrig/hilrig/internal/kind"
 	"github.com/hilrig/hilrig/report"
 )
 
 // peerCase is a finalized case of the latency suite's comparison, shaped
 // as suites/internal/steps writes it: middleware, transport, the boards
 // in a note, the peer's configuration note and discovery time.
-func peerCase(name, mw, transport, kind string, payload int64, rate float64, base int64, from, to string) report.Case {
+func peerCase(name, mw, transport string, mk kind.MethodKind, payload int64, rate float64, base int64, from, to string) report.Case {
 	h := report.NewHistogram()
 	for i := int64(0); i < 1000; i++ {
 		h.Record(base + i*base/1000)
 	}
-	c := report.Case{Name: name, Suite: "latency", Middleware: mw, Transport: transport, PayloadBytes: payload, RateHz: rate,
+	c := report.Case{Name: name, Suite: "latency", Middleware: kind.Middleware(mw), Transport: transport, PayloadBytes: payload, RateHz: rate,
 		Reliability: "reliable", Subscribers: 1, Sent: 1000, Delivered: 1000, Histogram: h, CPUPercent: 10, RSSBytes: 10 << 20}
-	if kind == report.OneWay {
+	if mk == report.OneWay {
 		c.Method = report.Method{Kind: report.OneWay, Clocks: "CLOCK_MONOTONIC of one kernel (" + from + " → " + to + " on the same host)"}
 		c.Notes = append(c.Notes, "publisher on "+from+", subscriber(s) on "+to)
 	} else {
@@ -128,7 +129,10 @@ func TestCompareMiddlewares(t *testing.T) {
 
 func TestTransportClass(t *testing.T) {
 	for _, tc := range []struct {
-		transport, kind, clocks, want string
+		transport string
+		kind      kind.MethodKind
+		clocks    string
+		want      kind.Class
 	}{
 		{"shm-loan", report.OneWay, "", report.ClassSharedMemory},
 		{"intra", report.OneWay, "", report.ClassInProcess},

@@ -54,8 +54,9 @@ type Traffic struct {
 	// Send is the sender's path: copy (default) or loan (a round trip's
 	// echo always replies on the copy path).
 	Send agentproto.SendPath
-	// Wait is the receivers' wait strategy: futex (default), spin, hybrid.
-	Wait string
+	// Wait is the receivers' wait strategy: futex (default, the zero
+	// value), spin, hybrid.
+	Wait middleware.WaitStrategy
 	// Markers toggles the sender board's "tx" marker on every send and
 	// the receiver board's "rx" marker on every receipt, when they exist.
 	Markers bool

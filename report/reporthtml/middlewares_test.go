@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/net/html"
 
+	"github.com/hilrig/hilrig/internal/kind"
 	"github.com/hilrig/hilrig/report"
 	"github.com/hilrig/hilrig/report/reporthtml"
 )
@@ -23,7 +24,7 @@ func peerResult() *report.Result {
 		for k := int64(0); k < 3000; k++ {
 			h.Record(base + k*k%(4*base))
 		}
-		c := report.Case{Name: name, Suite: "latency", Middleware: mw, Transport: transport, PayloadBytes: 64, RateHz: 1000,
+		c := report.Case{Name: name, Suite: "latency", Middleware: kind.Middleware(mw), Transport: transport, PayloadBytes: 64, RateHz: 1000,
 			Reliability: "reliable", Subscribers: 1, Sent: 3000, Delivered: 3000, Histogram: h, CPUPercent: 5, RSSBytes: 30 << 20,
 			Method: report.Method{Kind: report.OneWay, Clocks: "CLOCK_MONOTONIC of one kernel (board-b → board-c on the same host)"},
 			Notes:  []string{"publisher on board-b, subscriber(s) on board-c"}}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/hilrig/hilrig/internal/bytesize"
 	"github.com/hilrig/hilrig/internal/kind"
 )
 
@@ -317,15 +318,7 @@ func (row *MiddlewareRow) Title() string {
 
 // SizeName renders a payload: "64 B", "4 KiB", "1 MiB" (exact
 // multiples only, so 1000 B stays "1000 B").
-func SizeName(n int64) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%d KiB", n>>10)
-	}
-	return fmt.Sprintf("%d B", n)
-}
+func SizeName(n int64) string { return bytesize.Exact(n, " ") }
 
 // FormatRatio renders a ratio with two decimals, blank when not computable.
 func FormatRatio(r float64) string {

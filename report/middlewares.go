@@ -3,7 +3,6 @@ package report
 import (
 	"fmt"
 	"io"
-	"regexp"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -19,9 +18,9 @@ const (
 	ClassSharedMemory = kind.ClassSharedMemory
 	ClassUDPOneHost   = kind.ClassUDPOneHost
 	ClassUDPBoards    = kind.ClassUDPBoards
-	// ClassUDP is a UDP case whose result does not say whether its two
-	// ends shared a host (e.g. a round trip without a one-way case
-	// between the same boards in the result).
+	// ClassUDP is a UDP case without a route (a result file written
+	// before cases carried one): whether its ends shared a host is not
+	// known.
 	ClassUDP = kind.ClassUDP
 )
 
@@ -79,13 +78,15 @@ type Ratios struct {
 	P50, P99, P999, Max, Jitter, CPU, RSS float64
 }
 
-// TransportClass is the comparison class of c: shared memory for the shm
-// transports, in-process for intra, and for UDP whether both ends were
-// on one host, read from the method's clocks ("same host", "one kernel",
-// "controller host": one host; two boards' clocks: between boards). A
-// round trip names only the pinging board's clock; CompareMiddlewares
-// resolves its class from a one-way case between the same boards.
+// TransportClass is the comparison class of c: its route's class as the
+// rig decided it (shared memory, in-process, UDP on one host or between
+// boards). A case without a route (a result written before cases carried
+// one) is classed by its transport alone, and a UDP one is then ClassUDP:
+// the report does not guess from the method's prose where its ends ran.
 func TransportClass(c *Case) kind.Class {
+	if c.Route != nil && c.Route.Class != "" {
+		return c.Route.Class
+	}
 	t := c.Transport
 	switch {
 	case t == "intra":
@@ -93,37 +94,9 @@ func TransportClass(c *Case) kind.Class {
 	case strings.HasPrefix(t, "shm"):
 		return ClassSharedMemory
 	case strings.HasPrefix(t, "udp"):
-		clk := c.Method.Clocks
-		switch {
-		case strings.Contains(clk, "same host") || strings.Contains(clk, "one kernel") || strings.Contains(clk, "controller host"):
-			return ClassUDPOneHost
-		case c.Method.Kind == OneWay && twoClocksRE.MatchString(clk):
-			return ClassUDPBoards
-		}
 		return ClassUDP
 	}
 	return kind.Class(t)
-}
-
-// twoClocksRE matches the clocks of a one-way case between two kernels
-// ("CLOCK_REALTIME of board-a and board-b, …", suites/internal/steps).
-var twoClocksRE = regexp.MustCompile(`^CLOCK_[A-Z]+ of \S+ and \S+`)
-
-// endsRE reads the boards of a case from its notes, as the suites write
-// them: "publisher on A, subscriber(s) on B" or "…pinger on A, echo on B".
-var endsRE = regexp.MustCompile(`(?:publisher|pinger) on ([^,;\s]+), (?:subscriber\(s\)|echo) on ([^,;\s]+)`)
-
-func caseEnds(c *Case) (string, bool) {
-	for _, n := range c.Notes {
-		if m := endsRE.FindStringSubmatch(n); m != nil {
-			a, b := m[1], m[2]
-			if a > b {
-				a, b = b, a
-			}
-			return a + "|" + b, true
-		}
-	}
-	return "", false
 }
 
 // CompareMiddlewares groups the cases of rs into comparison rows (one per
@@ -145,30 +118,12 @@ func CompareMiddlewares(rs ...*Result) []MiddlewareRow {
 		rate    float64
 		subs    int
 	}
-	// Round trips name only one clock: borrow the class of a one-way UDP
-	// case between the same boards.
-	hostOf := map[string]kind.Class{}
-	for _, r := range rs {
-		for i := range r.Cases {
-			c := &r.Cases[i]
-			if cl := TransportClass(c); cl == ClassUDPOneHost || cl == ClassUDPBoards {
-				if e, ok := caseEnds(c); ok {
-					hostOf[e] = cl
-				}
-			}
-		}
-	}
 	var rows []MiddlewareRow
 	idx := map[key]int{}
 	for ri, r := range rs {
 		for i := range r.Cases {
 			c := &r.Cases[i]
 			cl := TransportClass(c)
-			if cl == ClassUDP {
-				if e, ok := caseEnds(c); ok && hostOf[e] != "" {
-					cl = hostOf[e]
-				}
-			}
 			k := key{c.Suite, c.Method.Kind, cl, c.Reliability, c.PayloadBytes, c.RateHz, c.Subscribers}
 			j, ok := idx[k]
 			if !ok {

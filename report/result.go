@@ -143,7 +143,11 @@ type Case struct {
 	RateHz       float64          `json:"rate_hz,omitempty"`
 	Reliability  kind.Reliability `json:"reliability,omitempty"` // "reliable" or "best-effort"
 	Subscribers  int              `json:"subscribers,omitempty"`
-	Method       Method           `json:"method"`
+	// Route is where the traffic ran (rig); nil in result files written
+	// before cases carried it, and for cases without traffic (a soak's
+	// totals, a health gate).
+	Route  *Route `json:"route,omitempty"`
+	Method Method `json:"method"`
 	// Excluded counts samples dropped from the distribution because the
 	// clocks were not trustworthy (PTP not locked); they are not lost.
 	Excluded  int64 `json:"excluded,omitempty"`

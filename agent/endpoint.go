@@ -300,16 +300,6 @@ func (e *endpoint) run(parent context.Context) {
 	e.send(&agentproto.Msg{Kind: agentproto.KindFinal, Final: fin})
 }
 
-func waitStrategy(s string) middleware.WaitStrategy {
-	switch s {
-	case "spin":
-		return middleware.WaitSpin
-	case "hybrid":
-		return middleware.WaitHybrid
-	}
-	return middleware.WaitFutex
-}
-
 func (e *endpoint) final(loopErr error) *agentproto.Final {
 	s := e.s
 	u := sys.ProcessUsage()

@@ -275,18 +275,18 @@ func (x endpoints) out(c middleware.Contract, path agentproto.SendPath) (outlet,
 }
 
 // in opens a subscriber (hilrig) or a peer reader, with the endpoint's
-// wait strategy ("spin" polls on a peer; futex and hybrid sleep in the
+// wait strategy (spin polls on a peer; futex and hybrid sleep in the
 // peer's own wait call).
 func (x endpoints) in(c middleware.Contract) (inlet, error) {
 	s := x.s
 	if x.peer != nil {
-		r, err := x.peer.NewReader(c.Topic, c.Reliability == middleware.Reliable, c.Depth, c.MaxPayload, s.Wait == "spin")
+		r, err := x.peer.NewReader(c.Topic, c.Reliability == middleware.Reliable, c.Depth, c.MaxPayload, s.Wait == middleware.WaitSpin)
 		if err != nil {
 			return nil, fmt.Errorf("%s reader: %w", s.Middleware, err)
 		}
 		return &peerIn{r: r, cpu: s.CPU, prio: s.Priority, lateJoin: s.LateJoin}, nil
 	}
-	so := &middleware.SubscriberOptions{Wait: waitStrategy(s.Wait), CPU: s.CPU, Priority: s.Priority}
+	so := &middleware.SubscriberOptions{Wait: s.Wait, CPU: s.CPU, Priority: s.Priority}
 	if x.stages != nil {
 		so.Stages = x.stages.receive
 	}

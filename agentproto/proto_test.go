@@ -104,6 +104,10 @@ func TestMalformed(t *testing.T) {
 		// into a negative period and the publisher ran flat out.
 		{"rate too low", `{"v":1,"kind":"start","start":{"endpoint":"e","role":"publisher","count":1,"payload":8,"rate_hz":1e-12,"contract":{"topic":"t","max_payload":8}}}`, agentproto.CodeInvalid, "start.rate_hz 1e-12: want 0 (as fast as possible) or 0.001..1e+07 Hz"},
 		{"rate too high", `{"v":1,"kind":"start","start":{"endpoint":"e","role":"publisher","count":1,"payload":8,"rate_hz":1e300,"contract":{"topic":"t","max_payload":8}}}`, agentproto.CodeInvalid, "start.rate_hz 1e+300: want 0 (as fast as possible) or 0.001..1e+07 Hz"},
+		// wait and send are decoded once by their types (internal/kind):
+		// unknown text is refused naming the allowed values.
+		{"bad wait", `{"v":1,"kind":"start","start":{"endpoint":"e","role":"subscriber","wait":"sometimes","contract":{"topic":"t","max_payload":8}}}`, agentproto.CodeMalformed, `wait strategy "sometimes": want futex, spin, hybrid`},
+		{"bad send", `{"v":1,"kind":"start","start":{"endpoint":"e","role":"publisher","count":1,"payload":8,"send":"teleport","contract":{"topic":"t","max_payload":8}}}`, agentproto.CodeMalformed, `send path "teleport": want copy, loan`},
 		{"pulse without width", `{"v":1,"kind":"start","start":{"endpoint":"e","role":"subscriber","contract":{"topic":"t","max_payload":8},"marker":{"chip":"c","line":"1","mode":"pulse"}}}`, agentproto.CodeInvalid, "pulse_width_ns"},
 		{"bad histogram", `{"v":1,"kind":"window","window":{"endpoint":"e","index":0,"start_ns":0,"end_ns":0,"latency":"!!notbase64"}}`, agentproto.CodeMalformed, "histogram"},
 		{"empty", ``, agentproto.CodeMalformed, "empty line"},
@@ -122,6 +126,24 @@ func TestMalformed(t *testing.T) {
 				t.Errorf("got %s %q, want %s containing %q", pe.Code, pe.Message, tc.code, tc.want)
 			}
 		})
+	}
+}
+
+// TestWaitDefault: a start without "wait" is futex (the zero value), one
+// with "wait":"spin" spins; the agent reads the type, not the text.
+func TestWaitDefault(t *testing.T) {
+	for _, tc := range []struct {
+		field string
+		want  middleware.WaitStrategy
+	}{{``, middleware.WaitFutex}, {`"wait":"",`, middleware.WaitFutex}, {`"wait":"spin",`, middleware.WaitSpin}, {`"wait":"hybrid",`, middleware.WaitHybrid}} {
+		m, err := agentproto.Decode([]byte(`{"v":1,"kind":"start","start":{"endpoint":"e","role":"subscriber",` + tc.field + `"contract":{"topic":"t","max_payload":8}}}`))
+		if err != nil || m.Start.Wait != tc.want {
+			t.Errorf("%s: Decode = %v, %v; want wait %v", tc.field, m, err, tc.want)
+		}
+	}
+	s := agentproto.Start{Endpoint: "e", Role: agentproto.Subscriber, Wait: middleware.WaitStrategy(7), Contract: middleware.Contract{Topic: "t", MaxPayload: 8}}
+	if err := s.Validate(); err == nil || !strings.Contains(err.Error(), "start.wait") {
+		t.Errorf("Validate of wait 7 = %v, want a start.wait error", err)
 	}
 }
 

@@ -7,6 +7,8 @@ package middleware
 import (
 	"log/slog"
 	"time"
+
+	"github.com/hilrig/hilrig/internal/kind"
 )
 
 // Reliability is a topic's delivery guarantee.
@@ -38,17 +40,20 @@ const (
 	TransportUDP
 )
 
-// WaitStrategy is how a subscriber waits for the next message.
-type WaitStrategy uint8
+// WaitStrategy is how a subscriber waits for the next message. It is the
+// one wait type of the project (internal/kind), so its text form
+// ("futex", "spin", "hybrid": String, MarshalText, UnmarshalText) is the
+// one the agent protocol and the command lines carry.
+type WaitStrategy = kind.Wait
 
 const (
 	// WaitFutex sleeps on a futex; the publisher wakes it only when the
 	// waiter count is non-zero (no syscall when nobody sleeps).
-	WaitFutex WaitStrategy = iota
+	WaitFutex = kind.WaitFutex
 	// WaitSpin busy-polls: lowest latency, burns one CPU.
-	WaitSpin
+	WaitSpin = kind.WaitSpin
 	// WaitHybrid spins for SubscriberOptions.SpinFor, then sleeps on the futex.
-	WaitHybrid
+	WaitHybrid = kind.WaitHybrid
 )
 
 // ClockID names the clock a timestamp was read from. Values are the Linux

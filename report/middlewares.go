@@ -3,39 +3,40 @@ package report
 import (
 	"fmt"
 	"io"
-	"regexp"
 	"slices"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/hilrig/hilrig/internal/bytesize"
+	"github.com/hilrig/hilrig/internal/kind"
 )
 
 // Transport classes of the middleware comparison (issue 19, seed 000
 // §3.4): a peer is only comparable with hilrig on the same class.
 const (
-	ClassInProcess    = "in-process"
-	ClassSharedMemory = "shared memory"
-	ClassUDPOneHost   = "UDP, one host"
-	ClassUDPBoards    = "UDP, between boards"
-	// ClassUDP is a UDP case whose result does not say whether its two
-	// ends shared a host (e.g. a round trip without a one-way case
-	// between the same boards in the result).
-	ClassUDP = "UDP"
+	ClassInProcess    = kind.ClassInProcess
+	ClassSharedMemory = kind.ClassSharedMemory
+	ClassUDPOneHost   = kind.ClassUDPOneHost
+	ClassUDPBoards    = kind.ClassUDPBoards
+	// ClassUDP is a UDP case without a route (a result file written
+	// before cases carried one): whether its ends shared a host is not
+	// known.
+	ClassUDP = kind.ClassUDP
 )
 
-// middlewareHilrig is hilrig's own middleware as cases name it (the
-// report imports nothing of the harness, so not agentproto's constant).
-const middlewareHilrig = "hilrig"
+// middlewareHilrig is hilrig's own middleware as cases name it.
+const middlewareHilrig = kind.Hilrig
 
 // MiddlewareRow is one cell of the comparison: one suite, method kind,
 // transport class, payload, rate, reliability and subscriber count, with
 // every middleware measured there side by side.
 type MiddlewareRow struct {
 	Suite        string
-	Kind         string // Method.Kind: OneWay or RTTHalf
-	Class        string // ClassSharedMemory, ClassUDPOneHost, …
+	Kind         kind.MethodKind // Method.Kind: OneWay or RTTHalf
+	Class        kind.Class      // ClassSharedMemory, ClassUDPOneHost, …
 	PayloadBytes int64
 	RateHz       float64 // 0: as fast as possible (round trips)
-	Reliability  string
+	Reliability  kind.Reliability
 	Subscribers  int
 	// Entries are hilrig's cases first, then the peers' in the order
 	// their first case appears in the result(s).
@@ -48,7 +49,7 @@ type MiddlewareRow struct {
 // MiddlewareEntry is one middleware's case in a row.
 type MiddlewareEntry struct {
 	// Middleware is the case's middleware ("hilrig" for an empty one).
-	Middleware string
+	Middleware kind.Middleware
 	// Label names the entry in tables and plot legends: the middleware,
 	// plus the transport when the row has several, plus the run when the
 	// comparison spans several results.
@@ -77,13 +78,15 @@ type Ratios struct {
 	P50, P99, P999, Max, Jitter, CPU, RSS float64
 }
 
-// TransportClass is the comparison class of c: shared memory for the shm
-// transports, in-process for intra, and for UDP whether both ends were
-// on one host, read from the method's clocks ("same host", "one kernel",
-// "controller host": one host; two boards' clocks: between boards). A
-// round trip names only the pinging board's clock; CompareMiddlewares
-// resolves its class from a one-way case between the same boards.
-func TransportClass(c *Case) string {
+// TransportClass is the comparison class of c: its route's class as the
+// rig decided it (shared memory, in-process, UDP on one host or between
+// boards). A case without a route (a result written before cases carried
+// one) is classed by its transport alone, and a UDP one is then ClassUDP:
+// the report does not guess from the method's prose where its ends ran.
+func TransportClass(c *Case) kind.Class {
+	if c.Route != nil && c.Route.Class != "" {
+		return c.Route.Class
+	}
 	t := c.Transport
 	switch {
 	case t == "intra":
@@ -91,37 +94,9 @@ func TransportClass(c *Case) string {
 	case strings.HasPrefix(t, "shm"):
 		return ClassSharedMemory
 	case strings.HasPrefix(t, "udp"):
-		clk := c.Method.Clocks
-		switch {
-		case strings.Contains(clk, "same host") || strings.Contains(clk, "one kernel") || strings.Contains(clk, "controller host"):
-			return ClassUDPOneHost
-		case c.Method.Kind == OneWay && twoClocksRE.MatchString(clk):
-			return ClassUDPBoards
-		}
 		return ClassUDP
 	}
-	return t
-}
-
-// twoClocksRE matches the clocks of a one-way case between two kernels
-// ("CLOCK_REALTIME of board-a and board-b, …", suites/internal/steps).
-var twoClocksRE = regexp.MustCompile(`^CLOCK_[A-Z]+ of \S+ and \S+`)
-
-// endsRE reads the boards of a case from its notes, as the suites write
-// them: "publisher on A, subscriber(s) on B" or "…pinger on A, echo on B".
-var endsRE = regexp.MustCompile(`(?:publisher|pinger) on ([^,;\s]+), (?:subscriber\(s\)|echo) on ([^,;\s]+)`)
-
-func caseEnds(c *Case) (string, bool) {
-	for _, n := range c.Notes {
-		if m := endsRE.FindStringSubmatch(n); m != nil {
-			a, b := m[1], m[2]
-			if a > b {
-				a, b = b, a
-			}
-			return a + "|" + b, true
-		}
-	}
-	return "", false
+	return kind.Class(t)
 }
 
 // CompareMiddlewares groups the cases of rs into comparison rows (one per
@@ -135,23 +110,13 @@ func caseEnds(c *Case) (string, bool) {
 // runs compare different moments of a shared machine, so prefer one run.
 func CompareMiddlewares(rs ...*Result) []MiddlewareRow {
 	type key struct {
-		suite, kind, class, rel string
-		payload                 int64
-		rate                    float64
-		subs                    int
-	}
-	// Round trips name only one clock: borrow the class of a one-way UDP
-	// case between the same boards.
-	hostOf := map[string]string{}
-	for _, r := range rs {
-		for i := range r.Cases {
-			c := &r.Cases[i]
-			if cl := TransportClass(c); cl == ClassUDPOneHost || cl == ClassUDPBoards {
-				if e, ok := caseEnds(c); ok {
-					hostOf[e] = cl
-				}
-			}
-		}
+		suite   string
+		kind    kind.MethodKind
+		class   kind.Class
+		rel     kind.Reliability
+		payload int64
+		rate    float64
+		subs    int
 	}
 	var rows []MiddlewareRow
 	idx := map[key]int{}
@@ -159,11 +124,6 @@ func CompareMiddlewares(rs ...*Result) []MiddlewareRow {
 		for i := range r.Cases {
 			c := &r.Cases[i]
 			cl := TransportClass(c)
-			if cl == ClassUDP {
-				if e, ok := caseEnds(c); ok && hostOf[e] != "" {
-					cl = hostOf[e]
-				}
-			}
 			k := key{c.Suite, c.Method.Kind, cl, c.Reliability, c.PayloadBytes, c.RateHz, c.Subscribers}
 			j, ok := idx[k]
 			if !ok {
@@ -172,11 +132,7 @@ func CompareMiddlewares(rs ...*Result) []MiddlewareRow {
 				rows = append(rows, MiddlewareRow{Suite: c.Suite, Kind: c.Method.Kind, Class: cl, PayloadBytes: c.PayloadBytes,
 					RateHz: c.RateHz, Reliability: c.Reliability, Subscribers: c.Subscribers, Baseline: -1})
 			}
-			mw := c.Middleware
-			if mw == "" {
-				mw = middlewareHilrig
-			}
-			e := MiddlewareEntry{Middleware: mw, Run: ri, Case: c}
+			e := MiddlewareEntry{Middleware: c.Middleware.Name(), Run: ri, Case: c}
 			if d, ok := c.Extra["discovery_ns"]; ok {
 				e.DiscoveryNs, e.HasDiscovery = d, true
 			}
@@ -236,7 +192,7 @@ func (row *MiddlewareRow) finish(manyRuns bool) {
 		if e.Case.Transport == peerTransport {
 			score += 2
 		}
-		if strings.HasPrefix(e.Case.Name, middlewareHilrig+" ") {
+		if strings.HasPrefix(e.Case.Name, string(middlewareHilrig)+" ") {
 			score++
 		}
 		if score > best {
@@ -250,7 +206,7 @@ func (row *MiddlewareRow) finish(manyRuns bool) {
 	}
 	for i := range es {
 		e := &es[i]
-		e.Label = e.Middleware
+		e.Label = string(e.Middleware)
 		if len(transports) > 1 && e.Middleware == middlewareHilrig {
 			e.Label += " " + e.Case.Transport
 		}
@@ -284,14 +240,14 @@ func ratios(h, p *Case) Ratios {
 }
 
 // KindName renders a method kind for tables: "one-way", "RTT/2".
-func KindName(kind string) string {
-	if kind == RTTHalf {
+func KindName(k kind.MethodKind) string {
+	if k == RTTHalf {
 		return "RTT/2"
 	}
-	if kind == "" {
+	if k == "" {
 		return "method unknown"
 	}
-	return kind
+	return string(k)
 }
 
 // RateName renders a row's rate: "1000 Hz", or "max" for 0 (round trips
@@ -305,9 +261,9 @@ func RateName(hz float64) string {
 
 // Title names the row: "latency · one-way · shared memory · 64 B · 1000 Hz · reliable".
 func (row *MiddlewareRow) Title() string {
-	parts := []string{row.Suite, KindName(row.Kind), row.Class, SizeName(row.PayloadBytes), RateName(row.RateHz)}
+	parts := []string{row.Suite, KindName(row.Kind), string(row.Class), SizeName(row.PayloadBytes), RateName(row.RateHz)}
 	if row.Reliability != "" {
-		parts = append(parts, row.Reliability)
+		parts = append(parts, string(row.Reliability))
 	}
 	if row.Subscribers > 1 {
 		parts = append(parts, fmt.Sprintf("%d subscribers", row.Subscribers))
@@ -317,15 +273,7 @@ func (row *MiddlewareRow) Title() string {
 
 // SizeName renders a payload: "64 B", "4 KiB", "1 MiB" (exact
 // multiples only, so 1000 B stays "1000 B").
-func SizeName(n int64) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%d KiB", n>>10)
-	}
-	return fmt.Sprintf("%d B", n)
-}
+func SizeName(n int64) string { return bytesize.Exact(n, " ") }
 
 // FormatRatio renders a ratio with two decimals, blank when not computable.
 func FormatRatio(r float64) string {
@@ -345,8 +293,8 @@ func WriteMiddlewareTable(w io.Writer, rows []MiddlewareRow) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	configs := map[string]string{}
-	var order []string
+	configs := map[kind.Middleware]string{}
+	var order []kind.Middleware
 	for _, row := range rows {
 		fmt.Fprintf(tw, "\n%s\n", row.Title())
 		fmt.Fprintln(tw, "  MIDDLEWARE\tP50\tP99\tP99.9\tMAX\tJITTER\tLOST/SENT\tCPU\tRSS\tDISCOVERY\tHILRIG/X P50\tHILRIG/X P99\tHILRIG/X P99.9\tHILRIG/X MAX")

@@ -2,23 +2,31 @@ package report_test
 
 import (
 	"bytes"
+	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/hilrig/hilrig/internal/kind"
 	"github.com/hilrig/hilrig/report"
 )
 
 // peerCase is a finalized case of the latency suite's comparison, shaped
 // as suites/internal/steps writes it: middleware, transport, the boards
 // in a note, the peer's configuration note and discovery time.
-func peerCase(name, mw, transport, kind string, payload int64, rate float64, base int64, from, to string) report.Case {
+func peerCase(name, mw, transport string, mk kind.MethodKind, payload int64, rate float64, base int64, from, to string) report.Case {
 	h := report.NewHistogram()
 	for i := int64(0); i < 1000; i++ {
 		h.Record(base + i*base/1000)
 	}
-	c := report.Case{Name: name, Suite: "latency", Middleware: mw, Transport: transport, PayloadBytes: payload, RateHz: rate,
+	c := report.Case{Name: name, Suite: "latency", Middleware: kind.Middleware(mw), Transport: transport, PayloadBytes: payload, RateHz: rate,
 		Reliability: "reliable", Subscribers: 1, Sent: 1000, Delivered: 1000, Histogram: h, CPUPercent: 10, RSSBytes: 10 << 20}
-	if kind == report.OneWay {
+	// Where the ends ran is the route the rig decided (rig.RouteOf), not
+	// the prose of Clocks or Notes below.
+	c.Route = &report.Route{From: from, To: to, SameKernel: true, Class: report.ClassUDPOneHost}
+	if strings.HasPrefix(transport, "shm") {
+		c.Route.Class = report.ClassSharedMemory
+	}
+	if mk == report.OneWay {
 		c.Method = report.Method{Kind: report.OneWay, Clocks: "CLOCK_MONOTONIC of one kernel (" + from + " → " + to + " on the same host)"}
 		c.Notes = append(c.Notes, "publisher on "+from+", subscriber(s) on "+to)
 	} else {
@@ -46,8 +54,8 @@ func TestCompareMiddlewares(t *testing.T) {
 		peerCase("hilrig udp reliable 4KiB @ 50 Hz one-way", "hilrig", "udp", report.OneWay, 4096, 50, 100_000, "board-b", "board-c"),
 		peerCase("cyclonedds udp reliable 4KiB @ 50 Hz one-way", "cyclonedds", "udp", report.OneWay, 4096, 50, 200_000, "board-b", "board-c"),
 		peerCase("fastdds-udp udp reliable 4KiB @ 50 Hz one-way", "fastdds-udp", "udp", report.OneWay, 4096, 50, 50_000, "board-b", "board-c"),
-		// Round trips: the class comes from the one-way case of the same
-		// boards (a round trip names only the pinger's clock).
+		// Round trips: the class comes from their route (their clocks
+		// name only the pinger's).
 		peerCase("hilrig udp reliable 4KiB round trip", "hilrig", "udp", report.RTTHalf, 4096, 0, 60_000, "board-b", "board-c"),
 		peerCase("cyclonedds udp reliable 4KiB round trip", "cyclonedds", "udp", report.RTTHalf, 4096, 0, 30_000, "board-c", "board-b"),
 		// hilrig only: no peer, no row.
@@ -127,19 +135,86 @@ func TestCompareMiddlewares(t *testing.T) {
 }
 
 func TestTransportClass(t *testing.T) {
+	oneHost := &report.Route{From: "a", To: "b", SameKernel: true, Class: report.ClassUDPOneHost}
+	boards := &report.Route{From: "vm-a", To: "vm-b", Class: report.ClassUDPBoards}
 	for _, tc := range []struct {
-		transport, kind, clocks, want string
+		transport string
+		kind      kind.MethodKind
+		route     *report.Route
+		clocks    string
+		want      kind.Class
 	}{
-		{"shm-loan", report.OneWay, "", report.ClassSharedMemory},
-		{"intra", report.OneWay, "", report.ClassInProcess},
-		{"udp", report.OneWay, "CLOCK_MONOTONIC of one kernel (a → b on the same host)", report.ClassUDPOneHost},
-		{"udp", report.OneWay, "CLOCK_TAI of vm-a and vm-b, disciplined by ptp4l", report.ClassUDPBoards},
-		{"udp", report.RTTHalf, "CLOCK_MONOTONIC of the pinging end (controller host)", report.ClassUDPOneHost},
-		{"udp", report.RTTHalf, "CLOCK_MONOTONIC of the pinging board (vm-a); no clock sync", report.ClassUDP},
+		{"shm-loan", report.OneWay, nil, "", report.ClassSharedMemory},
+		{"intra", report.OneWay, nil, "", report.ClassInProcess},
+		{"udp", report.OneWay, oneHost, "CLOCK_MONOTONIC of one kernel (a → b on the same host)", report.ClassUDPOneHost},
+		{"udp", report.OneWay, boards, "CLOCK_TAI of vm-a and vm-b, disciplined by ptp4l", report.ClassUDPBoards},
+		{"udp", report.RTTHalf, oneHost, "CLOCK_MONOTONIC of the pinging end (controller host)", report.ClassUDPOneHost},
+		// A round trip between two kernels: its route says so, although
+		// its clocks name only the pinger's.
+		{"udp", report.RTTHalf, boards, "CLOCK_MONOTONIC of the pinging board (vm-a); no clock sync", report.ClassUDPBoards},
+		// No route (a result written before cases carried one): the
+		// report does not guess from the prose.
+		{"udp", report.RTTHalf, nil, "CLOCK_MONOTONIC of the pinging board (vm-a); no clock sync", report.ClassUDP},
+		{"udp", report.OneWay, nil, "CLOCK_MONOTONIC of one kernel (a → b on the same host)", report.ClassUDP},
 	} {
-		c := report.Case{Transport: tc.transport, Method: report.Method{Kind: tc.kind, Clocks: tc.clocks}}
+		c := report.Case{Transport: tc.transport, Route: tc.route, Method: report.Method{Kind: tc.kind, Clocks: tc.clocks}}
 		if got := report.TransportClass(&c); got != tc.want {
 			t.Errorf("%s %s %q: %q, want %q", tc.transport, tc.kind, tc.clocks, got, tc.want)
 		}
+	}
+}
+
+// TestRouteInResultFile: a case's route is written to the result file and
+// read back as the same facts; a file written before cases carried routes
+// (no "route") still reads, with no route, and a route with an unknown
+// class is refused naming the classes.
+func TestRouteInResultFile(t *testing.T) {
+	r := report.NewResult(report.RunInfo{Rack: "sim"})
+	r.Cases = []report.Case{peerCase("cyclonedds udp reliable 4KiB round trip", "cyclonedds", "udp", report.RTTHalf, 4096, 0, 30_000, "board-c", "board-b")}
+	r.Cases[0].Route.Class, r.Cases[0].Route.SameKernel = report.ClassUDPBoards, false
+	p := t.TempDir() + "/r.json"
+	if err := r.WriteFile(p); err != nil {
+		t.Fatal(err)
+	}
+	back, err := report.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := back.Cases[0].Route; got == nil || *got != (report.Route{From: "board-c", To: "board-b", Class: report.ClassUDPBoards}) {
+		t.Errorf("route read back %+v", got)
+	}
+	old := `{"schema_version":1,"run":{},"cases":[{"name":"udp","suite":"latency","transport":"udp","middleware":"hilrig","reliability":"reliable","method":{"kind":"one-way","clocks":"CLOCK_MONOTONIC of one kernel (a → b on the same host)","uncertainty_ns":0},"sent":1,"delivered":1,"lost":0,"summary":{},"verdict":"pass"}]}`
+	o, err := report.Decode([]byte(old), "old.json")
+	if err != nil || o.Cases[0].Route != nil || o.Cases[0].Middleware != kind.Hilrig || o.Cases[0].Method.Kind != report.OneWay {
+		t.Fatalf("old file: %v, %+v", err, o)
+	}
+	bad := strings.Replace(old, `"method"`, `"route":{"from":"a","to":"b","same_kernel":true,"class":"carrier"},"method"`, 1)
+	if _, err := report.Decode([]byte(bad), "bad.json"); err == nil || !strings.Contains(err.Error(), "UDP, one host") {
+		t.Errorf("unknown class: %v, want a refusal naming the classes", err)
+	}
+}
+
+// TestNewCase: the one constructor puts route, spec and results in their
+// fields, and the case owns a copy of the route (the rig's is not aliased).
+func TestNewCase(t *testing.T) {
+	rt := report.Route{From: "board-b", To: "board-c", SameKernel: true, Class: report.ClassUDPOneHost}
+	h := report.NewHistogram()
+	h.Record(1000)
+	b := &report.Bounds{Max: 5}
+	c := report.NewCase(&rt, report.CaseSpec{Suite: "latency", Name: "n", Labels: []string{"l"}, Transport: "udp", Middleware: kind.CycloneDDS,
+		PayloadBytes: 64, RateHz: 10, Reliability: kind.BestEffort, Subscribers: 2, Method: report.Method{Kind: report.OneWay, Clocks: "c"}, Bounds: b},
+		report.Results{Sent: 5, Delivered: 4, Lost: 1, Excluded: 2, Histogram: h, CPUPercent: 3, RSSBytes: 7, Duration: 9, Failure: "f"})
+	want := report.Case{Suite: "latency", Name: "n", Labels: []string{"l"}, Transport: "udp", Middleware: kind.CycloneDDS, PayloadBytes: 64,
+		RateHz: 10, Reliability: kind.BestEffort, Subscribers: 2, Method: report.Method{Kind: report.OneWay, Clocks: "c"}, Bounds: b,
+		Sent: 5, Delivered: 4, Lost: 1, Excluded: 2, Histogram: h, CPUPercent: 3, RSSBytes: 7, Duration: 9, Failure: "f", Route: &rt}
+	if !reflect.DeepEqual(*c, want) {
+		t.Errorf("NewCase = %+v\nwant %+v", *c, want)
+	}
+	rt.Class = report.ClassUDPBoards
+	if c.Route.Class != report.ClassUDPOneHost {
+		t.Error("the case's route aliases the caller's")
+	}
+	if c := report.NewCase(nil, report.CaseSpec{Name: "x"}, report.Results{}); c.Route != nil || c.Name != "x" {
+		t.Errorf("NewCase without a route: %+v", c)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hilrig/hilrig/internal/kind"
 	"github.com/hilrig/hilrig/internal/safefile"
 )
 
@@ -87,19 +88,19 @@ type BoardInfo struct {
 	Tuning *HostTuning `json:"tuning,omitempty"`
 }
 
-// Method kinds.
+// Method kinds (internal/kind).
 const (
 	// OneWay: receive time − send time on two (PTP-synchronised) clocks or
 	// one shared clock; uncertainty is the clock offset bound.
-	OneWay = "one-way"
+	OneWay = kind.OneWay
 	// RTTHalf: half the round trip on one clock; assumes a symmetric path.
-	RTTHalf = "rtt-half"
+	RTTHalf = kind.RTTHalf
 )
 
 // Method says how a latency number was obtained; it is printed next to every
 // number in reports and matcher messages.
 type Method struct {
-	Kind string `json:"kind"` // OneWay or RTTHalf
+	Kind kind.MethodKind `json:"kind"` // OneWay or RTTHalf
 	// Clocks names the clocks used, e.g. "CLOCK_REALTIME on both ends
 	// (same host)" or "PHC eth0 of pub and sub, ptp4l locked".
 	Clocks string `json:"clocks"`
@@ -110,8 +111,8 @@ type Method struct {
 
 // String renders "one-way, PHC eth0 (ptp4l locked), ±120ns".
 func (m Method) String() string {
-	k := m.Kind
-	switch k {
+	k := string(m.Kind)
+	switch m.Kind {
 	case RTTHalf:
 		k = "RTT/2"
 	case "":
@@ -138,12 +139,16 @@ type Case struct {
 	Transport string   `json:"transport,omitempty"` // "intra", "shm-copy", "shm-loan", "udp", ...
 	// Middleware is the bus measured: "" or "hilrig" (its own), or a peer
 	// ("cyclonedds", "fastdds-shm", "fastdds-udp", "iceoryx").
-	Middleware   string  `json:"middleware,omitempty"`
-	PayloadBytes int64   `json:"payload_bytes,omitempty"`
-	RateHz       float64 `json:"rate_hz,omitempty"`
-	Reliability  string  `json:"reliability,omitempty"` // "reliable" or "best-effort"
-	Subscribers  int     `json:"subscribers,omitempty"`
-	Method       Method  `json:"method"`
+	Middleware   kind.Middleware  `json:"middleware,omitempty"`
+	PayloadBytes int64            `json:"payload_bytes,omitempty"`
+	RateHz       float64          `json:"rate_hz,omitempty"`
+	Reliability  kind.Reliability `json:"reliability,omitempty"` // "reliable" or "best-effort"
+	Subscribers  int              `json:"subscribers,omitempty"`
+	// Route is where the traffic ran (rig); nil in result files written
+	// before cases carried it, and for cases without traffic (a soak's
+	// totals, a health gate).
+	Route  *Route `json:"route,omitempty"`
+	Method Method `json:"method"`
 	// Excluded counts samples dropped from the distribution because the
 	// clocks were not trustworthy (PTP not locked); they are not lost.
 	Excluded  int64 `json:"excluded,omitempty"`

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hilrig/hilrig/agentproto"
 	"github.com/hilrig/hilrig/fixtures"
+	"github.com/hilrig/hilrig/internal/kind"
 	"github.com/hilrig/hilrig/middleware"
 	"github.com/hilrig/hilrig/report"
 )
@@ -32,10 +33,15 @@ type Echo struct {
 	Echo   *Endpoint
 	// Transport is the resolved transport.
 	Transport fixtures.Transport
+	// Route is where the round trip runs (RouteOf): pinger to echo.
+	Route report.Route
 }
 
 // EchoResult is what a round trip measured.
 type EchoResult struct {
+	// Route is the round trip's route (Echo.Route); Case puts it in the
+	// case.
+	Route  report.Route
 	Pinger *agentproto.Final
 	Echo   *agentproto.Final
 	// Windows are the pinger's windows (RTT histograms), in arrival order.
@@ -102,7 +108,7 @@ func (r *Rig) Echo(ctx context.Context, spec EchoSpec) (*Echo, error) {
 		return nil, fmt.Errorf("rig: round trip %s: %w", spec.Name, err)
 	}
 	base := agentproto.Start{Domain: r.Domain, Wait: spec.Wait, WindowNs: int64(spec.Window), Middleware: spec.Middleware}
-	f := &Echo{Spec: spec, Transport: spec.Transport}
+	f := &Echo{Spec: spec, Transport: spec.Transport, Route: RouteOf(r.Rack, spec.Transport, spec.From, spec.To)}
 
 	ea, err := r.Agent(ctx, spec.To)
 	if err != nil {
@@ -144,7 +150,7 @@ func (r *Rig) Echo(ctx context.Context, spec EchoSpec) (*Echo, error) {
 // reply timeout), then stops the echo and waits for its final. Blocks;
 // ctx bounds everything.
 func (f *Echo) Wait(ctx context.Context) (*EchoResult, error) {
-	res := &EchoResult{}
+	res := &EchoResult{Route: f.Route}
 	pf, perr := f.Pinger.Wait(ctx)
 	_ = f.Echo.Stop()
 	ef, eerr := f.Echo.Wait(ctx)
@@ -167,30 +173,32 @@ func (f *Echo) Wait(ctx context.Context) (*EchoResult, error) {
 // pinger), the RTT histogram. The caller sets Method, Bounds, and calls
 // Finalize (suites halve it for an RTT/2 case).
 func (res *EchoResult) Case(suite, name string, spec EchoSpec) *report.Case {
-	c := &report.Case{Suite: suite, Name: name, Transport: spec.CaseTransport(), PayloadBytes: int64(spec.Payload),
-		RateHz: spec.RateHz, Subscribers: 1, Histogram: report.NewHistogram(), Reliability: "reliable"}
-	if spec.BestEffort {
-		c.Reliability = "best-effort"
-	}
+	m := report.Results{Histogram: report.NewHistogram()}
 	if p := res.Pinger; p != nil {
-		c.Sent, c.Delivered, c.Lost = int64(p.Sent), int64(p.Received), int64(p.Lost)
+		m.Sent, m.Delivered, m.Lost = int64(p.Sent), int64(p.Received), int64(p.Lost)
 		if p.Latency != nil {
-			c.Histogram.Merge(p.Latency)
+			m.Histogram.Merge(p.Latency)
 		}
-		c.CPUPercent += cpuPercent(p)
-		c.RSSBytes = p.MaxRSSBytes
-		c.Duration = time.Duration(p.DurationNs)
+		m.CPUPercent += cpuPercent(p)
+		m.RSSBytes = p.MaxRSSBytes
+		m.Duration = time.Duration(p.DurationNs)
 		if p.Reason == agentproto.EndError {
-			c.Failure = "pinger: " + p.Error
+			m.Failure = "pinger: " + p.Error
 		}
 	}
 	if e := res.Echo; e != nil {
-		c.CPUPercent += cpuPercent(e)
-		c.RSSBytes = max(c.RSSBytes, e.MaxRSSBytes)
-		if e.Reason == agentproto.EndError && c.Failure == "" {
-			c.Failure = "echo: " + e.Error
+		m.CPUPercent += cpuPercent(e)
+		m.RSSBytes = max(m.RSSBytes, e.MaxRSSBytes)
+		if e.Reason == agentproto.EndError && m.Failure == "" {
+			m.Failure = "echo: " + e.Error
 		}
 	}
+	var rt *report.Route
+	if res.Route.Class != "" {
+		rt = &res.Route
+	}
+	c := report.NewCase(rt, report.CaseSpec{Suite: suite, Name: name, Transport: spec.CaseTransport(), PayloadBytes: int64(spec.Payload),
+		RateHz: spec.RateHz, Subscribers: 1, Reliability: kind.ReliabilityOf(!spec.BestEffort)}, m)
 	if c.Duration > 0 {
 		c.MsgsPerSec = float64(c.Delivered) / c.Duration.Seconds()
 	}

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"net/netip"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hilrig/hilrig/agentproto"
 	"github.com/hilrig/hilrig/fixtures"
+	"github.com/hilrig/hilrig/internal/kind"
 	"github.com/hilrig/hilrig/middleware"
 	"github.com/hilrig/hilrig/report"
 )
@@ -54,8 +56,9 @@ type Traffic struct {
 	// Send is the sender's path: copy (default) or loan (a round trip's
 	// echo always replies on the copy path).
 	Send agentproto.SendPath
-	// Wait is the receivers' wait strategy: futex (default), spin, hybrid.
-	Wait string
+	// Wait is the receivers' wait strategy: futex (default, the zero
+	// value), spin, hybrid.
+	Wait middleware.WaitStrategy
 	// Markers toggles the sender board's "tx" marker on every send and
 	// the receiver board's "rx" marker on every receipt, when they exist.
 	Markers bool
@@ -86,6 +89,30 @@ func (t Traffic) CaseTransport() string {
 		return "shm-loan"
 	}
 	return string(t.Transport)
+}
+
+// RouteOf is the route of traffic over transport t from board from to the
+// boards to: whether every end shares from's kernel
+// (fixtures.Rack.SameKernel) and the transport class that follows (UDP
+// within one kernel is one host's, across kernels between boards). The
+// rig decides it once, when it starts the traffic; report cases carry it.
+func RouteOf(rack *fixtures.Rack, t fixtures.Transport, from string, to ...string) report.Route {
+	rt := report.Route{From: from, To: strings.Join(to, ","), SameKernel: true}
+	for _, b := range to {
+		rt.SameKernel = rt.SameKernel && rack.SameKernel(from, b)
+	}
+	switch t {
+	case fixtures.Intra:
+		rt.Class = kind.ClassInProcess
+	case fixtures.Shm:
+		rt.Class = kind.ClassSharedMemory
+	case fixtures.UDP:
+		rt.Class = kind.ClassUDPBoards
+		if rt.SameKernel {
+			rt.Class = kind.ClassUDPOneHost
+		}
+	}
+	return rt
 }
 
 // resolve fills t's defaults from its link and names it (prefix + a
@@ -165,10 +192,14 @@ type Flow struct {
 	Subscribers []*Endpoint
 	// Transport is the resolved transport.
 	Transport fixtures.Transport
+	// Route is where the flow runs (RouteOf), decided when it started.
+	Route report.Route
 }
 
 // FlowResult is what a flow measured.
 type FlowResult struct {
+	// Route is the flow's route (Flow.Route); Case puts it in the case.
+	Route       report.Route
 	Publisher   *agentproto.Final
 	Subscribers []*agentproto.Final
 	// Windows of every subscriber, in arrival order per subscriber.
@@ -226,7 +257,7 @@ func (r *Rig) Flow(ctx context.Context, spec FlowSpec) (*Flow, error) {
 		Latency: spec.Latency, WindowNs: int64(spec.Window), Middleware: spec.Middleware, Trace: spec.Trace,
 		HugePages: spec.HugePages, Stages: spec.Stages, ColdPeer: spec.ColdPeer,
 	}
-	f := &Flow{Spec: spec, Transport: spec.Transport}
+	f := &Flow{Spec: spec, Transport: spec.Transport, Route: RouteOf(r.Rack, spec.Transport, spec.From, spec.To...)}
 	ok := false
 	defer func() {
 		if !ok { // a half-started flow leaves nothing running
@@ -315,7 +346,7 @@ func (r *Rig) boardAddr(link, board string) (netip.Addr, error) {
 // (stopping subscribers still waiting after Drain), then stops the
 // publisher. Blocks; ctx bounds everything.
 func (f *Flow) Wait(ctx context.Context) (*FlowResult, error) {
-	res := &FlowResult{pins: f.pins()}
+	res := &FlowResult{pins: f.pins(), Route: f.Route}
 	pf, err := f.Publisher.Wait(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("rig: flow %s: publisher: %w", f.Spec.Name, err)
@@ -352,38 +383,45 @@ func (f *Flow) Wait(ctx context.Context) (*FlowResult, error) {
 // delivered and lost summed over subscribers, latency histograms merged.
 // The caller sets Bounds and calls Finalize/Judge.
 func (res *FlowResult) Case(suite, name string, spec FlowSpec) *report.Case {
-	c := &report.Case{Suite: suite, Name: name, Transport: spec.CaseTransport(), PayloadBytes: int64(spec.Payload),
-		RateHz: spec.RateHz, Subscribers: len(res.Subscribers), Histogram: report.NewHistogram()}
-	c.Reliability = "reliable"
-	if spec.BestEffort {
-		c.Reliability = "best-effort"
-	}
+	m := report.Results{Histogram: report.NewHistogram()}
 	if res.Publisher != nil {
-		c.Sent = int64(res.Publisher.Sent)
-		c.CPUPercent += cpuPercent(res.Publisher)
-		c.RSSBytes = res.Publisher.MaxRSSBytes
+		m.Sent = int64(res.Publisher.Sent)
+		m.CPUPercent += cpuPercent(res.Publisher)
+		m.RSSBytes = res.Publisher.MaxRSSBytes
 	}
 	for _, s := range res.Subscribers {
-		c.Delivered += int64(s.Received)
-		c.Lost += int64(s.Lost)
+		m.Delivered += int64(s.Received)
+		m.Lost += int64(s.Lost)
 		if s.Latency != nil {
-			c.Histogram.Merge(s.Latency)
+			m.Histogram.Merge(s.Latency)
 		}
-		c.CPUPercent += cpuPercent(s)
-		c.RSSBytes = max(c.RSSBytes, s.MaxRSSBytes)
-		if d := time.Duration(s.DurationNs); d > c.Duration {
-			c.Duration = d
+		m.CPUPercent += cpuPercent(s)
+		m.RSSBytes = max(m.RSSBytes, s.MaxRSSBytes)
+		if d := time.Duration(s.DurationNs); d > m.Duration {
+			m.Duration = d
 		}
 		if s.Reason == agentproto.EndError {
-			c.Failure = s.Error
+			m.Failure = s.Error
 		}
 	}
+	c := report.NewCase(res.route(), report.CaseSpec{Suite: suite, Name: name, Transport: spec.CaseTransport(),
+		PayloadBytes: int64(spec.Payload), RateHz: spec.RateHz, Reliability: kind.ReliabilityOf(!spec.BestEffort),
+		Subscribers: len(res.Subscribers)}, m)
 	res.explain(c, spec)
 	if c.Duration > 0 {
 		c.MsgsPerSec = float64(c.Delivered) / c.Duration.Seconds()
 		c.ThroughputMBps = float64(c.Delivered) * float64(spec.Payload) / c.Duration.Seconds() / 1e6
 	}
 	return c
+}
+
+// route is the flow's route for its case; nil when unknown (a result
+// built by hand).
+func (res *FlowResult) route() *report.Route {
+	if res.Route.Class == "" {
+		return nil
+	}
+	return &res.Route
 }
 
 func cpuPercent(f *agentproto.Final) float64 {

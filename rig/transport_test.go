@@ -6,7 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hilrig/hilrig/fixtures"
+	"github.com/hilrig/hilrig/internal/kind"
 	"github.com/hilrig/hilrig/middleware"
+	"github.com/hilrig/hilrig/report"
 	"github.com/hilrig/hilrig/rig"
 )
 
@@ -34,6 +37,15 @@ func TestIntraAndBatchedUDPFlows(t *testing.T) {
 			t.Errorf("subscriber contract lost the batching options: %+v", f.Subscribers[0].Spec.Contract.UDP)
 		}
 		c := res.Case("smoke", string(f.Transport), f.Spec)
+		// The case carries the route the rig decided: intra on board-a,
+		// UDP between two namespaces of one kernel.
+		want := report.Route{From: "board-a", To: "board-a", SameKernel: true, Class: report.ClassInProcess}
+		if f.Transport == "udp" {
+			want = report.Route{From: "board-b", To: "board-c", SameKernel: true, Class: report.ClassUDPOneHost}
+		}
+		if c.Route == nil || *c.Route != want {
+			t.Errorf("%s case route %+v, want %+v", f.Transport, c.Route, want)
+		}
 		c.Finalize()
 		t.Logf("%s: %s", f.Transport, c.Summary.Line())
 	}
@@ -47,6 +59,38 @@ func TestIntraAndBatchedUDPFlows(t *testing.T) {
 	} {
 		if _, err := r.Flow(ctx, bad.spec); err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("Flow(%+v) = %v, want an error saying %q", bad.spec, err, bad.want)
+		}
+	}
+}
+
+// TestRouteOf: the rig decides a route's facts from the rack once: intra
+// and shm classes by transport, UDP on one host when every end shares the
+// sender's kernel (namespaces of the controller), between boards when one
+// does not (an ssh board).
+func TestRouteOf(t *testing.T) {
+	rack, err := fixtures.SimRack()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rack.Boards = append(rack.Boards, fixtures.Board{Name: "far", Reach: fixtures.Reach{Kind: fixtures.ReachSSH, User: "u", Host: "far.example"}})
+	for _, tc := range []struct {
+		t        fixtures.Transport
+		from     string
+		to       []string
+		same     bool
+		class    kind.Class
+		toJoined string
+	}{
+		{fixtures.Intra, "board-a", []string{"board-a"}, true, kind.ClassInProcess, "board-a"},
+		{fixtures.Shm, "board-a", []string{"board-b"}, true, kind.ClassSharedMemory, "board-b"},
+		{fixtures.UDP, "board-b", []string{"board-c"}, true, kind.ClassUDPOneHost, "board-c"},
+		{fixtures.UDP, "board-b", []string{"far"}, false, kind.ClassUDPBoards, "far"},
+		{fixtures.UDP, "board-b", []string{"board-c", "far"}, false, kind.ClassUDPBoards, "board-c,far"},
+	} {
+		got := rig.RouteOf(rack, tc.t, tc.from, tc.to...)
+		want := report.Route{From: tc.from, To: tc.toJoined, SameKernel: tc.same, Class: tc.class}
+		if got != want {
+			t.Errorf("RouteOf(%s, %s → %v) = %+v, want %+v", tc.t, tc.from, tc.to, got, want)
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/hilrig/hilrig/internal/ddsshm"
+	"github.com/hilrig/hilrig/middleware"
 	"github.com/hilrig/hilrig/peers/peerbench"
 )
 
@@ -50,7 +51,7 @@ func TestPeerKilledMidRun(t *testing.T) {
 			t.Errorf("remove the killed echo's Fast DDS segments: %v", err)
 		}
 	})
-	o := peerbench.Options{Exe: os.Args[0], Count: 1 << 30, Wait: "futex",
+	o := peerbench.Options{Exe: os.Args[0], Count: 1 << 30, Wait: middleware.WaitFutex,
 		Started: func(echo, _ *os.Process) {
 			held, _ = ddsshm.Files(echo.Pid, ddsshm.Dir)
 			echo.Signal(syscall.SIGKILL)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hilrig/hilrig/internal/kind"
 	"github.com/hilrig/hilrig/report"
 )
 
@@ -55,7 +56,7 @@ func TestReportCompareByMiddleware(t *testing.T) {
 		for k := int64(1); k <= 100; k++ {
 			h.Record(k * 1000 * mc.scale)
 		}
-		c := report.Case{Name: mc.mw + " shm-copy reliable 64B @ 1000 Hz one-way", Suite: "latency", Middleware: mc.mw, Transport: "shm-copy",
+		c := report.Case{Name: mc.mw + " shm-copy reliable 64B @ 1000 Hz one-way", Suite: "latency", Middleware: kind.Middleware(mc.mw), Transport: "shm-copy",
 			PayloadBytes: 64, RateHz: 1000, Sent: 100, Delivered: 100, Histogram: h, Method: report.Method{Kind: report.OneWay}}
 		c.Finalize()
 		r.Cases = append(r.Cases, c)

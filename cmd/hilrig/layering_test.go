@@ -3,9 +3,13 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -158,5 +162,65 @@ func TestHilrigLinksNoPeers(t *testing.T) {
 	build.Env = append(build.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("CGO_ENABLED=0 go build ./cmd/hilrig: %v\n%s", err, out)
+	}
+}
+
+// TestOneCaseConstructor: report.NewCase is the one constructor of a
+// report case (issue 32): no production file outside report/ composes a
+// report.Case literal, so every case's route, spec and results arrive as
+// typed values through it. Test files may build cases as fixtures.
+func TestOneCaseConstructor(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", "{{.Dir}}", mod+"/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	dirs := strings.Fields(string(out))
+	if len(dirs) < 10 {
+		t.Fatalf("go list found only %d packages", len(dirs))
+	}
+	fset := token.NewFileSet()
+	checked := 0
+	for _, dir := range dirs {
+		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			if strings.HasSuffix(f, "_test.go") {
+				continue
+			}
+			file, err := parser.ParseFile(fset, f, nil, parser.SkipObjectResolution)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checked++
+			reportName := ""
+			for _, imp := range file.Imports {
+				if imp.Path.Value == `"`+mod+`/report"` {
+					reportName = "report"
+					if imp.Name != nil {
+						reportName = imp.Name.Name
+					}
+				}
+			}
+			if reportName == "" {
+				continue
+			}
+			ast.Inspect(file, func(n ast.Node) bool {
+				cl, ok := n.(*ast.CompositeLit)
+				if !ok {
+					return true
+				}
+				if sel, ok := cl.Type.(*ast.SelectorExpr); ok && sel.Sel.Name == "Case" {
+					if x, ok := sel.X.(*ast.Ident); ok && x.Name == reportName {
+						t.Errorf("%s: composes a report.Case literal; build cases with report.NewCase(route, spec, results)", fset.Position(cl.Pos()))
+					}
+				}
+				return true
+			})
+		}
+	}
+	if checked < 100 {
+		t.Fatalf("checked only %d files", checked)
 	}
 }

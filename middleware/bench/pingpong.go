@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/hilrig/hilrig/middleware"
 	"github.com/hilrig/hilrig/middleware/bench/internal/sys"
 )
 
@@ -160,12 +161,12 @@ func (c *PingPongConfig) Validate() error {
 func Baseline(t, w string) string {
 	switch t {
 	case TShm:
-		if w == "spin" || w == "" {
+		if ws, _ := waitStrategy(w); ws == middleware.WaitSpin {
 			return TRawSpin
 		}
 		return TRawFutex
 	case TIntra:
-		if w == "spin" || w == "" {
+		if ws, _ := waitStrategy(w); ws == middleware.WaitSpin {
 			return TRawSpinIntra
 		}
 		return TChan

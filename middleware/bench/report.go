@@ -9,19 +9,13 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/hilrig/hilrig/internal/bytesize"
 )
 
 // FormatSize prints a byte count the way sizes are given on the command
 // line (16B, 1KiB, 64KiB, 1MiB, 10MiB).
-func FormatSize(n int) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%dMiB", n>>20)
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%dKiB", n>>10)
-	}
-	return fmt.Sprintf("%dB", n)
-}
+func FormatSize(n int) string { return bytesize.Exact(int64(n), "") }
 
 func us(ns int64) string { return fmt.Sprintf("%.3f", float64(ns)/1e3) }
 

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hilrig/hilrig/internal/kind"
 	"github.com/hilrig/hilrig/middleware"
 	"github.com/hilrig/hilrig/middleware/bench/internal/sys"
 	"github.com/hilrig/hilrig/netns"
@@ -162,16 +163,17 @@ func (s *session) startChild(e endSpec, spec childSpec, files []*os.File, ns *ne
 	return p.ready(30 * time.Second)
 }
 
+// waitStrategy decodes a --wait flag: the bench's default is spin (not
+// the agent's futex), the names are the wait type's own.
 func waitStrategy(w string) (middleware.WaitStrategy, error) {
-	switch w {
-	case "", "spin":
+	if w == "" {
 		return middleware.WaitSpin, nil
-	case "futex":
-		return middleware.WaitFutex, nil
-	case "hybrid":
-		return middleware.WaitHybrid, nil
 	}
-	return 0, fmt.Errorf("%w: --wait %q: want spin, futex or hybrid", ErrUsage, w)
+	v, err := kind.ParseWait(w)
+	if err != nil {
+		return 0, fmt.Errorf("%w: --wait: %w", ErrUsage, err)
+	}
+	return v, nil
 }
 
 func (e endSpec) mwOptions() (mwOptions, error) {

@@ -16,6 +16,8 @@ import (
 
 	"github.com/hilrig/hilrig/internal/cli"
 	"github.com/hilrig/hilrig/middleware"
+
+	"github.com/hilrig/hilrig/internal/bytesize"
 )
 
 // ErrUsage is wrapped by errors about the command line (exit status 2):
@@ -140,17 +142,7 @@ func alive(b bool) string {
 	return "dead"
 }
 
-func size(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1fGiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1fMiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1fKiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%dB", n)
-}
+func size(n int64) string { return bytesize.Approx(n, "") }
 
 type jsonSeg struct {
 	middleware.SegmentInfo

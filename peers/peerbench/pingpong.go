@@ -51,8 +51,9 @@ type Options struct {
 	// Count is the number of pings per case (1 MiB cases use Count/10,
 	// at least 200); WarmUp pings are not recorded.
 	Count, WarmUp int
-	// Wait is the receivers' wait strategy: futex (sleeping) or spin.
-	Wait string
+	// Wait is the receivers' wait strategy: futex (sleeping, the zero
+	// value) or spin.
+	Wait middleware.WaitStrategy
 	// CPUs pins the pinger and the echo (nil: no pinning).
 	CPUs     []int
 	Reliable bool
@@ -440,13 +441,14 @@ func Main(ctx context.Context, exe string, args []string, stdout, stderr io.Writ
 	sizes := fs.String("sizes", "64,4096,1048576", "payload sizes in bytes (wire sizes, peer header included)")
 	count := fs.Int("count", 5000, "pings per case (1 MiB: count/10, at least 200)")
 	warm := fs.Int("warmup", 100, "pings not recorded")
-	wait := fs.String("wait", "futex", "receivers' wait: futex (sleeping) or spin")
+	var wait middleware.WaitStrategy
+	fs.TextVar(&wait, "wait", middleware.WaitFutex, "receivers' wait: futex (sleeping) or spin")
 	cpus := fs.String("cpus", "0,1", "CPUs of the pinger and the echo ('' = no pinning)")
 	reliable := fs.Bool("reliable", false, "reliable QoS (default best effort)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return fmt.Errorf("%w: %w", ErrUsage, err)
 	}
-	o := Options{Exe: exe, Count: *count, WarmUp: *warm, Wait: *wait, Reliable: *reliable}
+	o := Options{Exe: exe, Count: *count, WarmUp: *warm, Wait: wait, Reliable: *reliable}
 	for _, t := range strings.Split(*transport, ",") {
 		switch t {
 		case "":

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hilrig/hilrig/internal/kind"
 	"github.com/hilrig/hilrig/report"
 	"github.com/hilrig/hilrig/report/reportcli"
 	"github.com/hilrig/hilrig/report/soak"
@@ -124,9 +125,10 @@ func writePeerResult(t *testing.T, dir, name, peer string, peerBase int64) strin
 		for k := int64(0); k < 1000; k++ {
 			h.Record(mc.base + k*mc.base/1000)
 		}
-		c := report.Case{Name: mc.mw + " udp reliable 64B round trip", Suite: "latency", Middleware: mc.mw, Transport: "udp", PayloadBytes: 64,
+		c := report.Case{Name: mc.mw + " udp reliable 64B round trip", Suite: "latency", Middleware: kind.Middleware(mc.mw), Transport: "udp", PayloadBytes: 64,
 			Reliability: "reliable", Subscribers: 1, Sent: 1000, Delivered: 1000, Histogram: h,
-			Method: report.Method{Kind: report.RTTHalf, Clocks: "CLOCK_MONOTONIC of the pinging end (controller host)"}}
+			Method: report.Method{Kind: report.RTTHalf, Clocks: "CLOCK_MONOTONIC of the pinging end (controller host)"},
+			Route:  &report.Route{From: "controller host", To: "controller host", SameKernel: true, Class: report.ClassUDPOneHost}}
 		if mc.mw != "hilrig" {
 			c.Notes = []string{"peer: " + mc.mw + " 0.10.2, lo only"}
 			c.Extra = map[string]float64{"discovery_ns": 5e6}

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/net/html"
 
+	"github.com/hilrig/hilrig/internal/kind"
 	"github.com/hilrig/hilrig/report"
 	"github.com/hilrig/hilrig/report/reporthtml"
 )
@@ -23,10 +24,16 @@ func peerResult() *report.Result {
 		for k := int64(0); k < 3000; k++ {
 			h.Record(base + k*k%(4*base))
 		}
-		c := report.Case{Name: name, Suite: "latency", Middleware: mw, Transport: transport, PayloadBytes: 64, RateHz: 1000,
+		c := report.Case{Name: name, Suite: "latency", Middleware: kind.Middleware(mw), Transport: transport, PayloadBytes: 64, RateHz: 1000,
 			Reliability: "reliable", Subscribers: 1, Sent: 3000, Delivered: 3000, Histogram: h, CPUPercent: 5, RSSBytes: 30 << 20,
 			Method: report.Method{Kind: report.OneWay, Clocks: "CLOCK_MONOTONIC of one kernel (board-b → board-c on the same host)"},
 			Notes:  []string{"publisher on board-b, subscriber(s) on board-c"}}
+		// The route as the rig decides it (rig.RouteOf): two namespaces of
+		// one kernel.
+		c.Route = &report.Route{From: "board-b", To: "board-c", SameKernel: true, Class: report.ClassUDPOneHost}
+		if strings.HasPrefix(transport, "shm") {
+			c.Route.Class = report.ClassSharedMemory
+		}
 		if mw != "hilrig" {
 			c.Notes = append(c.Notes, "peer: "+mw+" <v1> on lo")
 			c.Extra = map[string]float64{"discovery_ns": 3e6}

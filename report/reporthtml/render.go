@@ -17,6 +17,8 @@ import (
 
 	"github.com/hilrig/hilrig/report"
 	"github.com/hilrig/hilrig/report/soak"
+
+	"github.com/hilrig/hilrig/internal/bytesize"
 )
 
 type template_HTML = template.HTML
@@ -313,14 +315,8 @@ func optNs(p *float64) string {
 }
 
 func fmtBytes(b int64) string {
-	switch {
-	case b <= 0:
+	if b <= 0 {
 		return "—"
-	case b < 1<<20:
-		return fmt.Sprintf("%.1f KiB", float64(b)/1024)
-	case b < 1<<30:
-		return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
-	default:
-		return fmt.Sprintf("%.2f GiB", float64(b)/(1<<30))
 	}
+	return bytesize.Approx(b, " ")
 }

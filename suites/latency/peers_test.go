@@ -166,7 +166,7 @@ func (c *comparison) table() string {
 			float64(x.RSSBytes)/(1<<20), x.Extra[steps.ExtraDiscovery]/1e6, r50, r99)
 		for _, n := range x.Notes {
 			if strings.HasPrefix(n, "peer: ") {
-				notes[x.Middleware] = strings.TrimPrefix(n, "peer: ")
+				notes[string(x.Middleware)] = strings.TrimPrefix(n, "peer: ")
 			}
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/hilrig/hilrig/fixtures"
+	"github.com/hilrig/hilrig/internal/kind"
 	"github.com/hilrig/hilrig/report"
 	"github.com/hilrig/hilrig/report/soak"
 	"github.com/hilrig/hilrig/rig"
@@ -136,7 +137,7 @@ func runSoakOn(ctx context.Context, profile string, peer steps.Path) {
 	Expect(harness.Note("soak %s: checkpoint %s (its time series and verdicts are in the run report's soak section)", name, cp.Path())).To(Succeed())
 	for _, c := range soakrun.Cases("soak", name, lg, v, plan.Bounds) {
 		if peer.IsPeer() {
-			c.Middleware = peer.Middleware
+			c.Middleware = kind.Middleware(peer.Middleware)
 			c.Notes = append(c.Notes, fmt.Sprintf("%s's smoke soak: the traffic mix's %s flows on %s, %v, churn every %v; bounds are the soak's (loss, window max)", peer.Middleware, peer.Transport, peer.Middleware, plan.Duration, plan.Churn))
 			for _, d := range feed.PeerDescriptions() {
 				c.Notes = append(c.Notes, "peer: "+d)

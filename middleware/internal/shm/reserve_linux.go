@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hilrig/hilrig/internal/bytesize"
 )
 
 // Space reservation.
@@ -134,17 +136,7 @@ func (f *fileRef) noSpace(n int64, what string, total int64) error {
 }
 
 // human prints a byte count in binary units.
-func human(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
-}
+func human(n int64) string { return bytesize.Approx(n, " ") }
 
 // reserveSlots reserves pool slots [k, k+count) of r's file; a no-op for
 // anonymous rings. 0 allocs unless it fails.

@@ -50,12 +50,13 @@ func Run(rack string, i, n int, p50 int64) *report.Result {
 		if k%2 == 1 {
 			tr = "udp"
 		}
-		c := report.Case{Suite: "latency", Name: fmt.Sprintf("case-%02d", k), Transport: tr, PayloadBytes: 64,
+		c := report.NewCase(nil, report.CaseSpec{Suite: "latency", Name: fmt.Sprintf("case-%02d", k), Transport: tr, PayloadBytes: 64,
 			Method: report.Method{Kind: report.OneWay, Clocks: "CLOCK_MONOTONIC", UncertaintyNs: 50},
-			Sent:   200, Delivered: 200, Histogram: h, Bounds: &report.Bounds{P99: time.Duration(3 * p50)},
-			Notes: []string{"note " + tr}}
+			Bounds: &report.Bounds{P99: time.Duration(3 * p50)}},
+			report.Results{Sent: 200, Delivered: 200, Histogram: h})
+		c.Notes = []string{"note " + tr}
 		c.Finalize()
-		r.Cases = append(r.Cases, c)
+		r.Cases = append(r.Cases, *c)
 	}
 	return r
 }

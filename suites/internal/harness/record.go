@@ -194,21 +194,26 @@ func collect(suite string, r types.Report) (collected, error) {
 		if sr.State.Is(types.SpecStateFailureStates) && sr.LeafNodeType.Is(types.NodeTypeBeforeSuite|types.NodeTypeSynchronizedBeforeSuite) {
 			// The health gate (or another suite set-up) failed: no spec ran,
 			// so say why in the report instead of leaving it empty.
-			out.cases = append(out.cases, report.Case{Suite: suite, Name: "health gate (before the suite)", Verdict: report.Fail,
-				Failure: fmt.Sprintf("%s: %s (%s)", sr.State, sr.Failure.Message, sr.Failure.Location)})
+			out.cases = append(out.cases, failedCase(report.CaseSpec{Suite: suite, Name: "health gate (before the suite)"}, sr))
 			continue
 		}
 		if sr.State.Is(types.SpecStateFailureStates) && !hasCase && sr.LeafNodeType.Is(types.NodeTypeIt) {
 			name := sr.FullText()
-			out.cases = append(out.cases, report.Case{Suite: suite, Name: strings.TrimPrefix(name, suite+" "),
-				Labels: sr.Labels(), Verdict: report.Fail,
-				Failure: fmt.Sprintf("%s: %s (%s)", sr.State, sr.Failure.Message, sr.Failure.Location)})
+			out.cases = append(out.cases, failedCase(report.CaseSpec{Suite: suite, Name: strings.TrimPrefix(name, suite+" "), Labels: sr.Labels()}, sr))
 		}
 	}
 	if len(errs) > 0 {
 		return out, fmt.Errorf("%s", strings.Join(errs, "; "))
 	}
 	return out, nil
+}
+
+// failedCase is the case of a spec (or suite set-up) that failed before
+// it recorded one: the failure and where, verdict fail.
+func failedCase(spec report.CaseSpec, sr types.SpecReport) report.Case {
+	c := report.NewCase(nil, spec, report.Results{Failure: fmt.Sprintf("%s: %s (%s)", sr.State, sr.Failure.Message, sr.Failure.Location)})
+	c.Verdict = report.Fail
+	return *c
 }
 
 // skipNotes lists what the rack's label filter left out.

@@ -8,6 +8,8 @@ import (
 
 	"github.com/hilrig/hilrig/fixtures"
 	"github.com/hilrig/hilrig/report/soak"
+
+	"github.com/hilrig/hilrig/internal/bytesize"
 )
 
 // Flags of the soak suite (after `--` with the ginkgo CLI). ginkgo.config
@@ -266,15 +268,7 @@ func (p *Plan) String() string {
 		p.AgentWindow, p.Churn, strings.Join(fl, " "))
 }
 
-func sizeName(n int) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%dMiB", n>>20)
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%dKiB", n>>10)
-	}
-	return fmt.Sprintf("%dB", n)
-}
+func sizeName(n int) string { return bytesize.Exact(int64(n), "") }
 
 // RigMaxWindows is the rig.Options.MaxWindows a soak of this plan needs:
 // every endpoint buffers the agent windows of one drain period (the

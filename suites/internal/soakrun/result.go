@@ -42,19 +42,21 @@ func Cases(suite, name string, lg *soak.Log, v soak.Verdicts, b soak.Bounds) []r
 	}
 	var out []report.Case
 	for _, k := range lg.StreamKeys {
-		c := report.Case{Suite: suite, Name: name + " " + k, Sent: sent[k], Delivered: delivered[k], Lost: lost[k],
-			Excluded: excluded[k], Histogram: lg.Totals[k]}
-		if c.Histogram == nil {
-			c.Histogram = report.NewHistogram()
+		h := lg.Totals[k]
+		if h == nil {
+			h = report.NewHistogram()
 		}
+		var m report.Method
 		if method != nil {
-			c.Method = *method
+			m = *method
 		}
 		maxLost := int64(0)
 		if b.MaxLost != nil {
 			maxLost = *b.MaxLost
 		}
-		c.Bounds = &report.Bounds{MaxLost: &maxLost, Max: b.MaxLatency}
+		c := *report.NewCase(nil, report.CaseSpec{Suite: suite, Name: name + " " + k, Method: m,
+			Bounds: &report.Bounds{MaxLost: &maxLost, Max: b.MaxLatency}},
+			report.Results{Sent: sent[k], Delivered: delivered[k], Lost: lost[k], Excluded: excluded[k], Histogram: h})
 		if span := spanOf(lg); span > 0 {
 			c.Duration = span
 			c.MsgsPerSec = float64(c.Delivered) / span.Seconds()
@@ -75,8 +77,9 @@ func Cases(suite, name string, lg *soak.Log, v soak.Verdicts, b soak.Bounds) []r
 		}
 		out = append(out, c)
 	}
-	vc := report.Case{Suite: suite, Name: name + " verdicts", Delivered: sumMap(delivered), Sent: sumMap(sent), Lost: sumMap(lost),
-		Extra: map[string]float64{"windows": float64(v.Windows), "unlocked_windows": float64(v.UnlockedWindows)}}
+	vc := *report.NewCase(nil, report.CaseSpec{Suite: suite, Name: name + " verdicts"},
+		report.Results{Delivered: sumMap(delivered), Sent: sumMap(sent), Lost: sumMap(lost)})
+	vc.Extra = map[string]float64{"windows": float64(v.Windows), "unlocked_windows": float64(v.UnlockedWindows)}
 	vc.Checks = append(vc.Checks, v.Checks...)
 	if v.FaultWindows > 0 {
 		vc.Extra["fault_windows"] = float64(v.FaultWindows)

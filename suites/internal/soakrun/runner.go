@@ -14,6 +14,8 @@ import (
 	"github.com/hilrig/hilrig/agentproto"
 	"github.com/hilrig/hilrig/report"
 	"github.com/hilrig/hilrig/report/soak"
+
+	"github.com/hilrig/hilrig/internal/bytesize"
 )
 
 // PTPSource gives a board's clock state over a window (nil: that board
@@ -651,17 +653,7 @@ func abs64(v int64) int64 {
 	return v
 }
 
-func fmtBytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
-}
+func fmtBytes(n int64) string { return bytesize.Approx(n, " ") }
 
 // writeHeapProfile replaces path with the current heap profile.
 func writeHeapProfile(path string) error {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hilrig/hilrig/agentproto"
+	"github.com/hilrig/hilrig/internal/kind"
 	"github.com/hilrig/hilrig/report"
 	"github.com/hilrig/hilrig/rig"
 	"github.com/hilrig/hilrig/scopes"
@@ -231,7 +232,7 @@ func rttCase(env *Env, name string, path Path, reliable bool, payload, warm int,
 	c.Notes = append(c.Notes,
 		"round trip between the rack's boards: "+where+"; the echo republishes each ping at once on a reply topic (copy path) carrying the ping's sequence number and send stamp",
 		fmt.Sprintf("RTT/2: every sample is half of reply receipt − ping send stamp on the pinger's CLOCK_MONOTONIC, which assumes the two directions are symmetric; full RTT p50 %s, p99 %s (Extra)", report.FormatNs(rtt.P50), report.FormatNs(rtt.P99)),
-		fmt.Sprintf("back-to-back pings with one in flight (no rate limit), %s wait, %d warm-up pings sent first, not in the distribution", waitName(spec.Wait), warm),
+		fmt.Sprintf("back-to-back pings with one in flight (no rate limit), %s wait, %d warm-up pings sent first, not in the distribution", spec.Wait, warm),
 		"loss is pings never answered, counted by sequence number at the pinger")
 	if spec.Payload != payload {
 		c.Notes = append(c.Notes, fmt.Sprintf("payload padded from %d to %d B: the reply carries the ping's sequence number and send stamp", payload, spec.Payload))
@@ -257,11 +258,12 @@ func rttCase(env *Env, name string, path Path, reliable bool, payload, warm int,
 
 // hostRTTCase is the RTT/2 case of the controller-host ping-pong fallback.
 func hostRTTCase(env *Env, name string, path Path, reliable bool, payload int, spec rig.HostPingPongSpec, s report.Summary) *report.Case {
-	c := &report.Case{Suite: env.Suite, Name: name, Transport: path.String(), PayloadBytes: int64(payload),
-		Reliability: reliability(reliable), Subscribers: 1, Sent: s.Count, Delivered: s.Count,
-		Method: report.Method{Kind: report.RTTHalf, UncertaintyNs: rig.ClockReadNs(),
-			Clocks: "CLOCK_MONOTONIC of the pinging end (controller host)"},
-		Summary: s}
+	c := report.NewCase(routeOf(env, path, hostEnds, hostEnds),
+		report.CaseSpec{Suite: env.Suite, Name: name, Transport: path.String(), PayloadBytes: int64(payload),
+			Reliability: kind.ReliabilityOf(reliable), Subscribers: 1,
+			Method: report.Method{Kind: report.RTTHalf, UncertaintyNs: rig.ClockReadNs(),
+				Clocks: "CLOCK_MONOTONIC of the pinging end (controller host)"}},
+		report.Results{Sent: s.Count, Delivered: s.Count, Summary: s})
 	where := "two processes on the controller host"
 	if spec.NetNS {
 		where += ", in two network namespaces joined by a veth pair"
@@ -274,6 +276,16 @@ func hostRTTCase(env *Env, name string, path Path, reliable bool, payload int, s
 		c.Bounds = &b
 	}
 	return finish(env, c)
+}
+
+// hostEnds names both ends of the controller-host fallback in its route.
+const hostEnds = "controller host"
+
+// routeOf is the route of path's traffic from → to on env's rack
+// (rig.RouteOf): the facts the report groups by.
+func routeOf(env *Env, path Path, from, to string) *report.Route {
+	rt := rig.RouteOf(env.Rack, path.Transport, from, to)
+	return &rt
 }
 
 // startTally is what StartToFirst counted over its starts.
@@ -293,11 +305,12 @@ type startTally struct {
 
 // startCase is the node start → first message case.
 func startCase(env *Env, name string, path Path, payload, n int, bound time.Duration, t startTally) *report.Case {
-	c := &report.Case{Suite: env.Suite, Name: name, Transport: path.String(), PayloadBytes: int64(payload),
-		Reliability: "reliable", Subscribers: 1, Histogram: t.hist, Sent: t.sent, Delivered: t.delivered, Lost: t.lost,
-		Bounds: &report.Bounds{Max: bound, MaxLost: report.Loss(0)}}
-	c.Method = report.Method{Kind: report.OneWay,
-		Clocks: "controller CLOCK_MONOTONIC from the start requests to the publisher's started ack, plus message 1's one-way latency on " + Method(env.Rack, t.from, t.to).Clocks}
+	c := report.NewCase(routeOf(env, path, t.from, t.to),
+		report.CaseSpec{Suite: env.Suite, Name: name, Transport: path.String(), PayloadBytes: int64(payload),
+			Reliability: kind.Reliable, Subscribers: 1, Bounds: &report.Bounds{Max: bound, MaxLost: report.Loss(0)},
+			Method: report.Method{Kind: report.OneWay,
+				Clocks: "controller CLOCK_MONOTONIC from the start requests to the publisher's started ack, plus message 1's one-way latency on " + Method(env.Rack, t.from, t.to).Clocks}},
+		report.Results{Histogram: t.hist, Sent: t.sent, Delivered: t.delivered, Lost: t.lost})
 	c.Notes = append(c.Notes, fmt.Sprintf("%d starts of a fresh subscriber node on %s and publisher node on %s, one %d B message each", n, t.to, t.from, payload),
 		"includes the controller↔agent pipe round trips of the start requests (an upper bound by that much)")
 	if note := peerRouteNote(path, t.from, t.to); note != "" {
@@ -330,9 +343,10 @@ type restartTally struct {
 
 // restartCase is the publisher restart → subscriber resumption case.
 func restartCase(env *Env, name string, path Path, payload, k int, bound time.Duration, t restartTally) *report.Case {
-	c := &report.Case{Suite: env.Suite, Name: name, Transport: path.String(), PayloadBytes: int64(payload),
-		RateHz: 1000, Reliability: "reliable", Subscribers: 1, Histogram: t.hist, Sent: t.sent, Delivered: t.delivered,
-		Lost: t.lost, Failure: t.failure, Bounds: &report.Bounds{Max: bound}}
+	c := report.NewCase(routeOf(env, path, t.from, t.to),
+		report.CaseSpec{Suite: env.Suite, Name: name, Transport: path.String(), PayloadBytes: int64(payload),
+			RateHz: 1000, Reliability: kind.Reliable, Subscribers: 1, Bounds: &report.Bounds{Max: bound}},
+		report.Results{Histogram: t.hist, Sent: t.sent, Delivered: t.delivered, Lost: t.lost, Failure: t.failure})
 	if t.epochs > 0 {
 		c.Notes = append(c.Notes, fmt.Sprintf("subscriber saw %d publisher epoch change(s)", t.epochs))
 	}
@@ -426,20 +440,6 @@ func applyDistribution(c *report.Case, d scopes.DistributionCheck, tol time.Dura
 
 // pairingCounts are a gpio-capture's unpaired edges.
 type pairingCounts struct{ unmatched, dropped, merged uint64 }
-
-func reliability(rel bool) string {
-	if rel {
-		return "reliable"
-	}
-	return "best-effort"
-}
-
-func waitName(w string) string {
-	if w == "" {
-		return "futex"
-	}
-	return w
-}
 
 // peerNotes names the middleware of c and, for a peer, writes what the
 // agent reported beside the case: the peer's version, configuration and

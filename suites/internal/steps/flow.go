@@ -11,6 +11,8 @@ import (
 	"github.com/hilrig/hilrig/report/live"
 	"github.com/hilrig/hilrig/rig"
 	"github.com/hilrig/hilrig/suites/internal/harness"
+
+	"github.com/hilrig/hilrig/internal/bytesize"
 )
 
 // BandwidthCap bounds payload × rate of a paced latency case (bytes/s):
@@ -254,13 +256,7 @@ func upper(s string) string {
 }
 
 // SizeName renders a payload size for case names: "64B", "4KiB", "1MiB".
-func SizeName(n int) string {
-	s := fixtures.ByteSize(n).String()
-	if s[len(s)-1] >= '0' && s[len(s)-1] <= '9' {
-		s += "B"
-	}
-	return s
-}
+func SizeName(n int) string { return bytesize.Exact(int64(n), "") }
 
 // traceSpec arms the agents' kernel trace as ginkgo.config's trace asks
 // (nil when off): on-breach against the case's own max and p99 bounds

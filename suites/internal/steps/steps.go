@@ -19,6 +19,7 @@ import (
 
 	"github.com/hilrig/hilrig/agentproto"
 	"github.com/hilrig/hilrig/fixtures"
+	"github.com/hilrig/hilrig/internal/kind"
 	"github.com/hilrig/hilrig/rig"
 	"github.com/hilrig/hilrig/suites/internal/harness"
 )
@@ -108,12 +109,7 @@ func (p Path) On(mw string) Path {
 }
 
 // MiddlewareName is p's middleware as reports name it.
-func (p Path) MiddlewareName() string {
-	if p.Middleware == "" {
-		return agentproto.MiddlewareHilrig
-	}
-	return p.Middleware
-}
+func (p Path) MiddlewareName() kind.Middleware { return kind.Middleware(p.Middleware).Name() }
 
 // The paths the suites sweep.
 var (

@@ -99,7 +99,7 @@ func TestBeside(t *testing.T) {
 	got := steps.Beside(steps.Intra, steps.ShmCopy, steps.ShmLoan, steps.UDP)
 	var names []string
 	for _, p := range got {
-		names = append(names, p.MiddlewareName()+"/"+p.String())
+		names = append(names, p.MiddlewareName().String()+"/"+p.String())
 	}
 	want := "hilrig/intra hilrig/shm-copy iceoryx/shm-copy fastdds-shm/shm-copy hilrig/shm-loan hilrig/udp cyclonedds/udp fastdds-udp/udp"
 	if s := strings.Join(names, " "); s != want {

@@ -697,7 +697,7 @@ func (r *Receiver) serve() bool {
 func (r *Receiver) pending() bool {
 	for i := range r.streams {
 		st := &r.streams[i]
-		if st.used && (st.high >= st.next || st.hbLast >= st.next) {
+		if st.used && st.confirmed && (st.high >= st.next || st.hbLast >= st.next) {
 			return true
 		}
 	}
@@ -1231,6 +1231,17 @@ func (r *Receiver) takeSlot(si int, seq uint64) int32 {
 			r.st.exhausted.Add(1)
 			return -1
 		}
+		if r.cfg.Reliable && r.slots[v].stream == si && r.slots[v].seq < seq {
+			// Reliable: keep the stream's start and drop what comes
+			// after it (NACKed once the writer is confirmed), rather
+			// than reclaim its oldest message, which would be NACKed
+			// too, a window's worth of retransmissions later.
+			r.st.overruns.Add(1)
+			if st := &r.streams[si]; seq > st.high {
+				st.high = seq
+			}
+			return -1
+		}
 		r.st.evicted.Add(1)
 		r.freeSlot(v)
 	}
@@ -1299,6 +1310,17 @@ func (r *Receiver) allocSlot(s *slot) {
 // drain hands complete messages from st.next on to the caller, in order.
 func (r *Receiver) drain(si int) {
 	st := &r.streams[si]
+	if r.cfg.Reliable && !st.confirmed {
+		// A reliable stream is not sequenced before its writer is
+		// confirmed: its complete messages wait in the window, so one
+		// the unconfirmed share has to give up leaves a gap at or after
+		// next, which is NACKed once the writer is confirmed (the
+		// publisher still holds it: nothing was acknowledged). Draining
+		// into heldQ moved next past them, and a discarded held message
+		// was then a loss the publisher was never asked to repair
+		// (issue 31, finding 1).
+		return
+	}
 	for {
 		idx := st.win[st.next&r.mask]
 		if idx < 0 || r.slots[idx].seq != st.next || r.slots[idx].state != slotComplete {

@@ -1,6 +1,8 @@
 package udp_test
 
 import (
+	"fmt"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -81,5 +83,93 @@ func TestReliableFlatOutStart(t *testing.T) {
 	st := r.rcv.Stats()
 	if st.Lost != 0 || c.got != n || c.err != nil {
 		t.Fatalf("delivered %d of %d, lost %d, evicted %d, unconfirmed %d, err %v", c.got, n, st.Lost, st.Evicted, st.Unconfirmed, c.err)
+	}
+}
+
+// TestReplayFromElsewhereDoesNotSquatKeyedWriter is finding 2 as a
+// hostile party would play it, under a domain key: a raw socket at the
+// subscriber's address captures one authentic DATA datagram of the real
+// publisher; the subscriber then starts there while another loopback
+// socket replays the capture at it (first, then four times per message
+// sent, the probe's 2,000/s against 500 messages/s). Before the
+// fix the replay's source owned the epoch: the real publisher's datagrams
+// were counted Forged, its send window stalled on the subscriber, and
+// what the subscriber missed was not counted. Now the real writer's
+// newer datagrams take the stream over, the replays are counted
+// Replayed, and every message is delivered from seq 1.
+func TestReplayFromElsewhereDoesNotSquatKeyedWriter(t *testing.T) {
+	const topic, size, n = 72, 1000, 300
+	key := testKey(t, 5)
+	sniff := openSock(t, lo)
+	at := sniff.LocalAddr()
+	snd, err := udp.NewSender(openSock(t, lo), udp.SenderConfig{TopicID: topic, MaxPayload: size, Reliable: true, Depth: 16, Key: key,
+		Peers: []netip.AddrPort{at}, HeartbeatPeriod: time.Hour, SendTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snd.Close()
+	msgs := &numbered{t: t, snd: snd, p: make([]byte, size)}
+	msgs.next()
+	buf := make([]byte, udp.MaxDatagram+1)
+	_ = sniff.SetReadDeadline(time.Now().Add(5 * time.Second))
+	var captured []byte
+	for hb := false; captured == nil || !hb; { // the start's heartbeat too: nothing more comes until the next Send
+		m, _, _, err := sniff.ReadFrom(buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch buf[5] {
+		case byte(udp.KindData) | udp.KindAuth:
+			captured = append([]byte(nil), buf[:m]...)
+		case byte(udp.KindHeartbeat) | udp.KindAuth:
+			hb = true
+		}
+	}
+	sniff.Close()
+
+	rs, err := udp.Open(udp.SocketConfig{Listen: at, RcvBuf: 8 << 20, SndBuf: 4 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newForger(t)
+	f.send(t, captured, at) // queued before the subscriber reads anything
+	rcv, err := udp.NewReceiver(rs, udp.ReceiverConfig{TopicID: topic, MaxPayload: size, Reliable: true, Depth: 16, Key: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rcv.Close()
+	c := collect(rcv, true)
+	testkit.Eventually(t, 5*time.Second, "the replay opened the stream", func() bool { return rcv.Stats().Challenges >= 1 })
+	var sendErr error
+	replays := 1
+	for msgs.seq < n && sendErr == nil {
+		for range 4 { // the probe's 2,000/s against 500 messages/s
+			f.send(t, captured, at)
+			replays++
+		}
+		msgs.seq++
+		fill(msgs.p, msgs.seq)
+		if sendErr = snd.Send(msgs.p); sendErr != nil {
+			sendErr = fmt.Errorf("send %d: %w", msgs.seq, sendErr)
+		}
+	}
+	// Bounded waits that report what arrived rather than fail on their own.
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(time.Millisecond) {
+		if st := rcv.Stats(); st.Delivered+st.Lost >= n && st.Datagrams >= uint64(replays)+n {
+			break
+		}
+	}
+	c.finish()
+	st, ss := rcv.Stats(), snd.Stats()
+	t.Logf("%d replays; receiver %+v; sender %+v", replays, st, ss)
+	if sendErr != nil {
+		t.Fatalf("real publisher: %v (forged %d, dropped %d)", sendErr, st.Forged, ss.DroppedSubs)
+	}
+	if c.got != n || st.Lost != 0 || c.err != nil || st.Forged != 0 || ss.DroppedSubs != 0 || ss.Timeouts != 0 {
+		t.Fatalf("delivered %d of %d, lost %d, err %v, real datagrams counted forged %d, publisher dropped %d, timeouts %d",
+			c.got, n, st.Lost, c.err, st.Forged, ss.DroppedSubs, ss.Timeouts)
+	}
+	if st.Replayed != uint64(replays-1) {
+		t.Fatalf("%d replays after the first, %d counted Replayed: %+v", replays-1, st.Replayed, st)
 	}
 }

@@ -1,6 +1,7 @@
 package udp_test
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"testing"
@@ -171,5 +172,150 @@ func TestReplayFromElsewhereDoesNotSquatKeyedWriter(t *testing.T) {
 	}
 	if st.Replayed != uint64(replays-1) {
 		t.Fatalf("%d replays after the first, %d counted Replayed: %+v", replays-1, st.Replayed, st)
+	}
+}
+
+// outsider answers a publisher's token challenge once from its own
+// loopback socket, as anyone who can receive at its address can in an
+// unkeyed domain, and then sends hand-made ACKNACKs carrying that token.
+type outsider struct {
+	*forger
+	pub   netip.AddrPort
+	topic uint32
+	epoch uint32
+	token uint64
+	out   []byte
+	sent  int // bytes sent to the publisher
+}
+
+const outsiderCookie = 0x5eed
+
+func newOutsider(t *testing.T, snd *udp.Sender, topic uint32) *outsider {
+	t.Helper()
+	o := &outsider{forger: newForger(t), pub: snd.LocalAddr(), topic: topic, epoch: snd.Epoch(), out: make([]byte, 2048)}
+	o.ackNack(t, udp.AckNack{Challenge: true})
+	_ = o.sock.SetReadDeadline(time.Now().Add(5 * time.Second))
+	for o.token == 0 {
+		m, _, _, err := o.sock.ReadFrom(o.buf)
+		if err != nil {
+			t.Fatalf("no echo to the challenge: %v", err)
+		}
+		c, err := udp.Parse(o.buf[:m])
+		if err != nil || c.Kind != udp.KindHeartbeat {
+			continue
+		}
+		var hb udp.Heartbeat
+		if err := hb.UnmarshalBinary(o.buf[:m]); err == nil && hb.Echo == outsiderCookie {
+			o.token = hb.Token
+		}
+	}
+	return o
+}
+
+// ackNack sends a (topic, epoch, cookie and token filled in).
+func (o *outsider) ackNack(t *testing.T, a udp.AckNack) {
+	a.TopicID, a.Epoch, a.Cookie, a.Token = o.topic, o.epoch, outsiderCookie, o.token
+	m, err := a.MarshalBinaryTo(o.out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.send(t, o.out[:m], o.pub)
+	o.sent += m
+}
+
+// TestOutsiderHoldingAckDoesNotStallReliable is finding 3's first probe:
+// an outsider (no key) answers the token challenge once, then keeps
+// acknowledging nothing (ack 0), one ACKNACK per message published, while
+// a reliable publisher streams to its real subscriber. Before the fix the
+// outsider sat in the send window for as long as it kept talking: every
+// send past the first window timed out. Now it is taken out of the window
+// after StallTimeout (then after half that, and so on), it is counted
+// (Stalled), no send times out, and the real subscriber gets everything.
+func TestOutsiderHoldingAckDoesNotStallReliable(t *testing.T) {
+	const topic, size, n, depth = 73, 1024, 400, 16
+	const stallTimeout = 100 * time.Millisecond
+	r := newRig(t,
+		udp.SenderConfig{TopicID: topic, MaxPayload: size, Reliable: true, Depth: depth, SendTimeout: 300 * time.Millisecond, StallTimeout: stallTimeout},
+		udp.ReceiverConfig{TopicID: topic, MaxPayload: size, Reliable: true, Depth: depth},
+		nil)
+	c := collect(r.rcv, true)
+	o := newOutsider(t, r.snd, topic)
+	msgs := &numbered{t: t, snd: r.snd, p: make([]byte, size)}
+	timeouts := 0
+	var longest time.Duration
+	for msgs.seq < n {
+		o.ackNack(t, udp.AckNack{Ack: 0}) // holds the window at 0
+		msgs.seq++
+		fill(msgs.p, msgs.seq)
+		t0 := time.Now()
+		err := r.snd.Send(msgs.p)
+		longest = max(longest, time.Since(t0))
+		switch {
+		case errors.Is(err, udp.ErrTimeout):
+			timeouts++
+			msgs.seq-- // not published: send it again
+		case err != nil:
+			t.Fatal(err)
+		}
+		if timeouts > 10 {
+			break
+		}
+	}
+	testkit.Eventually(t, 10*time.Second, "every published message delivered", func() bool { return r.rcv.Stats().Delivered >= msgs.seq })
+	c.finish()
+	ss, st := r.snd.Stats(), r.rcv.Stats()
+	t.Logf("outsider sent %d B; publisher: %d timeouts, blocked %v in all, longest send %v, stalled %d; receiver delivered %d, lost %d",
+		o.sent, ss.Timeouts, ss.Blocked, longest, ss.Stalled, st.Delivered, st.Lost)
+	if timeouts != 0 || msgs.seq != n {
+		t.Fatalf("the outsider stalled the stream: %d send timeouts, %d of %d published", timeouts, msgs.seq, n)
+	}
+	if ss.Stalled == 0 {
+		t.Fatalf("the outsider was never taken out of the window (Stalled 0): %+v", ss)
+	}
+	if c.got != n || st.Lost != 0 || c.err != nil {
+		t.Fatalf("real subscriber: got %d of %d, lost %d, err %v", c.got, n, st.Lost, c.err)
+	}
+}
+
+// TestOutsiderNacksDrawBoundedRetransmissions is finding 3's second
+// probe: the outsider, holding its token, asks for every message of the
+// history again and again (64 whole-message NACK entries per ACKNACK).
+// Before the fix each ACKNACK drew the whole history (1.82 MB in drew
+// 905 MB in the probe, 497×). Now what it draws is bounded by its
+// retransmission budget: one history, plus one byte per byte published
+// after it joined (none here).
+func TestOutsiderNacksDrawBoundedRetransmissions(t *testing.T) {
+	const topic, size, depth, asks = 74, 64 << 10, 16, 40
+	r := newRig(t,
+		udp.SenderConfig{TopicID: topic, MaxPayload: size, FragSize: 8000, Reliable: true, Depth: depth, HeartbeatPeriod: time.Hour},
+		udp.ReceiverConfig{TopicID: topic, MaxPayload: size, Reliable: true, Depth: depth},
+		nil)
+	c := collect(r.rcv, true)
+	defer c.finish()
+	msgs := &numbered{t: t, snd: r.snd, p: make([]byte, size)}
+	for range depth {
+		msgs.next()
+	}
+	testkit.Eventually(t, 5*time.Second, "history delivered", func() bool { return r.rcv.Stats().Delivered == depth })
+	o := newOutsider(t, r.snd, topic)
+	base := r.snd.Stats()
+	a := udp.AckNack{N: udp.MaxNackEntries}
+	for i := range a.N {
+		a.Entries[i] = udp.NackEntry{Seq: uint64(i%depth + 1)}
+	}
+	for range asks {
+		o.ackNack(t, a)
+	}
+	testkit.Eventually(t, 5*time.Second, "every ACKNACK read", func() bool { return r.snd.Stats().AcksReceived-base.AcksReceived >= asks })
+	n, got := o.drawn(300 * time.Millisecond)
+	ss := r.snd.Stats()
+	budget := depth * size // one history; nothing published since it joined
+	t.Logf("outsider sent %d B in %d ACKNACKs, drew %d datagrams, %d B (%.1f× its input; budget %d B); retransmits %d, refused %d B",
+		o.sent, asks, n, got, float64(got)/float64(o.sent), budget, ss.Retransmits-base.Retransmits, ss.RetransLimited)
+	if got > budget*11/10 { // headers are under 1 % at 8000-byte fragments
+		t.Fatalf("the outsider drew %d B for %d B of ACKNACKs: more than its budget of %d B payload", got, o.sent, budget)
+	}
+	if ss.RetransLimited == 0 {
+		t.Fatalf("nothing refused: %+v", ss)
 	}
 }

@@ -319,3 +319,46 @@ func TestOutsiderNacksDrawBoundedRetransmissions(t *testing.T) {
 		t.Fatalf("nothing refused: %+v", ss)
 	}
 }
+
+// TestOutsiderRejoiningStallsLessEachTime: the outsider of the test above
+// rejoins the window every time it was taken out (it acknowledges the
+// newest message, which the publisher's echoes tell it) and then holds
+// it again. Each stall of its address halves what it may hold, so six
+// stalls hold the stream for about 2×StallTimeout in all (each would
+// hold it StallTimeout without the halving, 6×).
+func TestOutsiderRejoiningStallsLessEachTime(t *testing.T) {
+	const topic, size, depth, stalls = 75, 256, 8, 6
+	const stallTimeout = 200 * time.Millisecond
+	r := newRig(t,
+		udp.SenderConfig{TopicID: topic, MaxPayload: size, Reliable: true, Depth: depth, SendTimeout: 5 * time.Second, StallTimeout: stallTimeout},
+		udp.ReceiverConfig{TopicID: topic, MaxPayload: size, Reliable: true, Depth: depth},
+		nil)
+	c := collect(r.rcv, true)
+	o := newOutsider(t, r.snd, topic)
+	o.ackNack(t, udp.AckNack{Ack: 0})
+	msgs := &numbered{t: t, snd: r.snd, p: make([]byte, size)}
+	seen := uint64(0)
+	for r.snd.Stats().Stalled < stalls && msgs.seq < 10_000 {
+		msgs.next()
+		if st := r.snd.Stats().Stalled; st > seen {
+			seen = st
+			o.ackNack(t, udp.AckNack{Ack: msgs.seq}) // back in the window, to hold it again
+		}
+	}
+	testkit.Eventually(t, 10*time.Second, "every published message delivered", func() bool { return r.rcv.Stats().Delivered >= msgs.seq })
+	c.finish()
+	ss := r.snd.Stats()
+	t.Logf("%d messages; stalled %d times, blocked %v in all (StallTimeout %v); timeouts %d", msgs.seq, ss.Stalled, ss.Blocked, stallTimeout, ss.Timeouts)
+	if ss.Stalled != stalls || ss.Timeouts != 0 {
+		t.Fatalf("stalled %d times (want %d), %d timeouts", ss.Stalled, stalls, ss.Timeouts)
+	}
+	// 2×StallTimeout by design, plus up to one 20 ms wait slice per stall
+	// and the real subscriber's own acknowledgements; without the halving
+	// at least 6×.
+	if ss.Blocked > 5*stallTimeout {
+		t.Fatalf("blocked %v in all for %d stalls: want well under %v (6×StallTimeout without the halving)", ss.Blocked, stalls, stalls*stallTimeout)
+	}
+	if c.got != msgs.seq || c.err != nil {
+		t.Fatalf("real subscriber: got %d of %d, err %v", c.got, msgs.seq, c.err)
+	}
+}

@@ -56,15 +56,17 @@ type SenderConfig struct {
 	SubscriberTimeout time.Duration
 	// SendTimeout bounds a reliable send's wait for the window. Default 1 s.
 	SendTimeout time.Duration
-	// StallTimeout bounds how long one subscriber may hold the send
-	// window shut without its acknowledgement moving: then it is taken
-	// out of the window (Stalled) until it acknowledges the window's
-	// start again, and may lose messages itself. Each further stall of
-	// the same source address within stallMemory halves what it may
-	// hold (so one address holds the stream at most 2×StallTimeout per
-	// stallMemory). A contract peer (Peers) that is silent is left to
-	// SubscriberTimeout instead: the contract expects it. Default
-	// SendTimeout/2 (docs/security.md, "What is bounded").
+	// StallTimeout bounds how long one learned subscriber (not one of
+	// Peers) may hold the send window shut without its acknowledgement
+	// moving: then it is taken out of the window (Stalled) until it
+	// acknowledges the window's start again, and may lose messages
+	// itself. Each further stall of the same source address within
+	// stallMemory StallTimeouts halves what it may hold (so one address
+	// holds the stream at most 2×StallTimeout in that time). Contract
+	// peers are waited for as the contract says (SendTimeout,
+	// SubscriberTimeout). It also paces retransmission budgets (one
+	// history per StallTimeout). Default SendTimeout/2
+	// (docs/security.md, "What is bounded").
 	StallTimeout time.Duration
 	// BatchBytes > 0 coalesces messages whose record fits into BATCH
 	// datagrams of at most BatchBytes (≤ FragSize+DataHeaderLen); they are
@@ -232,9 +234,10 @@ type subState struct {
 	ackAt   int64
 	lagging bool
 	// credit is the subscriber's retransmission budget in payload bytes,
-	// as of creditAt (the sender's pubBytes then): it earns one byte per
-	// byte published, up to one history (retransBurst).
-	credit, creditAt int64
+	// as of creditAt (the sender's pubBytes then) and creditTime (ns
+	// since base): it earns one byte per byte published and one history
+	// per StallTimeout, up to one history (retransBurst).
+	credit, creditAt, creditTime int64
 }
 
 // Sender is the publishing side of one topic. Loan/Publish/Send/Flush are
@@ -1315,7 +1318,7 @@ func (s *Sender) applyControl(a *AckNack, from netip.AddrPort, ctr uint64, now i
 		if sub == nil {
 			continue // no budget to account it against (table full)
 		}
-		if cnt = s.retransAllowed(sub, h, e.FragFirst, cnt); cnt > 0 {
+		if cnt = s.retransAllowed(sub, h, e.FragFirst, cnt, now); cnt > 0 {
 			s.st.retrans.Add(uint64(s.sendMessage(h, e.FragFirst, cnt, true, from)))
 		}
 	}
@@ -1344,7 +1347,7 @@ func (s *Sender) subscriber(addr netip.AddrPort, now int64) *subState {
 	if s.seq > uint64(len(s.hist)) {
 		ack = s.seq - uint64(len(s.hist))
 	}
-	s.subs = append(s.subs, subState{addr: addr, ack: ack, lastSeen: now, ackAt: now, credit: s.retransBurst(), creditAt: s.pubBytes})
+	s.subs = append(s.subs, subState{addr: addr, ack: ack, lastSeen: now, ackAt: now, credit: s.retransBurst(), creditAt: s.pubBytes, creditTime: now})
 	s.st.live.Store(uint64(len(s.subs)))
 	return &s.subs[len(s.subs)-1]
 }
@@ -1414,13 +1417,17 @@ const (
 // never acknowledges, or rejoins only to stall again, holds the stream at
 // most 2×StallTimeout in that time (issue 31, finding 3: an outsider that
 // had answered the challenge once held ack 0 and cut a 500 Hz stream to
-// 178 messages in 10 s, with 10 send timeouts). A silent contract peer is
-// not taken out here: SubscriberTimeout decides whether it is dead.
+// 178 messages in 10 s, with 10 send timeouts). Contract peers (Peers)
+// are not taken out here: the contract makes the publisher wait for them
+// (up to SendTimeout per send, until SubscriberTimeout of silence), and a
+// real one repairing 1 MiB messages across a lossy veth under load can
+// go longer than StallTimeout without acknowledging
+// (TestReliable1MiBMaxRateAcrossNamespaces lost messages when they were).
 func (s *Sender) stall(need uint64, start, now int64) bool {
 	took := false
 	for i := range s.subs {
 		sub := &s.subs[i]
-		if sub.lagging || sub.ack >= need || (sub.static && sub.lastSeen < start) {
+		if sub.lagging || sub.ack >= need || sub.static {
 			continue
 		}
 		m := &s.stallHist[s.addrHash(sub.addr)%stallSlots]
@@ -1455,20 +1462,25 @@ func (s *Sender) retransBurst() int64 {
 
 // retransAllowed is how many of the cnt fragments from first of h the
 // subscriber's budget lets the sender retransmit, taken from the budget
-// (mu held). The budget earns one byte per byte published and holds one
-// history at most, so a subscriber, whatever it asks for, is sent at most
-// one history plus as many bytes again as the stream published (issue
-// 31, finding 3: 1.82 MB of ACKNACKs drew 905 MB, 497×). A genuine
-// subscriber asks each lost fragment about once.
-func (s *Sender) retransAllowed(sub *subState, h *histEntry, first, cnt uint32) uint32 {
+// (mu held). The budget earns one byte per byte published and one
+// history per StallTimeout, and holds one history at most, so a
+// subscriber, whatever it asks for, is sent at most one history at once,
+// one more per StallTimeout, and as many bytes again as the stream
+// published (issue 31, finding 3: 1.82 MB of ACKNACKs drew 905 MB,
+// 497×). A genuine subscriber asks each lost fragment about once; the
+// time share keeps one whose window is shut on a repair (nothing
+// published, nothing earned) from waiting into its stall bound.
+func (s *Sender) retransAllowed(sub *subState, h *histEntry, first, cnt uint32, now int64) uint32 {
 	fs := int64(s.cfg.FragSize)
 	total := int64(FragCountFor(h.n, s.cfg.FragSize))
 	end := min(int64(first)+int64(cnt), total)
 	if int64(first) >= end {
 		return 0
 	}
-	sub.credit = min(sub.credit+s.pubBytes-sub.creditAt, s.retransBurst())
-	sub.creditAt = s.pubBytes
+	burst, per := s.retransBurst(), int64(s.cfg.StallTimeout)
+	byTime := int64(float64(burst) * float64(min(now-sub.creditTime, per)) / float64(per))
+	sub.credit = min(sub.credit+s.pubBytes-sub.creditAt+byTime, burst)
+	sub.creditAt, sub.creditTime = s.pubBytes, now
 	bytesOf := func(e int64) int64 { return min(e*fs, int64(h.n)) - int64(first)*fs }
 	want := bytesOf(end)
 	if want > sub.credit {

@@ -697,7 +697,7 @@ func (r *Receiver) serve() bool {
 func (r *Receiver) pending() bool {
 	for i := range r.streams {
 		st := &r.streams[i]
-		if st.used && (st.high >= st.next || st.hbLast >= st.next) {
+		if st.used && st.confirmed && (st.high >= st.next || st.hbLast >= st.next) {
 			return true
 		}
 	}
@@ -772,8 +772,8 @@ func (r *Receiver) handle(b []byte, from netip.AddrPort, rx int64, now int64) {
 			r.st.malformed.Add(1)
 			return
 		}
-		si := r.stream(c.Epoch, from, r.data.Seq, now, false)
-		if si < 0 || !r.fresh(si, ctr) {
+		si := r.stream(c.Epoch, from, r.data.Seq, ctr, now, false)
+		if si < 0 || !r.fresh(si, ctr, now) {
 			return
 		}
 		r.fragment(si, &r.data, rx, readRx, now)
@@ -795,7 +795,7 @@ func (r *Receiver) handle(b []byte, from netip.AddrPort, rx int64, now int64) {
 		si := -1
 		for r.batch.Next(&r.rec) {
 			if first {
-				if si = r.stream(c.Epoch, from, r.rec.Seq, now, false); si < 0 || !r.fresh(si, ctr) {
+				if si = r.stream(c.Epoch, from, r.rec.Seq, ctr, now, false); si < 0 || !r.fresh(si, ctr, now) {
 					return
 				}
 				first = false
@@ -819,8 +819,8 @@ func (r *Receiver) handle(b []byte, from netip.AddrPort, rx int64, now int64) {
 		// An echo of a stateless challenge (sent while the writer table
 		// was full) proves the writer: it may displace an unconfirmed one.
 		proven := r.hb.Echo != 0 && r.statelessOK(r.hb.Echo, c.Epoch, from, now)
-		si := r.stream(c.Epoch, from, start, now, proven)
-		if si < 0 || !r.fresh(si, ctr) {
+		si := r.stream(c.Epoch, from, start, ctr, now, proven)
+		if si < 0 || !r.fresh(si, ctr, now) {
 			return
 		}
 		if proven {
@@ -842,7 +842,12 @@ func (r *Receiver) handle(b []byte, from netip.AddrPort, rx int64, now int64) {
 // Otherwise the datagram is dropped (UnknownWriter) and its source gets a
 // stateless challenge: no state is kept for it, so a flood of made-up
 // epochs cannot lock a real publisher out of a full table.
-func (r *Receiver) stream(epoch uint32, from netip.AddrPort, seq uint64, now int64, proven bool) int {
+//
+// A known epoch from another source address is dropped (Forged), except
+// that in a keyed domain an authentic datagram newer than anything its
+// unconfirmed stream has seen moves the stream to its source (rehome).
+// ctr is the datagram's counter (0 unkeyed).
+func (r *Receiver) stream(epoch uint32, from netip.AddrPort, seq, ctr uint64, now int64, proven bool) int {
 	freeIdx := -1
 	for i := range r.streams {
 		st := &r.streams[i]
@@ -853,11 +858,11 @@ func (r *Receiver) stream(epoch uint32, from netip.AddrPort, seq uint64, now int
 			continue
 		}
 		if st.epoch == epoch {
-			if st.src != from {
-				r.st.forged.Add(1)
+			if st.src != from && !r.rehome(st, from, ctr) {
 				return -1
 			}
-			st.lastActive = now
+			// lastActive moves in fresh: a replay must not keep a
+			// stream alive.
 			return i
 		}
 	}
@@ -906,14 +911,49 @@ func (r *Receiver) stream(epoch uint32, from netip.AddrPort, seq uint64, now int
 }
 
 // fresh reports whether an authenticated datagram's counter is new for
-// stream si (always true in an unauthenticated domain); a replay is
-// dropped and counted.
-func (r *Receiver) fresh(si int, ctr uint64) bool {
-	if r.mac == nil || r.streams[si].rw.accept(ctr) {
+// stream si (always true in an unauthenticated domain), and then marks
+// the stream active; a replay is dropped and counted.
+func (r *Receiver) fresh(si int, ctr uint64, now int64) bool {
+	st := &r.streams[si]
+	if r.mac == nil || st.rw.accept(ctr) {
+		st.lastActive = now
 		return true
 	}
 	r.st.replayed.Add(1)
 	return false
+}
+
+// rehome decides what a datagram of stream st's epoch from another source
+// address does (mu held). Unkeyed, the address is all that ties datagrams
+// to their writer: the datagram is Forged. Under a domain key only a key
+// holder can have made it, and the epoch is the real publisher's, so an
+// authentic datagram with a counter above every one the stream accepted
+// was sent by that publisher after them: while the stream is unconfirmed
+// it moves to the new source, which is challenged there (the cookie sent
+// to the old address is void). A captured datagram replayed from
+// elsewhere has an old counter (Replayed): it can open a stream but never
+// keep it from the real writer (issue 31, finding 2: a replay from
+// another address squatted the epoch, the real publisher's datagrams were
+// counted Forged, and the subscriber got 10–40 % of the stream with
+// nothing counted lost). A confirmed stream never moves: its address was
+// proven by a sealed round trip.
+func (r *Receiver) rehome(st *stream, from netip.AddrPort, ctr uint64) bool {
+	switch {
+	case r.mac == nil:
+		r.st.forged.Add(1)
+		return false
+	case ctr <= st.rw.top:
+		r.st.replayed.Add(1)
+		return false
+	case st.confirmed:
+		r.st.forged.Add(1)
+		return false
+	}
+	st.src, st.chalAt, st.cookie = from, -1, 0
+	for st.cookie == 0 {
+		st.cookie = rand.Uint64()
+	}
+	return true
 }
 
 // challengeGap is the shortest spacing of challenges to one unconfirmed
@@ -1231,6 +1271,17 @@ func (r *Receiver) takeSlot(si int, seq uint64) int32 {
 			r.st.exhausted.Add(1)
 			return -1
 		}
+		if r.cfg.Reliable && r.slots[v].stream == si && r.slots[v].seq < seq {
+			// Reliable: keep the stream's start and drop what comes
+			// after it (NACKed once the writer is confirmed), rather
+			// than reclaim its oldest message, which would be NACKed
+			// too, a window's worth of retransmissions later.
+			r.st.overruns.Add(1)
+			if st := &r.streams[si]; seq > st.high {
+				st.high = seq
+			}
+			return -1
+		}
 		r.st.evicted.Add(1)
 		r.freeSlot(v)
 	}
@@ -1299,6 +1350,17 @@ func (r *Receiver) allocSlot(s *slot) {
 // drain hands complete messages from st.next on to the caller, in order.
 func (r *Receiver) drain(si int) {
 	st := &r.streams[si]
+	if r.cfg.Reliable && !st.confirmed {
+		// A reliable stream is not sequenced before its writer is
+		// confirmed: its complete messages wait in the window, so one
+		// the unconfirmed share has to give up leaves a gap at or after
+		// next, which is NACKed once the writer is confirmed (the
+		// publisher still holds it: nothing was acknowledged). Draining
+		// into heldQ moved next past them, and a discarded held message
+		// was then a loss the publisher was never asked to repair
+		// (issue 31, finding 1).
+		return
+	}
 	for {
 		idx := st.win[st.next&r.mask]
 		if idx < 0 || r.slots[idx].seq != st.next || r.slots[idx].state != slotComplete {

@@ -29,9 +29,12 @@ const DefaultGM timesync.ClockIdentity = 0x02000afffee90001
 
 // State is what the fake ptp4l reports.
 type State struct {
-	PortState     timesync.PortState
-	GM            timesync.ClockIdentity
-	GMPresent     bool
+	PortState timesync.PortState
+	GM        timesync.ClockIdentity
+	GMPresent bool
+	// GMQuality is the grandmaster's clockQuality (Locked: class 248, a
+	// free-running ptp4l grandmaster as on the sim rack).
+	GMQuality     timesync.ClockQuality
 	Offset        time.Duration
 	MeanPathDelay time.Duration
 	StepsRemoved  uint16
@@ -52,6 +55,7 @@ type State struct {
 // Locked is the default, healthy state.
 func Locked() State {
 	return State{PortState: timesync.PortStateSlave, GM: DefaultGM, GMPresent: true,
+		GMQuality:     timesync.ClockQuality{Class: 248, Accuracy: 0xfe, Variance: 0xffff},
 		MeanPathDelay: 2 * time.Microsecond, StepsRemoved: 1}
 }
 
@@ -178,6 +182,7 @@ func (s *Source) Status(ctx context.Context) (timesync.Status, error) {
 		StepsRemoved:    s.st.StepsRemoved,
 		GMIdentity:      s.st.GM,
 		GMPresent:       s.st.GMPresent,
+		GMQuality:       s.st.GMQuality,
 		ParentPort:      s.st.GM.String() + "-1",
 		LastSyncIngress: timesync.Stamp{Ns: s.ingress, Clock: timesync.Realtime},
 		PHCNote:         "simulated board: no PHC",

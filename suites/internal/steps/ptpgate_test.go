@@ -205,6 +205,72 @@ func TestGateWindowsNamesReadError(t *testing.T) {
 	}
 }
 
+// TestGateWindowsNamesRefusedGrandmaster: on the sim rack (which accepts
+// clockClass 248, its free-running ptp4l grandmaster's) board-a's
+// grandmaster drops to clockClass 52 mid-run. The windows over those
+// polls are excluded and the case's note says why: the class refused,
+// with the values, not only that the window was not locked.
+func TestGateWindowsNamesRefusedGrandmaster(t *testing.T) {
+	rack, err := fixtures.SimRackFor(fixtures.SimEnv{Root: true, PTP4L: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy := steps.PTPPolicy(rack)
+	if len(policy.GMClasses) != 1 || policy.GMClasses[0] != 248 {
+		t.Fatalf("sim rack policy %+v: want grandmaster classes [248]", policy)
+	}
+	a := timesyncsim.New(&timesyncsim.Options{Initial: ptr(timesyncsim.Locked())})
+	b := timesyncsim.New(&timesyncsim.Options{Identity: 0x02000afffee90003, Initial: ptr(timesyncsim.Locked())})
+	mon, err := timesync.NewMonitor([]timesync.Board{{Name: "board-a", Source: a, Policy: policy}, {Name: "board-b", Source: b, Policy: policy}},
+		timesync.MonitorConfig{Period: 2 * time.Millisecond, Bound: 10 * time.Microsecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mon.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(mon.Stop)
+	count := func(board string, f func(timesync.Sample) bool) (at []time.Time) {
+		s, _ := mon.Series(board)
+		for _, x := range s {
+			if f(x) {
+				at = append(at, x.At)
+			}
+		}
+		return at
+	}
+	locked := func(x timesync.Sample) bool { return x.Locked }
+	refused := func(x timesync.Sample) bool { return x.Cond == timesync.CondGMClassRefused }
+	// Class 248 locks on the sim rack's policy.
+	waitFor(t, "board-b locked", func() bool { return len(count("board-b", locked)) >= 1 })
+	lb := count("board-b", locked)
+	after := func(x timesync.Sample) bool { return x.Locked && x.At.After(lb[0]) }
+	waitFor(t, "board-a locked twice", func() bool { return len(count("board-a", after)) >= 2 })
+	a.Update(func(s *timesyncsim.State) { s.GMQuality.Class = 52 })
+	waitFor(t, "3 refused polls", func() bool { return len(count("board-a", refused)) >= 3 })
+	tEnd := time.Now()
+	waitFor(t, "board-b polled after", func() bool { at := count("board-b", locked); return at[len(at)-1].After(tEnd) })
+	mon.Stop()
+	la, ra := count("board-a", after), count("board-a", refused)
+	wins := [][]agentproto.Window{{
+		window("sub0", 0, la[0], la[1], 10, 10_000),
+		window("sub0", 1, ra[0], ra[2], 4, 10_000),
+	}}
+	c := &report.Case{}
+	res, err := steps.GateWindows(c, wins, nil, mon, "board-a", "board-b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExcludedWindows != 1 || res.ExcludedSamples != 4 {
+		t.Errorf("gate %+v: want window 1 (4 samples) excluded", res)
+	}
+	for _, want := range []string{"gm-class-refused", "clockClass 52 refused", "the rack accepts 248"} {
+		if len(c.Notes) != 1 || !strings.Contains(c.Notes[0], want) {
+			t.Errorf("notes %q: want the refusal said (%q)", c.Notes, want)
+		}
+	}
+}
+
 func ptr[T any](v T) *T { return &v }
 
 // TestMeasureGatesSSHBoardThroughAgentProbe: a real linuxptp pair

@@ -1,6 +1,8 @@
 // Package pmc talks to a local ptp4l over its management Unix socket (the
 // "pmc -u" protocol), using github.com/facebook/time's protocol.MgmtClient
-// for encoding. It is the only importer of facebook/time/ptp in hilrig.
+// for encoding. With the fake in pmcsim it is the only importer of
+// facebook/time/ptp in hilrig. subscribe.go adds ptp4l's port-state
+// subscription (SUBSCRIBE_EVENTS_NP), which facebook/time lacks.
 //
 // It exists because the upstream client has sharp edges (see
 // docs/timesync.md and shared/docs/ptp/README.md):

@@ -115,9 +115,13 @@ func (p *PTP4L) Path() string { return p.path }
 func (p *PTP4L) Drained() uint64 { return p.client.Drained() }
 
 // Status reads PORT_PROPERTIES_NP, CURRENT_DATA_SET, PARENT_DATA_SET and
-// TIME_STATUS_NP (and the PHC offset when there is a PHC). Blocks up to
-// four request deadlines; ctx cancels it. On error the returned Status
-// still carries ReadAt.
+// TIME_STATUS_NP (and the PHC offset when there is a PHC), and the
+// port-state changes ptp4l pushed since the previous Status (subscribing
+// at the first one and after each reconnect; see [PortEvents]). Blocks up
+// to five request deadlines (six when it subscribes); ctx cancels it. On
+// error the returned Status still carries ReadAt. A socket path taken
+// over by another ptp4l since the previous Status fails this one with
+// [ErrReplaced]; the next reads the new daemon.
 func (p *PTP4L) Status(ctx context.Context) (Status, error) {
 	if p.closed.Load() {
 		return Status{ReadAt: time.Now()}, ErrClosed

@@ -205,25 +205,29 @@ func (c *Client) connectLocked() error {
 }
 
 // classify maps socket errors to the sentinels, keeping the cause.
-func (c *Client) classify(err error) error {
+func (c *Client) classify(err error) error { return classify(c.remote, err) }
+
+// classify maps an error of a socket talking to the ptp4l at remote to
+// the sentinels, keeping the cause.
+func classify(remote string, err error) error {
 	switch {
 	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM):
-		return fmt.Errorf("%w: %s: %w", ErrPermission, c.remote, err)
+		return fmt.Errorf("%w: %s: %w", ErrPermission, remote, err)
 	case errors.Is(err, syscall.ENOENT):
-		return fmt.Errorf("%w: %s: %w", ErrNoSocket, c.remote, err)
+		return fmt.Errorf("%w: %s: %w", ErrNoSocket, remote, err)
 	case errors.Is(err, syscall.EPROTOTYPE):
 		// connect(2) of a datagram socket to a stream socket's path.
-		return fmt.Errorf("%w: %s is a stream (SOCK_STREAM) socket; ptp4l's management socket (uds_address) is a datagram (SOCK_DGRAM) socket: %w", ErrNotSocket, c.remote, err)
+		return fmt.Errorf("%w: %s is a stream (SOCK_STREAM) socket; ptp4l's management socket (uds_address) is a datagram (SOCK_DGRAM) socket: %w", ErrNotSocket, remote, err)
 	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ENOTCONN), errors.Is(err, syscall.ENOTSOCK):
 		// connect(2) answers ECONNREFUSED for a path that is no socket
 		// at all, too: look, so a typo in uds_address is not blamed on a
 		// dead ptp4l.
-		if what, ok := nonSocket(c.remote); ok {
-			return fmt.Errorf("%w: %s is %s, not a socket", ErrNotSocket, c.remote, what)
+		if what, ok := nonSocket(remote); ok {
+			return fmt.Errorf("%w: %s is %s, not a socket", ErrNotSocket, remote, what)
 		}
-		return fmt.Errorf("%w: %s: %w", ErrNotListening, c.remote, err)
+		return fmt.Errorf("%w: %s: %w", ErrNotListening, remote, err)
 	}
-	return fmt.Errorf("ptp4l socket %s: %w", c.remote, err)
+	return fmt.Errorf("ptp4l socket %s: %w", remote, err)
 }
 
 // nonSocket reports what is at path when it exists and is not a socket.

@@ -94,7 +94,8 @@ type Subscription struct {
 	done chan struct{}
 
 	// takeMu serialises Take: one barrier in flight.
-	takeMu sync.Mutex
+	takeMu    sync.Mutex
+	closeOnce sync.Once
 
 	mu       sync.Mutex
 	seq      uint16 // last sequence id used
@@ -128,8 +129,7 @@ func Subscribe(remote string, timeout time.Duration) (*Subscription, error) {
 		&net.UnixAddr{Name: remote, Net: "unixgram"})
 	if err != nil {
 		_ = os.RemoveAll(dir)
-		c := &Client{remote: remote}
-		return nil, c.classify(err)
+		return nil, classify(remote, err)
 	}
 	s := &Subscription{remote: remote, dir: dir, conn: conn, timeout: timeout, done: make(chan struct{}),
 		src: protocol.PortIdentity{ClockIdentity: protocol.ClockIdentity(rand.Uint64()), PortNumber: uint16(os.Getpid())}}
@@ -201,8 +201,7 @@ func (s *Subscription) subscribeSync() error {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			return fmt.Errorf("%w on %s: SET SUBSCRIBE_EVENTS_NP not accepted within %v", ErrTimeout, s.remote, s.timeout)
 		}
-		c := &Client{remote: s.remote}
-		return c.classify(err)
+		return classify(s.remote, err)
 	}
 	buf := make([]byte, 1500)
 	for {
@@ -211,8 +210,7 @@ func (s *Subscription) subscribeSync() error {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
 				return fmt.Errorf("%w on %s to SET SUBSCRIBE_EVENTS_NP within %v", ErrTimeout, s.remote, s.timeout)
 			}
-			c := &Client{remote: s.remote}
-			return c.classify(err)
+			return classify(s.remote, err)
 		}
 		if done, err := s.handle(buf[:n]); done {
 			return err
@@ -339,11 +337,10 @@ func (s *Subscription) fail(err error) {
 	}
 	if s.ev.Alive {
 		s.ev.Alive = false
-		c := &Client{remote: s.remote}
 		if errors.Is(err, net.ErrClosed) {
 			s.ev.Err = ErrClosed
 		} else {
-			s.ev.Err = fmt.Errorf("port-state subscription: %w", c.classify(err))
+			s.ev.Err = fmt.Errorf("port-state subscription: %w", classify(s.remote, err))
 		}
 	}
 }
@@ -408,18 +405,19 @@ func (s *Subscription) Take(ctx context.Context) PortEvents {
 // Close unsubscribes (best effort, without waiting for the answer),
 // closes the socket and waits for the reader goroutine. Idempotent.
 func (s *Subscription) Close() error {
-	select {
-	case <-s.done:
-		return nil
-	default:
-	}
-	// The unsubscribe needs no answer.
-	b, err := s.request(protocol.SET, s.nextSet(), false)
-	if err == nil {
-		_ = s.conn.SetWriteDeadline(time.Now().Add(s.timeout))
-		_, _ = s.conn.Write(b)
-	}
-	s.closeSocket()
-	<-s.done
+	s.closeOnce.Do(func() {
+		select {
+		case <-s.done:
+			// The socket already failed: nobody to unsubscribe from.
+		default:
+			b, err := s.request(protocol.SET, s.nextSet(), false)
+			if err == nil {
+				_ = s.conn.SetWriteDeadline(time.Now().Add(s.timeout))
+				_, _ = s.conn.Write(b)
+			}
+		}
+		s.closeSocket()
+		<-s.done
+	})
 	return nil
 }

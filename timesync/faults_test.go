@@ -52,12 +52,12 @@ func newPoller(t *testing.T, src timesync.Source, policy *timesync.LockPolicy) *
 	return &poller{t: t, src: src, tr: timesync.NewTracker(0, 0, policy)}
 }
 
-func (p *poller) poll() (timesync.Status, error, timesync.Verdict) {
+func (p *poller) poll() (timesync.Status, timesync.Verdict, error) {
 	st, err := p.src.Status(context.Background())
 	v := p.tr.Observe(st, err)
 	p.log = append(p.log, fmt.Sprintf("poll %d: clock %s state %s class %d delay %v events %+v: %s %s (err %v)",
 		len(p.log), st.ClockIdentity, st.PortState, st.GMQuality.Class, st.MeanPathDelay, st.PortEvents, v.Cond, v.Detail, err))
-	return st, err, v
+	return st, v, err
 }
 
 func (p *poller) dump() string { return strings.Join(p.log, "\n") }
@@ -74,7 +74,7 @@ func TestPTP4LSecondInstanceOnSamePath(t *testing.T) {
 	p := newPoller(t, dialFake(t, path), nil)
 	locked := 0
 	for range 5 {
-		if _, _, v := p.poll(); v.Locked {
+		if _, v, _ := p.poll(); v.Locked {
 			locked++
 		}
 	}
@@ -84,12 +84,12 @@ func TestPTP4LSecondInstanceOnSamePath(t *testing.T) {
 	second := pmcsim.Locked()
 	second.ClockIdentity = 0x02000afffee900aa
 	fakePTP4L(t, path, second) // the old one keeps running, unreachable by path
-	_, err, v := p.poll()
+	_, v, err := p.poll()
 	if !errors.Is(err, timesync.ErrReplaced) || v.Locked || !strings.Contains(err.Error(), path) {
 		t.Fatalf("first poll after the path was taken over: err %v, verdict %+v; want ErrReplaced naming %s\n%s", err, v, path, p.dump())
 	}
 	for i := range 17 {
-		st, err, v := p.poll()
+		st, v, err := p.poll()
 		if err != nil {
 			t.Fatalf("poll %d after the takeover: %v\n%s", i, err, p.dump())
 		}
@@ -124,7 +124,7 @@ func TestPTP4LClockIdentityChangeIsNotLocked(t *testing.T) {
 		if i > 0 && i%5 == 0 {
 			srv.Update(func(s *pmcsim.State) { s.ClockIdentity++ })
 		}
-		_, _, v := p.poll()
+		_, v, _ := p.poll()
 		if v.Locked {
 			locked++
 		}
@@ -154,7 +154,7 @@ func TestPTP4LPortFlapBetweenPolls(t *testing.T) {
 			srv.Update(func(s *pmcsim.State) { s.PortState = pmcsim.Uncalibrated })
 			srv.Update(func(s *pmcsim.State) { s.PortState = pmcsim.Slave })
 		}
-		st, err, v := p.poll()
+		st, v, err := p.poll()
 		if err != nil {
 			t.Fatalf("poll %d: %v", i, err)
 		}
@@ -189,7 +189,7 @@ func TestPTP4LSubscriptionLostIsNotLocked(t *testing.T) {
 		p.poll()
 	}
 	srv.DropSubscribers()
-	if st, _, v := p.poll(); v.Locked || st.PortEvents.Lost == 0 {
+	if st, v, _ := p.poll(); v.Locked || st.PortEvents.Lost == 0 {
 		t.Fatalf("poll after ptp4l dropped the subscription: %s, events %+v; want not locked, lost > 0\n%s", v.Cond, st.PortEvents, p.dump())
 	}
 	deadline := time.Now().Add(10 * time.Second)
@@ -212,7 +212,7 @@ func TestPTP4LWithoutSubscriptionSupport(t *testing.T) {
 	var last timesync.Verdict
 	var s timesync.Status
 	for range 5 {
-		s, _, last = p.poll()
+		s, last, _ = p.poll()
 	}
 	if !last.Locked || s.PortEvents.Subscribed || !strings.Contains(s.PortEvents.Note, "SUBSCRIBE_EVENTS_NP") {
 		t.Errorf("old ptp4l: verdict %+v, events %+v; want locked by polls, no subscription and a note why\n%s", last, s.PortEvents, p.dump())
@@ -236,7 +236,7 @@ func TestPTP4LGMClassCyclingIsNotLocked(t *testing.T) {
 		if i%4 == 0 {
 			srv.Update(func(s *pmcsim.State) { s.GMClockClass = c })
 		}
-		_, _, v := p.poll()
+		_, v, _ := p.poll()
 		if v.Locked {
 			locked++
 		}
@@ -259,7 +259,7 @@ func TestPTP4LGMClassCyclingIsNotLocked(t *testing.T) {
 	p248 := newPoller(t, p.src, &timesync.LockPolicy{GMClasses: []uint8{248}})
 	var v timesync.Verdict
 	for range 4 {
-		_, _, v = p248.poll()
+		_, v, _ = p248.poll()
 	}
 	if !v.Locked {
 		t.Errorf("clockClass 248 on a rack accepting 248: %s %s", v.Cond, v.Detail)
@@ -267,7 +267,7 @@ func TestPTP4LGMClassCyclingIsNotLocked(t *testing.T) {
 	srv.Update(func(s *pmcsim.State) { s.GMClockClass = 255 })
 	pAny := newPoller(t, p.src, nil)
 	for i := range 4 {
-		if _, _, v := pAny.poll(); v.Locked || (i > 0 && v.Cond != timesync.CondGMClassRefused) {
+		if _, v, _ := pAny.poll(); v.Locked || (i > 0 && v.Cond != timesync.CondGMClassRefused) {
 			t.Errorf("clockClass 255 with no class list: %s, want gm-class-refused", v.Cond)
 		}
 	}
@@ -288,7 +288,7 @@ func TestPTP4LPathDelayOutOfBoundIsNotLocked(t *testing.T) {
 	p := newPoller(t, src, nil)
 	locked := 0
 	for i := range 12 {
-		_, _, v := p.poll()
+		_, v, _ := p.poll()
 		if v.Locked {
 			locked++
 		}
@@ -300,14 +300,14 @@ func TestPTP4LPathDelayOutOfBoundIsNotLocked(t *testing.T) {
 	srv.Update(func(s *pmcsim.State) { s.MeanPathDelay = 50 * time.Microsecond })
 	p = newPoller(t, src, &timesync.LockPolicy{MaxPathDelay: 10 * time.Microsecond})
 	for i := range 6 {
-		if _, _, v := p.poll(); v.Locked || (i > 0 && v.Cond != timesync.CondPathDelayOutOfBound) {
+		if _, v, _ := p.poll(); v.Locked || (i > 0 && v.Cond != timesync.CondPathDelayOutOfBound) {
 			t.Errorf("poll %d, mean path delay 50µs, bound 10µs: %s, want path-delay-out-of-bound", i, v.Cond)
 		}
 	}
 	srv.Update(func(s *pmcsim.State) { s.MeanPathDelay = 5 * time.Microsecond })
 	var v timesync.Verdict
 	for range 4 {
-		_, _, v = p.poll()
+		_, v, _ = p.poll()
 	}
 	if !v.Locked {
 		t.Errorf("mean path delay 5µs within 10µs: %s %s", v.Cond, v.Detail)

@@ -62,6 +62,15 @@ func (p *poller) poll() (timesync.Status, timesync.Verdict, error) {
 
 func (p *poller) dump() string { return strings.Join(p.log, "\n") }
 
+// fakeBoard binds a fake ptp4l in st, dials it and returns it with a
+// poller judging it on policy.
+func fakeBoard(t *testing.T, st pmcsim.State, policy *timesync.LockPolicy) (*pmcsim.Server, *poller) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "ptp4l.sock")
+	srv := fakePTP4L(t, path, st)
+	return srv, newPoller(t, dialFake(t, path), policy)
+}
+
 // TestPTP4LSecondInstanceOnSamePath: a second ptp4l binds the path a
 // reader is connected to. The reader must follow the path (drop one
 // reading, then read the new daemon), not go on reading the old one
@@ -116,9 +125,7 @@ func TestPTP4LSecondInstanceOnSamePath(t *testing.T) {
 // until fresh offsets from the new clock (it used to stay locked on 18 of
 // 20 polls).
 func TestPTP4LClockIdentityChangeIsNotLocked(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "ptp4l.sock")
-	srv := fakePTP4L(t, path, pmcsim.Locked())
-	p := newPoller(t, dialFake(t, path), nil)
+	srv, p := fakeBoard(t, pmcsim.Locked(), nil)
 	locked := 0
 	for i := range 20 {
 		if i > 0 && i%5 == 0 {
@@ -143,9 +150,7 @@ func TestPTP4LClockIdentityChangeIsNotLocked(t *testing.T) {
 // the reader's subscription, so the poll after each flap is not locked,
 // though it reads SLAVE.
 func TestPTP4LPortFlapBetweenPolls(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "ptp4l.sock")
-	srv := fakePTP4L(t, path, pmcsim.Locked())
-	p := newPoller(t, dialFake(t, path), nil)
+	srv, p := fakeBoard(t, pmcsim.Locked(), nil)
 	locked := 0
 	for i := range 32 {
 		flapped := i >= 4 && i%2 == 0
@@ -182,9 +187,7 @@ func TestPTP4LPortFlapBetweenPolls(t *testing.T) {
 // (it would after a restart that kept the socket): the next poll cannot
 // vouch that the port stayed SLAVE, and the reader subscribes again.
 func TestPTP4LSubscriptionLostIsNotLocked(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "ptp4l.sock")
-	srv := fakePTP4L(t, path, pmcsim.Locked())
-	p := newPoller(t, dialFake(t, path), nil)
+	srv, p := fakeBoard(t, pmcsim.Locked(), nil)
 	for range 4 {
 		p.poll()
 	}
@@ -204,11 +207,9 @@ func TestPTP4LSubscriptionLostIsNotLocked(t *testing.T) {
 // TestPTP4LWithoutSubscriptionSupport: a ptp4l that refuses the
 // subscription is still read, by polls alone, and says so.
 func TestPTP4LWithoutSubscriptionSupport(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "ptp4l.sock")
 	st := pmcsim.Locked()
 	st.NoSubscribe = true
-	fakePTP4L(t, path, st)
-	p := newPoller(t, dialFake(t, path), nil)
+	_, p := fakeBoard(t, st, nil)
 	var last timesync.Verdict
 	var s timesync.Status
 	for range 5 {
@@ -225,10 +226,7 @@ func TestPTP4LWithoutSubscriptionSupport(t *testing.T) {
 // lock, and a change is a loss of lock until fresh offsets follow (it
 // used to be locked on 22 of 24 polls).
 func TestPTP4LGMClassCyclingIsNotLocked(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "ptp4l.sock")
-	srv := fakePTP4L(t, path, pmcsim.Locked())
-	policy := &timesync.LockPolicy{GMClasses: []uint8{6, 7}}
-	p := newPoller(t, dialFake(t, path), policy)
+	srv, p := fakeBoard(t, pmcsim.Locked(), &timesync.LockPolicy{GMClasses: []uint8{6, 7}})
 	classes := []uint8{6, 7, 52, 187, 248, 255}
 	locked := 0
 	for i := range 24 {
@@ -280,12 +278,10 @@ func TestPTP4LGMClassCyclingIsNotLocked(t *testing.T) {
 // (−2.3 µs) is no distance (it used to be locked on 10 of 12 polls); one
 // above the rack's bound is no LAN.
 func TestPTP4LPathDelayOutOfBoundIsNotLocked(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "ptp4l.sock")
 	st := pmcsim.Locked()
 	st.MeanPathDelay = -2300 * time.Nanosecond
-	srv := fakePTP4L(t, path, st)
-	src := dialFake(t, path)
-	p := newPoller(t, src, nil)
+	srv, p := fakeBoard(t, st, nil)
+	src := p.src
 	locked := 0
 	for i := range 12 {
 		_, v, _ := p.poll()

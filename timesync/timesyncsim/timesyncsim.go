@@ -158,7 +158,7 @@ func (s *Source) Status(ctx context.Context) (timesync.Status, error) {
 	if !s.haveOff || (newSync && !s.st.HoldOffset) || s.st.Offset != s.offFrom {
 		off := s.st.Offset
 		if s.dither {
-			off = neighbour(off)
+			off = Neighbour(off)
 		}
 		s.dither = !s.dither
 		if s.jitter != nil {
@@ -189,9 +189,10 @@ func (s *Source) Status(ctx context.Context) (timesync.Status, error) {
 	}, nil
 }
 
-// neighbour is the other value the dither alternates with: 1 ns towards
-// zero, so scripted |offset| bounds still hold.
-func neighbour(d time.Duration) time.Duration {
+// Neighbour is the other value a fake's measurement alternates with
+// (here and in the fake ptp4l socket, timesync/internal/pmcsim): 1 ns
+// towards zero (+1 ns for 0), so scripted |offset| bounds still hold.
+func Neighbour(d time.Duration) time.Duration {
 	switch {
 	case d > 0:
 		return d - 1

@@ -30,6 +30,7 @@ import (
 
 	"github.com/facebook/time/ptp/protocol"
 	"github.com/hilrig/hilrig/timesync/internal/pmc"
+	"github.com/hilrig/hilrig/timesync/timesyncsim"
 )
 
 // State is what the fake ptp4l reports. Port states and clock classes are
@@ -86,7 +87,6 @@ type Server struct {
 	dither  bool
 	off     time.Duration
 	subs    map[protocol.PortIdentity]*subscriber
-	gets    uint64
 	notes   uint64
 }
 
@@ -142,13 +142,6 @@ func (s *Server) Subscribers() int {
 	return len(s.subs)
 }
 
-// Polls counts the readings served (GET PORT_PROPERTIES_NP requests).
-func (s *Server) Polls() uint64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.gets
-}
-
 // Notifications counts the PORT_DATA_SET notifications sent.
 func (s *Server) Notifications() uint64 {
 	s.mu.Lock()
@@ -195,7 +188,6 @@ func (s *Server) answer(b []byte, from *net.UnixAddr) []byte {
 	}
 	switch id {
 	case protocol.IDPortPropertiesNP:
-		s.gets++
 		// A new reading: a Sync arrived and the offset was measured anew.
 		if n := time.Now().UnixNano(); n > s.ingress {
 			s.ingress = n
@@ -204,7 +196,7 @@ func (s *Server) answer(b []byte, from *net.UnixAddr) []byte {
 		}
 		s.off = s.st.Offset
 		if s.dither {
-			s.off = neighbour(s.off)
+			s.off = timesyncsim.Neighbour(s.off)
 		}
 		s.dither = !s.dither
 		tlv = &protocol.PortPropertiesNPTLV{ManagementTLVHead: head(protocol.IDPortPropertiesNP),
@@ -341,14 +333,4 @@ type portDataSet struct {
 	DelayMechanism          uint8
 	LogMinPdelayReqInterval int8
 	VersionNumber           uint8
-}
-
-func neighbour(d time.Duration) time.Duration {
-	switch {
-	case d > 0:
-		return d - 1
-	case d < 0:
-		return d + 1
-	}
-	return 1
 }

@@ -15,7 +15,8 @@ func lockedSample() agentproto.PTPSample {
 	st := timesync.Status{
 		ReadAt: time.Unix(1767225600, 123456789), ClockIdentity: 0x02000afffee90002, Interface: "veth1",
 		PortState: timesync.PortStateSlave, Offset: -312, CurrentOffset: -312, MeanPathDelay: 4100 * time.Nanosecond, StepsRemoved: 1,
-		GMIdentity: 0x02000afffee90001, GMPresent: true, LastSyncIngress: timesync.Stamp{Ns: 1767225600100000000, Clock: timesync.Realtime},
+		GMIdentity: 0x02000afffee90001, GMPresent: true, GMQuality: timesync.ClockQuality{Class: 248, Accuracy: 0xfe, Variance: 0xffff},
+		PortEvents: timesync.PortEvents{Subscribed: true, Changes: 2, First: timesync.PortStateListening, Lost: 1}, LastSyncIngress: timesync.Stamp{Ns: 1767225600100000000, Clock: timesync.Realtime},
 		PHCNote: "veth1 has no PHC",
 	}
 	return agentproto.PTPSampleOf("ptp1", 7, st)
@@ -59,7 +60,9 @@ func TestPTPRoundTrip(t *testing.T) {
 	st := s.Status()
 	if st.PortState != timesync.PortStateSlave || st.Offset != -312 || st.MeanPathDelay != 4100 || st.GMIdentity != 0x02000afffee90001 ||
 		!st.GMPresent || st.StepsRemoved != 1 || st.LastSyncIngress != (timesync.Stamp{Ns: 1767225600100000000, Clock: timesync.Realtime}) ||
-		st.ReadAt.UnixNano() != 1767225600123456789 || st.PHCNote != "veth1 has no PHC" {
+		st.ReadAt.UnixNano() != 1767225600123456789 || st.PHCNote != "veth1 has no PHC" ||
+		st.GMQuality != (timesync.ClockQuality{Class: 248, Accuracy: 0xfe, Variance: 0xffff}) ||
+		st.PortEvents != (timesync.PortEvents{Subscribed: true, Changes: 2, First: timesync.PortStateListening, Lost: 1}) {
 		t.Errorf("Status() = %+v", st)
 	}
 }
@@ -79,7 +82,7 @@ func TestPTPValidate(t *testing.T) {
 		{`{"v":1,"kind":"ptp-sample","ptp_sample":{"probe":"p","seq":1,"at_ns":1,"end":"stopped","err":"x"}}`, "both end"},
 		{`{"v":1,"kind":"ptp-sample","ptp_sample":{"probe":"p","seq":1,"at_ns":1,"port_state":"SLAVISH"}}`, "port state"},
 		{`{"v":1,"kind":"ptp-sample","ptp_sample":{"probe":"p","seq":1,"at_ns":1,"gm_identity":"zz"}}`, "clock identity"},
-		{`{"v":1,"kind":"ptp-sample","ptp_sample":{"probe":"p","seq":1,"at_ns":1,"mean_path_delay_ns":-5}}`, "negative"},
+		{`{"v":1,"kind":"ptp-sample","ptp_sample":{"probe":"p","seq":1,"at_ns":1,"phc_sys_delay_ns":-5}}`, "negative phc_sys_delay_ns"},
 		{`{"v":1,"kind":"ptp-sample","ptp_probe":{"probe":"p","stop":true}}`, "carries"},
 	} {
 		_, err := agentproto.Decode([]byte(tc.line))
@@ -89,6 +92,13 @@ func TestPTPValidate(t *testing.T) {
 	}
 	if _, err := agentproto.Decode([]byte(`{"v":1,"kind":"ptp-probe","ptp_probe":{"probe":"p","stop":true}}`)); err != nil {
 		t.Errorf("stop needs only the probe id: %v", err)
+	}
+	// A negative mean path delay is ptp4l's reading, not a malformed
+	// sample: it reaches the lock check, which refuses it by name (it
+	// used to be dropped here, and the board then read as silent).
+	m, err := agentproto.Decode([]byte(`{"v":1,"kind":"ptp-sample","ptp_sample":{"probe":"p","seq":1,"at_ns":1,"mean_path_delay_ns":-2300}}`))
+	if err != nil || m.PTPSample.Status().MeanPathDelay != -2300 {
+		t.Errorf("negative mean path delay: %v, want carried as -2.3µs", err)
 	}
 }
 

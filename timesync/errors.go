@@ -25,6 +25,11 @@ var (
 	// ErrTimeout: ptp4l sent no matching reply within the per-request
 	// deadline.
 	ErrTimeout = pmc.ErrTimeout
+	// ErrReplaced: the socket path now names another socket than the one
+	// the reader was connected to (a second ptp4l bound the same path, or
+	// ptp4l restarted): that reading is dropped and the reader has
+	// reconnected to the new daemon.
+	ErrReplaced = pmc.ErrReplaced
 	// ErrManagementError: ptp4l answered MANAGEMENT_ERROR_STATUS.
 	ErrManagementError = pmc.ErrManagementError
 	// ErrNoPHC: the interface has no PTP hardware clock (veth, virtual

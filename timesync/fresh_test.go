@@ -137,7 +137,7 @@ func replayLocks(rs []reading, stale []bool, gm timesync.ClockIdentity, faultAt 
 	if len(rs) == 0 {
 		return "", false
 	}
-	tr := timesync.NewTracker(gm, 100*time.Microsecond)
+	tr := timesync.NewTracker(gm, 100*time.Microsecond, nil)
 	start := rs[0].st.ReadAt
 	i := 0
 	for k := 0; ; k++ {

@@ -49,10 +49,30 @@ const (
 	// measure again. Lock needs [FreshMeasurements] offset changes after
 	// the last fault, and CURRENT_DATA_SET's offset to agree with it.
 	CondOffsetStale
+	// CondClockChanged: the answering clock's own identity is not the
+	// one the lock was earned with (another ptp4l answers on the socket,
+	// or its clock identity changed). Lock must be earned anew from it.
+	CondClockChanged
+	// CondPortFlapped: the port is SLAVE now but ptp4l notified state
+	// changes since the previous poll (it left SLAVE and came back), or
+	// notifications were lost.
+	CondPortFlapped
+	// CondGMClassRefused: the grandmaster's clockClass is not one the
+	// rack accepts ([LockPolicy.GMClasses]); 255 (slave-only) never is.
+	CondGMClassRefused
+	// CondGMQualityChanged: the grandmaster's clockQuality changed since
+	// the previous poll (it lost or regained its reference): a loss of
+	// lock until fresh offsets follow.
+	CondGMQualityChanged
+	// CondPathDelayOutOfBound: the mean path delay is negative (a broken
+	// timestamp or an asymmetric path, not a distance) or above
+	// [LockPolicy.MaxPathDelay].
+	CondPathDelayOutOfBound
 )
 
 var condNames = [...]string{"locked", "read-error", "not-slave", "wrong-gm", "no-previous-poll", "ingress-stale",
-	"offset-out-of-bound", "not-measured", "gm-absent", "offset-stale"}
+	"offset-out-of-bound", "not-measured", "gm-absent", "offset-stale", "clock-changed", "port-flapped",
+	"gm-class-refused", "gm-quality-changed", "path-delay-out-of-bound"}
 
 // String returns the condition's kebab-case name.
 func (c Condition) String() string {
@@ -93,39 +113,121 @@ type Verdict struct {
 // first offset after a reset rests on a single path-delay sample.
 const FreshMeasurements = 2
 
-// Tracker judges one board's successive samples. A board is locked only
+// LockPolicy is what a rack accepts of a board's grandmaster and path,
+// beyond the offset bound (fixtures: the rack's ptp section). The zero
+// value accepts any grandmaster clockClass but 255 and a mean path delay
+// in [0, [DefaultMaxPathDelay]].
+type LockPolicy struct {
+	// GMClasses lists the accepted grandmaster clockClass values, e.g.
+	// 6 and 7 for a lab's GPS-locked grandmaster, 248 for the sim rack's
+	// free-running ptp4l grandmaster. Empty: any but 255, which (slave-
+	// only) is never accepted and may not be listed.
+	GMClasses []uint8
+	// MaxPathDelay is the largest acceptable mean path delay
+	// (0 → [DefaultMaxPathDelay]). A negative one is never accepted.
+	MaxPathDelay time.Duration
+}
+
+// DefaultMaxPathDelay bounds the mean path delay when the rack states no
+// bound: a rack's boards share a LAN, where a path delay is µs (2–3 µs
+// over the sim rack's veth with software timestamps, well under 1 µs
+// through a switch with hardware ones); a millisecond is no LAN.
+const DefaultMaxPathDelay = time.Millisecond
+
+// Validate checks the policy (the error wraps [ErrBadConfig] and names
+// the field).
+func (p *LockPolicy) Validate() error {
+	for _, c := range p.GMClasses {
+		if c == ClassSlaveOnly {
+			return fmt.Errorf("%w: LockPolicy.GMClasses: clockClass 255 is a slave-only clock and never an acceptable grandmaster", ErrBadConfig)
+		}
+	}
+	if p.MaxPathDelay < 0 {
+		return fmt.Errorf("%w: LockPolicy.MaxPathDelay %v must be ≥ 0 (0: %v)", ErrBadConfig, p.MaxPathDelay, DefaultMaxPathDelay)
+	}
+	return nil
+}
+
+// acceptsClass reports whether clockClass c is acceptable.
+func (p *LockPolicy) acceptsClass(c uint8) bool {
+	if c == ClassSlaveOnly {
+		return false
+	}
+	if len(p.GMClasses) == 0 {
+		return true
+	}
+	for _, a := range p.GMClasses {
+		if a == c {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *LockPolicy) maxPathDelay() time.Duration {
+	if p.MaxPathDelay > 0 {
+		return p.MaxPathDelay
+	}
+	return DefaultMaxPathDelay
+}
+
+func (p *LockPolicy) classes() string {
+	if len(p.GMClasses) == 0 {
+		return "any but 255"
+	}
+	return strings.Trim(fmt.Sprint(p.GMClasses), "[]")
+}
+
+// Tracker judges one board's successive samples. Lock belongs to one
+// answering clock following one grandmaster: a board is locked only
 // when, in this order (the first failure is the verdict's Condition):
 //
 //  1. the read succeeded;
-//  2. the port state is SLAVE;
-//  3. the grandmaster is the expected one (the fixture's, or else the
+//  2. the answering clock's identity is the one seen before (another
+//     ptp4l answering on the socket is a new clock);
+//  3. the port state is SLAVE;
+//  4. the port stayed SLAVE since the previous poll: ptp4l notified no
+//     state change and none was lost ([Status.PortEvents]; readers
+//     without a subscription see only the polls);
+//  5. the grandmaster is the expected one (the fixture's, or else the
 //     first one seen in SLAVE state);
-//  4. ptp4l reports gmPresent;
-//  5. there was a previous successful poll;
-//  6. the last Sync ingress time advanced since it;
-//  7. a path delay has been measured (before the first Delay_Resp ptp4l
+//  6. ptp4l reports gmPresent;
+//  7. the grandmaster's clockClass is accepted ([LockPolicy]; 255 never);
+//  8. its clockQuality is the one seen at the previous poll;
+//  9. there was a previous successful poll;
+//  10. the last Sync ingress time advanced since it;
+//  11. a path delay has been measured (before the first Delay_Resp ptp4l
 //     reports offset 0);
-//  8. the offset is a fresh measurement: ptp4l has not reset its data
+//  12. the mean path delay is ≥ 0 and ≤ the policy's bound;
+//  13. the offset is a fresh measurement: ptp4l has not reset its data
 //     sets without measuring since ([Status.DataSetsReset]: CURRENT_DATA_SET's
 //     offset zeroed, TIME_STATUS_NP's kept), and [FreshMeasurements] new
 //     offsets were seen since the last fault;
-//  9. |offset| ≤ bound.
+//  14. |offset| ≤ bound.
 //
-// A fault — a read error, any state but SLAVE, another grandmaster,
-// gmPresent false, the ingress time going back (ptp4l chose its master
-// anew), path delay 0, or the data sets reset — restarts the
-// count of fresh measurements. A stale ingress alone does not: it is
-// also what a poll between two Syncs sees.
+// A fault — a read error, another answering clock, any state but SLAVE,
+// a port that left SLAVE between polls, another grandmaster, gmPresent
+// false, a refused or changed grandmaster quality, the ingress time going
+// back (ptp4l chose its master anew), path delay 0 or out of bound, or
+// the data sets reset — restarts the count of fresh measurements. A stale
+// ingress alone does not: it is also what a poll between two Syncs sees.
 //
 // Once the count is reached, a repeated offset no longer unlocks (with
-// hardware timestamping a locked servo does repeat values); a fault the
-// polls do not see (the port left SLAVE and came back between two polls)
-// can then go unnoticed, so poll faster than ptp4l recovers (seconds).
+// hardware timestamping a locked servo does repeat values). Without a
+// port-state subscription a fault the polls do not see (the port left
+// SLAVE and came back between two polls) can go unnoticed.
 // Not safe for concurrent use: one Tracker per board per poller.
 type Tracker struct {
 	bound      time.Duration
+	policy     LockPolicy
 	expectedGM ClockIdentity
 	learned    bool
+
+	// clock is the answering clock's identity (0: none seen yet); gmQ
+	// the grandmaster quality at the previous SLAVE poll (haveQ).
+	clock ClockIdentity
+	gmQ   ClockQuality
+	haveQ bool
 
 	prevIngress int64
 	prevOffset  time.Duration
@@ -142,9 +244,14 @@ type Tracker struct {
 // seen while SLAVE". bound is the largest acceptable |offset|; 0 means
 // [DefaultBound] of each sample's Sync ingress clock (20 µs with software
 // timestamping, 1 µs with hardware), since a fixed 1 µs flaps on software
-// timestamps.
-func NewTracker(expectedGM ClockIdentity, bound time.Duration) *Tracker {
-	return &Tracker{bound: bound, expectedGM: expectedGM, learned: expectedGM != 0, fault: "the first poll"}
+// timestamps. policy nil means the zero [LockPolicy]; it is copied, and
+// should have passed [LockPolicy.Validate] (255 is refused regardless).
+func NewTracker(expectedGM ClockIdentity, bound time.Duration, policy *LockPolicy) *Tracker {
+	t := &Tracker{bound: bound, expectedGM: expectedGM, learned: expectedGM != 0, fault: "the first poll"}
+	if policy != nil {
+		t.policy = LockPolicy{GMClasses: append([]uint8(nil), policy.GMClasses...), MaxPathDelay: policy.MaxPathDelay}
+	}
+	return t
 }
 
 // ExpectedGM returns the grandmaster the board must follow (0 until learned).
@@ -162,22 +269,46 @@ func (t *Tracker) Observe(st Status, err error) Verdict {
 		t.restart("a read error", st.ReadAt)
 		return Verdict{Cond: CondReadError, Detail: err.Error()}
 	}
+	if t.clock != 0 && st.ClockIdentity != t.clock {
+		// Another clock answers: nothing measured from the old one says
+		// anything about it, so compare nothing with the old one either.
+		prev := t.clock
+		t.clock, t.havePrev, t.haveQ = st.ClockIdentity, false, false
+		t.restart("clock "+st.ClockIdentity.String()+" answering", st.ReadAt)
+		return Verdict{Cond: CondClockChanged, Detail: fmt.Sprintf("the socket is answered by clock %s, the lock was earned by %s (another ptp4l, or its clock identity changed): lock needs fresh offsets from it", st.ClockIdentity, prev)}
+	}
+	t.clock = st.ClockIdentity
 	prevIngress, prevOffset, havePrev := t.prevIngress, t.prevOffset, t.havePrev
 	t.prevIngress, t.prevOffset, t.havePrev = st.LastSyncIngress.Ns, st.Offset, true
 	if st.PortState != PortStateSlave {
 		t.restart("port state "+st.PortState.String(), st.ReadAt)
 		return Verdict{Cond: CondNotSlave, Detail: "port state " + st.PortState.String()}
 	}
+	if ev := st.PortEvents; ev.Changes > 0 || ev.Lost > 0 {
+		t.restart("the port leaving SLAVE", st.ReadAt)
+		return Verdict{Cond: CondPortFlapped, Detail: fmt.Sprintf("port SLAVE now, but ptp4l notified %d state change(s) since the previous poll (first to %s), %d notification(s) lost: it did not stay SLAVE", ev.Changes, ev.First, ev.Lost)}
+	}
 	if !t.learned {
 		t.expectedGM, t.learned = st.GMIdentity, true
 	}
 	if st.GMIdentity != t.expectedGM {
+		t.haveQ = false
 		t.restart("grandmaster "+st.GMIdentity.String(), st.ReadAt)
 		return Verdict{Cond: CondWrongGM, Detail: fmt.Sprintf("grandmaster %s, want %s", st.GMIdentity, t.expectedGM)}
 	}
 	if !st.GMPresent {
 		t.restart("gmPresent false", st.ReadAt)
 		return Verdict{Cond: CondGMAbsent, Detail: "ptp4l reports gmPresent false (it follows no grandmaster)"}
+	}
+	prevQ, haveQ := t.gmQ, t.haveQ
+	t.gmQ, t.haveQ = st.GMQuality, true
+	if !t.policy.acceptsClass(st.GMQuality.Class) {
+		t.restart(fmt.Sprintf("grandmaster clockClass %d", st.GMQuality.Class), st.ReadAt)
+		return Verdict{Cond: CondGMClassRefused, Detail: fmt.Sprintf("grandmaster %s clockClass %d refused: the rack accepts %s (255, slave-only, never)", st.GMIdentity, st.GMQuality.Class, t.policy.classes())}
+	}
+	if haveQ && st.GMQuality != prevQ {
+		t.restart("the grandmaster quality changing", st.ReadAt)
+		return Verdict{Cond: CondGMQualityChanged, Detail: fmt.Sprintf("grandmaster %s quality changed from %s to %s: lock needs fresh offsets after it", st.GMIdentity, prevQ, st.GMQuality)}
 	}
 	if !havePrev {
 		return Verdict{Cond: CondNoPreviousPoll, Detail: "first poll: nothing to compare the Sync ingress time and the offset with"}
@@ -192,6 +323,10 @@ func (t *Tracker) Observe(st Status, err error) Verdict {
 	if st.MeanPathDelay == 0 {
 		t.restart("mean path delay 0", st.ReadAt)
 		return Verdict{Cond: CondNotMeasured, Detail: fmt.Sprintf("mean path delay 0 (no Delay_Resp yet): offset %v is not a measurement", st.Offset)}
+	}
+	if maxD := t.policy.maxPathDelay(); st.MeanPathDelay < 0 || st.MeanPathDelay > maxD {
+		t.restart(fmt.Sprintf("mean path delay %v", st.MeanPathDelay), st.ReadAt)
+		return Verdict{Cond: CondPathDelayOutOfBound, Detail: fmt.Sprintf("mean path delay %v outside [0, %v]: offsets computed with it are not measurements of the clock", st.MeanPathDelay, maxD)}
 	}
 	if st.DataSetsReset() {
 		t.restart("CURRENT_DATA_SET reset", st.ReadAt)
@@ -266,6 +401,9 @@ type Board struct {
 	// ExpectedGM is the rack's grandmaster (from the fixture); 0 accepts
 	// the first grandmaster seen.
 	ExpectedGM ClockIdentity
+	// Policy is what the rack accepts of the grandmaster and the path
+	// (the fixture's ptp section); the zero value: see [LockPolicy].
+	Policy LockPolicy
 }
 
 // DefaultPeriod is the default poll period: longer than the default Sync
@@ -317,7 +455,7 @@ func RequireLocked(ctx context.Context, boards []Board, bound time.Duration, n i
 	}
 	states := make([]state, len(boards))
 	for i, b := range boards {
-		states[i].tr = NewTracker(b.ExpectedGM, bound)
+		states[i].tr = NewTracker(b.ExpectedGM, bound, &b.Policy)
 		states[i].v = Verdict{Cond: CondReadError, Detail: "not read before the deadline"}
 	}
 	tick := time.NewTicker(period)
@@ -395,6 +533,9 @@ func validateBoards(boards []Board) error {
 		seen[b.Name] = true
 		if b.Source == nil {
 			return fmt.Errorf("%w: board %q has no Source", ErrBadConfig, b.Name)
+		}
+		if err := b.Policy.Validate(); err != nil {
+			return fmt.Errorf("board %q: %w", b.Name, err)
 		}
 	}
 	return nil

@@ -101,7 +101,7 @@ func TestTrackerConditions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tr := timesync.NewTracker(tt.expected, bound)
+			tr := timesync.NewTracker(tt.expected, bound, nil)
 			for i, st := range tt.polls {
 				var err error
 				if i < len(tt.errs) {
@@ -122,7 +122,7 @@ func TestTrackerConditions(t *testing.T) {
 // TestTrackerDetails: the unlocked verdicts say what is wrong with
 // unsigned magnitudes inside bars and the fault a stale offset dates from.
 func TestTrackerDetails(t *testing.T) {
-	tr := timesync.NewTracker(gmA, time.Microsecond)
+	tr := timesync.NewTracker(gmA, time.Microsecond, nil)
 	tr.Observe(slave(1, 0, gmA), nil)
 	tr.Observe(slave(2, 10, gmA), nil)
 	if v := tr.Observe(slave(3, -1542, gmA), nil); v.Detail != "|offset| 1.542µs > bound 1µs (offset -1.542µs)" {
@@ -211,7 +211,7 @@ func TestTrackerAutoBound(t *testing.T) {
 		clock timesync.Clock
 		want  timesync.Condition
 	}{{timesync.Realtime, timesync.CondLocked}, {timesync.PHC, timesync.CondOffsetOutOfBound}} {
-		tr := timesync.NewTracker(gmA, 0)
+		tr := timesync.NewTracker(gmA, 0, nil)
 		var v timesync.Verdict
 		for i, off := range []time.Duration{4 * time.Microsecond, 5 * time.Microsecond, 6 * time.Microsecond} {
 			v = tr.Observe(with(slave(int64(i+1), off, gmA), func(s *timesync.Status) { s.LastSyncIngress.Clock = c.clock }), nil)

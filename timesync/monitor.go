@@ -25,6 +25,9 @@ type Sample struct {
 	PHCSysDelay  time.Duration `json:"phc_sys_delay_ns,omitempty"`
 	Locked       bool          `json:"locked"`
 	Cond         Condition     `json:"condition"`
+	// Detail says why the sample is not locked, with the values (the
+	// verdict's Detail); "" when locked or when Err says it.
+	Detail string `json:"detail,omitempty"`
 	// Err is the read error, if any.
 	Err string `json:"err,omitempty"`
 }
@@ -161,7 +164,7 @@ func NewMonitor(boards []Board, cfg MonitorConfig) (*Monitor, error) {
 	}
 	m := &Monitor{cfg: cfg, boards: append([]Board(nil), boards...), events: make(chan Event, cfg.EventBuffer), series: map[string]*boardState{}}
 	for _, b := range boards {
-		m.series[b.Name] = &boardState{tr: NewTracker(b.ExpectedGM, cfg.Bound)}
+		m.series[b.Name] = &boardState{tr: NewTracker(b.ExpectedGM, cfg.Bound, &b.Policy)}
 	}
 	return m, nil
 }
@@ -278,6 +281,7 @@ func (m *Monitor) record(board string, st Status, err error) {
 	if err != nil {
 		s.Err = err.Error()
 	} else {
+		s.Detail = v.Detail
 		s.State, s.Offset, s.PathDelay, s.GM, s.Ingress = st.PortState, st.Offset, st.MeanPathDelay, st.GMIdentity, st.LastSyncIngress.Ns
 		s.HasPHC, s.PHCSysOffset, s.PHCSysDelay = st.HasPHC, st.PHCSysOffset, st.PHCSysDelay
 	}
@@ -405,6 +409,11 @@ func EvaluateWindow(samples []Sample, from, to time.Time) BoardWindow {
 		if !s.Locked && bw.Reason == "" {
 			bw.Locked = false
 			bw.Reason = fmt.Sprintf("sample at %s not locked: %s", s.At.Format(time.RFC3339Nano), s.Cond)
+			if s.Detail != "" {
+				// Say why, with the values: a refused grandmaster or
+				// path shows in the report as such.
+				bw.Reason += " (" + s.Detail + ")"
+			}
 		}
 		if s.Err != "" {
 			continue

@@ -37,6 +37,15 @@ type PTP4L struct {
 	phcIface string // interface the cached answer is for
 	phcDev   string
 	phcNote  string
+
+	// The port-state subscription, made for the client's connection
+	// generation subGen (a reconnect, to a restarted or another ptp4l,
+	// needs a new one). subNote says why there is none.
+	subMu   sync.Mutex
+	sub     *pmc.Subscription
+	subGen  uint64
+	subNote string
+	timeout time.Duration
 }
 
 var _ Source = (*PTP4L)(nil)
@@ -52,6 +61,10 @@ func DialPTP4L(ctx context.Context, path string, opts *PTP4LOptions) (*PTP4L, er
 	}
 	if path == "" {
 		return nil, fmt.Errorf("%w: empty ptp4l socket path (uds_address)", ErrBadConfig)
+	}
+	if len(path) >= maxSocketPath {
+		return nil, fmt.Errorf("%w: ptp4l socket path %q is %d bytes: a Unix socket path holds at most %d (sun_path is %d bytes with the terminating NUL); ptp4l cannot bind it either, so use a shorter uds_address",
+			ErrBadConfig, path, len(path), maxSocketPath-1, maxSocketPath)
 	}
 	mode := opts.PHC
 	switch mode {
@@ -69,8 +82,12 @@ func DialPTP4L(ctx context.Context, path string, opts *PTP4LOptions) (*PTP4L, er
 	if err != nil {
 		return nil, explain(path, err)
 	}
-	return &PTP4L{path: path, phcMode: mode, client: c}, nil
+	return &PTP4L{path: path, phcMode: mode, client: c, timeout: to}, nil
 }
+
+// maxSocketPath is sizeof(sockaddr_un.sun_path) on Linux: 108 bytes,
+// including the terminating NUL.
+const maxSocketPath = 108
 
 // explain adds the operator's next step to the sentinel errors.
 func explain(path string, err error) error {
@@ -85,6 +102,8 @@ func explain(path string, err error) error {
 		return fmt.Errorf("timesync: %w (not ptp4l's management socket: check the uds_address in ptp4l's config and the path given here)", err)
 	case errors.Is(err, ErrTimeout):
 		return fmt.Errorf("timesync: %w (ptp4l at %s is hung, overloaded, or in another domain)", err, path)
+	case errors.Is(err, ErrReplaced):
+		return fmt.Errorf("timesync: %w (this reading is dropped: lock must be earned anew from the new daemon)", err)
 	}
 	return fmt.Errorf("timesync: %w", err)
 }
@@ -96,9 +115,13 @@ func (p *PTP4L) Path() string { return p.path }
 func (p *PTP4L) Drained() uint64 { return p.client.Drained() }
 
 // Status reads PORT_PROPERTIES_NP, CURRENT_DATA_SET, PARENT_DATA_SET and
-// TIME_STATUS_NP (and the PHC offset when there is a PHC). Blocks up to
-// four request deadlines; ctx cancels it. On error the returned Status
-// still carries ReadAt.
+// TIME_STATUS_NP (and the PHC offset when there is a PHC), and the
+// port-state changes ptp4l pushed since the previous Status (subscribing
+// at the first one and after each reconnect; see [PortEvents]). Blocks up
+// to five request deadlines (six when it subscribes); ctx cancels it. On
+// error the returned Status still carries ReadAt. A socket path taken
+// over by another ptp4l since the previous Status fails this one with
+// [ErrReplaced]; the next reads the new daemon.
 func (p *PTP4L) Status(ctx context.Context) (Status, error) {
 	if p.closed.Load() {
 		return Status{ReadAt: time.Now()}, ErrClosed
@@ -147,8 +170,52 @@ func (p *PTP4L) read(ctx context.Context) (Status, error) {
 		tsClock = PHC
 	}
 	st.LastSyncIngress = Stamp{Ns: ts.IngressTimeNS, Clock: tsClock}
+	st.GMQuality = ClockQuality{Class: uint8(par.GrandmasterClockQuality.ClockClass),
+		Accuracy: uint8(par.GrandmasterClockQuality.ClockAccuracy), Variance: par.GrandmasterClockQuality.OffsetScaledLogVariance}
+	st.PortEvents = p.portEvents(ctx)
 	p.readPHC(&st)
 	return st, nil
+}
+
+// portEvents returns the port-state changes ptp4l pushed since the
+// previous reading, subscribing first when the client's connection is new
+// (first reading, or a reconnect to a restarted or another ptp4l). A
+// ptp4l that does not support the subscription (or does not answer it)
+// is read by polls alone; the note says why. Blocks for one request when
+// it subscribes.
+func (p *PTP4L) portEvents(ctx context.Context) PortEvents {
+	p.subMu.Lock()
+	defer p.subMu.Unlock()
+	gen := p.client.Generation()
+	if p.sub != nil && p.subGen != gen {
+		_ = p.sub.Close()
+		p.sub = nil
+	}
+	if p.sub == nil && p.subGen != gen {
+		p.subGen = gen
+		sub, err := pmc.Subscribe(p.path, p.timeout)
+		if err != nil {
+			p.subNote = "no port-state subscription: " + err.Error()
+			return PortEvents{Note: p.subNote}
+		}
+		// Nothing is known of the time before the subscription: the
+		// first reading after it covers only from now.
+		p.sub, p.subNote = sub, ""
+		_ = sub.Take(ctx)
+		return PortEvents{Subscribed: true}
+	}
+	if p.sub == nil {
+		return PortEvents{Note: p.subNote}
+	}
+	ev := p.sub.Take(ctx)
+	out := PortEvents{Subscribed: ev.Alive, Changes: ev.Changes, Lost: ev.Lost}
+	if ev.Changes > 0 {
+		out.First = PortState(ev.States[0])
+	}
+	if !ev.Alive {
+		out.Note = fmt.Sprintf("port-state subscription ended: %v", ev.Err)
+	}
+	return out
 }
 
 func (p *PTP4L) readPHC(st *Status) {
@@ -208,5 +275,11 @@ func (p *PTP4L) Close() error {
 	if p.closed.Swap(true) {
 		return ErrClosed
 	}
+	p.subMu.Lock()
+	if p.sub != nil {
+		_ = p.sub.Close()
+		p.sub = nil
+	}
+	p.subMu.Unlock()
 	return p.client.Close()
 }

@@ -187,7 +187,10 @@ func TestRealPTP4L(t *testing.T) {
 	}
 	defer monSrc.Close()
 	const bound = 100 * time.Microsecond // software timestamping on a shared 2-core VM
-	board := timesync.Board{Name: "slave", Source: monSrc, ExpectedGM: rig.GMIdentity}
+	// The sim rack's policy: its free-running ptp4l grandmaster announces
+	// clockClass 248, and the rack accepts 248 (fixtures/sim-rack.yaml).
+	board := timesync.Board{Name: "slave", Source: monSrc, ExpectedGM: rig.GMIdentity,
+		Policy: timesync.LockPolicy{GMClasses: []uint8{248}, MaxPathDelay: 100 * time.Microsecond}}
 	mon, err := timesync.NewMonitor([]timesync.Board{board}, timesync.MonitorConfig{Bound: bound})
 	if err != nil {
 		t.Fatal(err)
@@ -260,6 +263,15 @@ func TestRealPTP4L(t *testing.T) {
 			check("gmPresent", strconv.FormatBool(a.GMPresent), ts["gmPresent"])
 			check("parentPortIdentity", a.ParentPort, par["parentPortIdentity"])
 			check("grandmasterIdentity", a.GMIdentity.String(), par["grandmasterIdentity"])
+			check("gm.ClockClass", strconv.Itoa(int(a.GMQuality.Class)), par["gm.ClockClass"])
+			check("gm.ClockAccuracy", fmt.Sprintf("0x%02x", a.GMQuality.Accuracy), par["gm.ClockAccuracy"])
+			check("gm.OffsetScaledLogVariance", fmt.Sprintf("0x%04x", a.GMQuality.Variance), par["gm.OffsetScaledLogVariance"])
+			if a.GMQuality.Class != 248 {
+				t.Errorf("grandmaster clockClass %d, want 248 (free-running ptp4l, gm.cfg)", a.GMQuality.Class)
+			}
+			if !a.PortEvents.Subscribed || !b.PortEvents.Subscribed {
+				t.Errorf("no port-state subscription on a real ptp4l: %+v / %+v", a.PortEvents, b.PortEvents)
+			}
 			mpd, err := strconv.ParseFloat(cur["meanPathDelay"], 64)
 			if err != nil {
 				t.Fatalf("pmc meanPathDelay %q: %v", cur["meanPathDelay"], err)
@@ -376,6 +388,29 @@ func TestRealPTP4L(t *testing.T) {
 	if !ok {
 		t.FailNow()
 	}
+
+	// ptp4l pushes the slave's port state change after the GM's death
+	// (SLAVE → LISTENING once the announce receipt timeout expires):
+	// a reader's subscription sees it, whichever poll it falls between.
+	t.Run("PortStateChangePushed", func(t *testing.T) {
+		var ev timesync.PortEvents
+		testkit.Until(t, 20*time.Second, func() error {
+			st, err := reqSrc.Status(ctx)
+			if err != nil {
+				return err
+			}
+			if !st.PortEvents.Subscribed {
+				return fmt.Errorf("not subscribed: %+v", st.PortEvents)
+			}
+			ev.Changes += st.PortEvents.Changes
+			if ev.Changes == 0 {
+				return fmt.Errorf("no port state change pushed yet (state %s)", st.PortState)
+			}
+			ev.First = st.PortEvents.First
+			return nil
+		})
+		t.Logf("pushed after the GM kill: %d change(s), first to %s", ev.Changes, ev.First)
+	})
 
 	t.Run("LockedWindowBeforeKill", func(t *testing.T) {
 		ev := mon.EventLog()

@@ -149,6 +149,13 @@ type Status struct {
 	// GMPresent as ptp4l reports it. Not enough on its own: a slaveOnly
 	// port keeps it true for good after the GM dies.
 	GMPresent bool `json:"gm_present"`
+	// GMQuality is the grandmaster's clockQuality as announced
+	// (PARENT_DATA_SET grandmasterClockQuality).
+	GMQuality ClockQuality `json:"gm_quality"`
+	// PortEvents is what ptp4l pushed about the port's state since the
+	// previous reading by the same reader (SUBSCRIBE_EVENTS_NP): a port
+	// that left SLAVE and came back between two polls shows here.
+	PortEvents PortEvents `json:"port_events"`
 	// ParentPort is the port this clock syncs from (PARENT_DATA_SET).
 	ParentPort string `json:"parent_port,omitempty"`
 	// LastSyncIngress is when the last Sync arrived, on the clock ptp4l
@@ -165,6 +172,49 @@ type Status struct {
 	// PHCNote says why HasPHC is false (no PHC on the interface,
 	// interface not in this namespace, PHC lookup disabled).
 	PHCNote string `json:"phc_note,omitempty"`
+}
+
+// ClockQuality is a PTP clockQuality (IEEE 1588-2019 7.6.2.5):
+// clockClass (Table 4: 6 and 7 a grandmaster locked to a primary
+// reference such as GPS, or in holdover; 248 the default of a
+// free-running clock, which the sim rack's ptp4l grandmaster reports;
+// 255 a slave-only clock), clockAccuracy (Table 5) and
+// offsetScaledLogVariance.
+type ClockQuality struct {
+	Class    uint8  `json:"class"`
+	Accuracy uint8  `json:"accuracy"`
+	Variance uint16 `json:"variance"`
+}
+
+// ClassSlaveOnly is clockClass 255: a slave-only clock, never a
+// grandmaster to lock to.
+const ClassSlaveOnly = 255
+
+// String formats it as "class 248, accuracy 0xfe, variance 0xffff".
+func (q ClockQuality) String() string {
+	return fmt.Sprintf("class %d, accuracy 0x%02x, variance 0x%04x", q.Class, q.Accuracy, q.Variance)
+}
+
+// PortEvents is what the ptp4l reader was told about its port's state
+// between two readings: ptp4l pushes every port state change to a
+// subscriber (SUBSCRIBE_EVENTS_NP with NOTIFY_PORT_STATE), so a change
+// between two polls is not missed. The zero value is "no subscription".
+type PortEvents struct {
+	// Subscribed is true when the reader held a subscription over the
+	// interval (from the previous reading, or from its start).
+	Subscribed bool `json:"subscribed"`
+	// Changes counts the port state changes ptp4l notified.
+	Changes uint32 `json:"changes,omitempty"`
+	// First is the first state notified (the one the port went to);
+	// valid when Changes > 0.
+	First PortState `json:"first,omitempty"`
+	// Lost counts notifications that went missing (gaps in ptp4l's
+	// sequence ids, renewals it did not acknowledge): changes may have
+	// been missed.
+	Lost uint32 `json:"lost,omitempty"`
+	// Note says why there is no subscription (ptp4l too old, the socket
+	// failed), "" otherwise.
+	Note string `json:"note,omitempty"`
 }
 
 // DataSetsReset reports whether ptp4l reset its data sets and has not

@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -26,21 +27,29 @@ var ErrUsage = cli.ErrUsage
 var ErrRead = errors.New("ptp: some sockets could not be read")
 
 // ErrWatch: "watch" saw a failure: a socket that never answered, a poll
-// that still failed at the end, or the wrong grandmaster. The error
+// that still failed at the end, the wrong grandmaster, or a lock lost
+// and not regained by the end (unless --allow-lock-loss). The error
 // names each socket and what went wrong; a summary is printed first.
 var ErrWatch = errors.New("ptp watch")
 
 const usage = `usage:
   hilrig ptp status --uds PATH [--uds PATH ...] [--json] [--timeout 500ms]
   hilrig ptp watch  --uds PATH [--uds PATH ...] [--period 1.25s] [--bound auto]
-                    [--expect-gm 02000a.fffe.e90001] [--count N] [--timeout 500ms]
+                    [--expect-gm 02000a.fffe.e90001] [--gm-class 6,7]
+                    [--max-path-delay 1ms] [--count N] [--timeout 500ms]
+                    [--allow-lock-loss]
 
-PATH is a ptp4l uds_address (needs root: the socket is 0660 root).
+PATH is a ptp4l uds_address (needs root: the socket is 0660 root): a Unix
+datagram socket, at most 107 bytes long.
 watch --bound auto: 20us with software timestamping, 1us with hardware
-(see docs/timesync.md). watch retries a socket that is not up yet at every
-poll; it exits non-zero when a socket never answered, its last poll
-failed, or it followed another grandmaster than --expect-gm (or than the
-first one seen), after printing a summary per socket.`
+(see docs/timesync.md). --gm-class lists the grandmaster clockClasses
+that count as locked (default any but 255, slave-only, which never does);
+--max-path-delay bounds the mean path delay (a negative one never counts).
+watch retries a socket that is not up yet at every poll; it exits
+non-zero when a socket never answered, its last poll failed, it followed
+another grandmaster than --expect-gm (or than the first one seen), or it
+was locked and is not at the end (lock lost; --allow-lock-loss accepts
+that), after printing a summary per socket.`
 
 // Run executes "hilrig ptp <sub> …". Blocks (watch: until ctx ends or
 // --count samples).
@@ -159,6 +168,9 @@ type boardWatch struct {
 	src    *timesync.PTP4L
 	tr     *timesync.Tracker // nil until the bound is known (first answer)
 	locked bool
+	// everLocked: some poll was locked; lostAt is the last loss of lock.
+	everLocked bool
+	lostAt     time.Time
 
 	polls, failed, good, wrongGM int
 	lastErr                      error
@@ -176,8 +188,27 @@ func watch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	expect := fs.String("expect-gm", "", "required grandmaster identity (default: the first one seen)")
 	count := fs.Int("count", 0, "stop after this many polls (0: until interrupted)")
 	timeout := fs.Duration("timeout", 500*time.Millisecond, "per-request deadline")
+	classes := fs.String("gm-class", "", "accepted grandmaster clockClasses, comma-separated (default: any but 255)")
+	maxDelay := fs.Duration("max-path-delay", timesync.DefaultMaxPathDelay, "largest mean path delay that counts as locked")
+	allowLoss := fs.Bool("allow-lock-loss", false, "exit 0 even when a socket was locked and is not at the end")
 	if err := parse(fs, args, &uds); err != nil {
 		return err
+	}
+	policy := timesync.LockPolicy{MaxPathDelay: *maxDelay}
+	if *classes != "" {
+		for _, f := range strings.Split(*classes, ",") {
+			c, err := strconv.ParseUint(strings.TrimSpace(f), 10, 8)
+			if err != nil {
+				return fmt.Errorf("%w: --gm-class %q: want clockClass numbers 0..254, comma-separated", ErrUsage, *classes)
+			}
+			policy.GMClasses = append(policy.GMClasses, uint8(c))
+		}
+	}
+	if *maxDelay <= 0 {
+		return fmt.Errorf("%w: --max-path-delay %v: want a duration > 0", ErrUsage, *maxDelay)
+	}
+	if err := policy.Validate(); err != nil {
+		return fmt.Errorf("%w: --gm-class %q: %w", ErrUsage, *classes, err)
 	}
 	var bound time.Duration
 	if *boundArg != "auto" {
@@ -226,7 +257,7 @@ polls:
 				if bd == 0 {
 					bd = timesync.DefaultBound(st.LastSyncIngress.Clock)
 				}
-				b.tr = timesync.NewTracker(gm, bd)
+				b.tr = timesync.NewTracker(gm, bd, &policy)
 			}
 			v := timesync.Verdict{Cond: timesync.CondReadError}
 			if err != nil {
@@ -242,8 +273,10 @@ polls:
 				mark = "  <== LOCKED"
 			case !v.Locked && b.locked:
 				mark = "  <== LOCK LOST: " + v.Detail
+				b.lostAt = st.ReadAt
 			}
 			b.locked = v.Locked
+			b.everLocked = b.everLocked || v.Locked
 			if err != nil {
 				fmt.Fprintf(stdout, "%s %s ERROR %v%s\n", st.ReadAt.Format("15:04:05.000"), b.path, err, mark)
 				continue
@@ -263,7 +296,7 @@ polls:
 	var problems []string
 	for _, b := range boards {
 		fmt.Fprintln(stdout, b.summary())
-		problems = append(problems, b.problems(gm)...)
+		problems = append(problems, b.problems(gm, *allowLoss)...)
 	}
 	if len(problems) > 0 {
 		return fmt.Errorf("%w: %s", ErrWatch, strings.Join(problems, "; "))
@@ -314,8 +347,10 @@ func (b *boardWatch) summary() string {
 
 // problems says what makes this socket's watch a failure (none: fine).
 // A board that answered but never locked is not one: a short watch of a
-// board still locking is legitimate, and the lines show it.
-func (b *boardWatch) problems(expect timesync.ClockIdentity) []string {
+// board still locking is legitimate, and the lines show it. A board that
+// was locked and is not at the end is (unless allowLoss): whatever ran
+// while it watched may have run on a clock that lost its lock.
+func (b *boardWatch) problems(expect timesync.ClockIdentity, allowLoss bool) []string {
 	var p []string
 	switch {
 	case b.polls == 0:
@@ -333,6 +368,10 @@ func (b *boardWatch) problems(expect timesync.ClockIdentity) []string {
 			want = b.tr.ExpectedGM().String() + " (the first one seen)"
 		}
 		p = append(p, fmt.Sprintf("%s: grandmaster %s in %d of %d poll(s), want %s", b.path, b.lastGM, b.wrongGM, b.polls, want))
+	}
+	if b.everLocked && !b.locked && !allowLoss && b.lastErr == nil {
+		p = append(p, fmt.Sprintf("%s: lock lost at %s and not regained (%d of %d poll(s) locked; last: %s: %s; --allow-lock-loss accepts this)",
+			b.path, b.lostAt.Format("15:04:05.000"), b.good, b.polls, b.last.Cond, b.last.Detail))
 	}
 	return p
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hilrig/hilrig/timesync"
+	"github.com/hilrig/hilrig/timesync/internal/pmcsim"
 	"github.com/hilrig/hilrig/timesync/ptpcli"
 	"github.com/hilrig/hilrig/timesync/ptprig"
 )
@@ -224,8 +225,10 @@ func TestAgainstRealPTP4L(t *testing.T) {
 		// stale), and with the auto bound (20 µs for software
 		// timestamping) a real offset excursion of 47.7 µs under CI load
 		// ended it first — a true LOCK LOST, not the one looked for.
+		// --gm-class 248: the rig's free-running grandmaster's class, as
+		// the sim rack accepts it; it must count as locked.
 		done <- ptpcli.Run(wctx, []string{"watch", "--uds", rig.SlaveSocket, "--period", "1.1s",
-			"--bound", "500us", "--expect-gm", rig.GMIdentity.String()}, pw, io.Discard)
+			"--bound", "500us", "--expect-gm", rig.GMIdentity.String(), "--gm-class", "248"}, pw, io.Discard)
 		pw.Close()
 	}()
 	sc := bufio.NewScanner(pr)
@@ -251,8 +254,9 @@ func TestAgainstRealPTP4L(t *testing.T) {
 	}
 	wcancel()
 	go func() { _, _ = io.Copy(io.Discard, pr) }()
-	if err := <-done; err != nil {
-		t.Errorf("watch: %v", err)
+	// Interrupted with the lock lost: a failure, naming it.
+	if err := <-done; !errors.Is(err, ptpcli.ErrWatch) || !strings.Contains(err.Error(), rig.SlaveSocket+": lock lost at ") {
+		t.Errorf("watch interrupted after LOCK LOST: %v, want ErrWatch naming the lock loss", err)
 	}
 	// Killed only after 8 polls locked within the bound; the first
 	// LOCK LOST ends the loop, so one before the kill leaves killed false.
@@ -260,5 +264,97 @@ func TestAgainstRealPTP4L(t *testing.T) {
 	t.Logf("watch output:\n%s", strings.Join(lines, "\n"))
 	if !killed || !strings.Contains(lines[len(lines)-1], "LOCK LOST") || !strings.Contains(lines[len(lines)-1], "ingress") {
 		t.Errorf("watch did not mark LOCKED then LOCK LOST (ingress-stale):\n%s", strings.Join(lines, "\n"))
+	}
+}
+
+// watchFake runs "watch" on a fake ptp4l, calls onLocked once the watch
+// printed "<== LOCKED" (the watch waits meanwhile: its output is a
+// pipe), and returns the output and the error.
+func watchFake(t *testing.T, onLocked func(), args ...string) (string, error) {
+	t.Helper()
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- ptpcli.Run(context.Background(), append([]string{"watch"}, args...), pw, io.Discard)
+		pw.Close()
+	}()
+	sc := bufio.NewScanner(pr)
+	var lines []string
+	called := false
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		if !called && strings.Contains(sc.Text(), "<== LOCKED") {
+			called = true
+			onLocked()
+		}
+	}
+	return strings.Join(lines, "\n"), <-done
+}
+
+// TestPTPWatchLockLostExitsNonZero: a watch that was locked and ends with
+// the lock lost is a failure (it used to exit 0 with "3 locked … last:
+// not-slave"), unless --allow-lock-loss asks otherwise; one that ends
+// locked is not.
+func TestPTPWatchLockLostExitsNonZero(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ptp4l.sock")
+	srv, err := pmcsim.Start(path, pmcsim.Locked())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	lose := func() { srv.Update(func(s *pmcsim.State) { s.PortState = pmcsim.Listening }) }
+	out, err := watchFake(t, lose, "--uds", path, "--period", "5ms", "--count", "8")
+	if !errors.Is(err, ptpcli.ErrWatch) || !strings.Contains(err.Error(), path+": lock lost at ") || !strings.Contains(err.Error(), "not-slave") {
+		t.Errorf("watch ending with the lock lost: err = %v, want ErrWatch naming the socket, the loss and not-slave\n%s", err, out)
+	}
+	if !strings.Contains(out, "<== LOCK LOST") || !strings.Contains(out, "last: not-slave") {
+		t.Errorf("output does not show the loss:\n%s", out)
+	}
+	srv.Update(func(s *pmcsim.State) { s.PortState = pmcsim.Slave })
+	out, err = watchFake(t, lose, "--uds", path, "--period", "5ms", "--count", "8", "--allow-lock-loss")
+	if err != nil {
+		t.Errorf("watch --allow-lock-loss ending with the lock lost: %v\n%s", err, out)
+	}
+	srv.Update(func(s *pmcsim.State) { s.PortState = pmcsim.Slave })
+	out, err = watchFake(t, func() {}, "--uds", path, "--period", "5ms", "--count", "8")
+	if err != nil || !strings.Contains(out, "last: locked") {
+		t.Errorf("watch ending locked: %v, want nil\n%s", err, out)
+	}
+	// The rack's policy from the command line: 248 refused where only
+	// 6 and 7 are accepted, and said so.
+	out, err = watchFake(t, func() {}, "--uds", path, "--period", "5ms", "--count", "4", "--gm-class", "6,7")
+	if err != nil || !strings.Contains(out, "gm-class-refused") || strings.Contains(out, "<== LOCKED") {
+		t.Errorf("watch --gm-class 6,7 of a class-248 grandmaster: %v, want every poll gm-class-refused (never locked, so no failure)\n%s", err, out)
+	}
+	for _, bad := range [][]string{{"--gm-class", "255"}, {"--gm-class", "x"}, {"--max-path-delay", "0s"}} {
+		if _, _, err := run(append([]string{"watch", "--uds", path}, bad...)...); !errors.Is(err, ptpcli.ErrUsage) {
+			t.Errorf("watch %q: %v, want ErrUsage", bad, err)
+		}
+	}
+}
+
+// TestPTPStatusNamesSocketTypeAndPathLimit: a stream socket at the path,
+// or a path longer than a Unix socket address holds, is named as such
+// (they used to print a bare "protocol wrong type for socket" and
+// "connect: invalid argument").
+func TestPTPStatusNamesSocketTypeAndPathLimit(t *testing.T) {
+	dir := t.TempDir()
+	stream := filepath.Join(dir, "stream.sock")
+	l, err := net.Listen("unix", stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	out, _, err := run("status", "--uds", stream)
+	if !errors.Is(err, ptpcli.ErrRead) || !strings.Contains(out, "stream (SOCK_STREAM) socket") || !strings.Contains(out, "datagram (SOCK_DGRAM)") {
+		t.Errorf("status of a stream socket: %v, want the socket types named\n%s", err, out)
+	}
+	long := filepath.Join(dir, strings.Repeat("p", 120-len(dir)-1))
+	if len(long) != 120 {
+		t.Fatalf("path is %d bytes, want 120", len(long))
+	}
+	out, _, err = run("status", "--uds", long)
+	if !errors.Is(err, ptpcli.ErrRead) || !strings.Contains(out, "is 120 bytes") || !strings.Contains(out, "sun_path is 108 bytes") {
+		t.Errorf("status of a 120-byte path: %v, want the 108-byte limit named\n%s", err, out)
 	}
 }

@@ -29,9 +29,12 @@ const DefaultGM timesync.ClockIdentity = 0x02000afffee90001
 
 // State is what the fake ptp4l reports.
 type State struct {
-	PortState     timesync.PortState
-	GM            timesync.ClockIdentity
-	GMPresent     bool
+	PortState timesync.PortState
+	GM        timesync.ClockIdentity
+	GMPresent bool
+	// GMQuality is the grandmaster's clockQuality (Locked: class 248, a
+	// free-running ptp4l grandmaster as on the sim rack).
+	GMQuality     timesync.ClockQuality
 	Offset        time.Duration
 	MeanPathDelay time.Duration
 	StepsRemoved  uint16
@@ -52,6 +55,7 @@ type State struct {
 // Locked is the default, healthy state.
 func Locked() State {
 	return State{PortState: timesync.PortStateSlave, GM: DefaultGM, GMPresent: true,
+		GMQuality:     timesync.ClockQuality{Class: 248, Accuracy: 0xfe, Variance: 0xffff},
 		MeanPathDelay: 2 * time.Microsecond, StepsRemoved: 1}
 }
 
@@ -154,7 +158,7 @@ func (s *Source) Status(ctx context.Context) (timesync.Status, error) {
 	if !s.haveOff || (newSync && !s.st.HoldOffset) || s.st.Offset != s.offFrom {
 		off := s.st.Offset
 		if s.dither {
-			off = neighbour(off)
+			off = Neighbour(off)
 		}
 		s.dither = !s.dither
 		if s.jitter != nil {
@@ -178,15 +182,17 @@ func (s *Source) Status(ctx context.Context) (timesync.Status, error) {
 		StepsRemoved:    s.st.StepsRemoved,
 		GMIdentity:      s.st.GM,
 		GMPresent:       s.st.GMPresent,
+		GMQuality:       s.st.GMQuality,
 		ParentPort:      s.st.GM.String() + "-1",
 		LastSyncIngress: timesync.Stamp{Ns: s.ingress, Clock: timesync.Realtime},
 		PHCNote:         "simulated board: no PHC",
 	}, nil
 }
 
-// neighbour is the other value the dither alternates with: 1 ns towards
-// zero, so scripted |offset| bounds still hold.
-func neighbour(d time.Duration) time.Duration {
+// Neighbour is the other value a fake's measurement alternates with
+// (here and in the fake ptp4l socket, timesync/internal/pmcsim): 1 ns
+// towards zero (+1 ns for 0), so scripted |offset| bounds still hold.
+func Neighbour(d time.Duration) time.Duration {
 	switch {
 	case d > 0:
 		return d - 1

@@ -49,7 +49,7 @@ func TestMeasurementsAndStaleOffsets(t *testing.T) {
 	st.Offset = 300
 	src := timesyncsim.New(&timesyncsim.Options{Initial: &st})
 	var offs []time.Duration
-	tr := timesync.NewTracker(timesyncsim.DefaultGM, time.Microsecond)
+	tr := timesync.NewTracker(timesyncsim.DefaultGM, time.Microsecond, nil)
 	var v timesync.Verdict
 	for range 4 {
 		s, _ := src.Status(ctx)

@@ -19,9 +19,26 @@ type PTPResult struct {
 	Offsets map[string]time.Duration
 }
 
+// PTPPolicy is what the rack accepts of its grandmaster and path (the
+// fixture's ptp section: grandmaster_classes, max_path_delay), as the
+// lock checks take it. A rack without a ptp section gets the defaults.
+func PTPPolicy(rack *fixtures.Rack) timesync.LockPolicy {
+	var p timesync.LockPolicy
+	if rack.PTP == nil {
+		return p
+	}
+	for _, c := range rack.PTP.GrandmasterClasses {
+		// Validated 0..254 when the fixture was loaded.
+		p.GMClasses = append(p.GMClasses, uint8(c))
+	}
+	p.MaxPathDelay = rack.PTP.MaxPathDelay
+	return p
+}
+
 // RequirePTPLocked gates a run on PTP: every board with a ptp4l socket on
 // the controller's host must report locked (port SLAVE or the
-// grandmaster, Sync advancing, |offset| ≤ the rack's ptp.max_offset) for
+// grandmaster, Sync advancing, |offset| ≤ the rack's ptp.max_offset, the
+// grandmaster's clockClass and the path delay accepted by the rack) for
 // 3 consecutive polls. On the sim rack (no board names a ptp4l socket) it
 // starts the real linuxptp pair of timesync/ptprig (free-running, never
 // touching this machine's clock) and requires its slave locked. ssh boards
@@ -35,6 +52,7 @@ func RequirePTPLocked(ctx context.Context, rack *fixtures.Rack) (*PTPResult, err
 	if rack.PTP != nil && rack.PTP.MaxOffset > 0 {
 		bound = rack.PTP.MaxOffset
 	}
+	policy := PTPPolicy(rack)
 	res := &PTPResult{Offsets: map[string]time.Duration{}}
 	var boards []timesync.Board
 	var closers []func() error
@@ -55,7 +73,7 @@ func RequirePTPLocked(ctx context.Context, rack *fixtures.Rack) (*PTPResult, err
 			return nil, fmt.Errorf("board %s: %w", b.Name, err)
 		}
 		closers = append(closers, p.Close)
-		boards = append(boards, timesync.Board{Name: b.Name, Source: p})
+		boards = append(boards, timesync.Board{Name: b.Name, Source: p, Policy: policy})
 	}
 	if len(boards) == 0 {
 		pr, err := ptprig.Start(ctx, nil)
@@ -68,7 +86,7 @@ func RequirePTPLocked(ctx context.Context, rack *fixtures.Rack) (*PTPResult, err
 			return nil, fmt.Errorf("sim PTP slave: %w", err)
 		}
 		closers = append([]func() error{sl.Close}, closers...)
-		boards = append(boards, timesync.Board{Name: "ptprig-slave", Source: sl, ExpectedGM: pr.GMIdentity})
+		boards = append(boards, timesync.Board{Name: "ptprig-slave", Source: sl, ExpectedGM: pr.GMIdentity, Policy: policy})
 		res.Where = fmt.Sprintf("linuxptp pair of timesync/ptprig (free-running grandmaster %s → slave, software timestamps over a veth)", pr.GMIdentity)
 	} else {
 		res.Where = fmt.Sprintf("ptp4l of %d board(s) on the controller host", len(boards))

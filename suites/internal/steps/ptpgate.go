@@ -217,7 +217,7 @@ func startGate(ctx context.Context, env *Env, from, to string, window time.Durat
 			// agent's pace and records every sample (never a backlog).
 			monPeriod = gate.period - gate.period/20
 		}
-		tb = append(tb, timesync.Board{Name: n, Source: src})
+		tb = append(tb, timesync.Board{Name: n, Source: src, Policy: PTPPolicy(env.Rack)})
 		gate.boards = append(gate.boards, n)
 	}
 	if gate.mon, err = timesync.NewMonitor(tb, timesync.MonitorConfig{Period: monPeriod, Bound: bound, Logger: env.Log}); err != nil {

@@ -146,14 +146,16 @@ func TestGateWindows(t *testing.T) {
 	}
 }
 
-// TestGateWindowsNamesReadError: when a board's ptp4l cannot be read (as
-// an agent-side probe reports a socket gone), the windows touching those
-// polls are excluded and the case's note carries the read error itself,
-// naming board and socket, not only "read error".
-func TestGateWindowsNamesReadError(t *testing.T) {
+// gateAfterFault runs a Monitor (2 ms polls, policy) on two fake boards,
+// waits until board-a has been locked twice, applies fault to board-a and
+// waits for 3 polls that faulty accepts, then gates two windows of
+// board-a: one over its locked polls (10 samples), one over the faulty
+// ones (4 samples). It returns what the gate did and the case.
+func gateAfterFault(t *testing.T, policy timesync.LockPolicy, fault func(*timesyncsim.State), faulty func(timesync.Sample) bool) (steps.GateResult, *report.Case) {
+	t.Helper()
 	a := timesyncsim.New(&timesyncsim.Options{Initial: ptr(timesyncsim.Locked())})
 	b := timesyncsim.New(&timesyncsim.Options{Identity: 0x02000afffee90003, Initial: ptr(timesyncsim.Locked())})
-	mon, err := timesync.NewMonitor([]timesync.Board{{Name: "board-a", Source: a}, {Name: "board-b", Source: b}},
+	mon, err := timesync.NewMonitor([]timesync.Board{{Name: "board-a", Source: a, Policy: policy}, {Name: "board-b", Source: b, Policy: policy}},
 		timesync.MonitorConfig{Period: 2 * time.Millisecond, Bound: 10 * time.Microsecond})
 	if err != nil {
 		t.Fatal(err)
@@ -162,32 +164,28 @@ func TestGateWindowsNamesReadError(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(mon.Stop)
-	count := func(board string, f func(timesync.Sample) bool) (n int, at []time.Time) {
+	times := func(board string, f func(timesync.Sample) bool) (at []time.Time) {
 		s, _ := mon.Series(board)
 		for _, x := range s {
 			if f(x) {
-				n++
 				at = append(at, x.At)
 			}
 		}
-		return n, at
+		return at
 	}
 	locked := func(x timesync.Sample) bool { return x.Locked }
-	const gone = "board board-a: ptp4l socket /run/board-a/ptp4l: timesync: no socket"
-	failed := func(x timesync.Sample) bool { return x.Err != "" }
 	// The window that must be included starts after board-b is locked
 	// (its first poll is not: nothing to compare ingress with).
-	waitFor(t, "board-b locked", func() bool { n, _ := count("board-b", locked); return n >= 1 })
-	_, lb := count("board-b", locked)
+	waitFor(t, "board-b locked", func() bool { return len(times("board-b", locked)) >= 1 })
+	lb := times("board-b", locked)
 	after := func(x timesync.Sample) bool { return x.Locked && x.At.After(lb[0]) }
-	waitFor(t, "board-a locked twice after", func() bool { n, _ := count("board-a", after); return n >= 2 })
-	a.Update(func(s *timesyncsim.State) { s.Err = errors.New(gone) })
-	waitFor(t, "3 failed polls", func() bool { n, _ := count("board-a", failed); return n >= 3 })
+	waitFor(t, "board-a locked twice after", func() bool { return len(times("board-a", after)) >= 2 })
+	a.Update(fault)
+	waitFor(t, "3 faulty polls", func() bool { return len(times("board-a", faulty)) >= 3 })
 	tEnd := time.Now()
-	waitFor(t, "board-b polled after", func() bool { _, at := count("board-b", locked); return at[len(at)-1].After(tEnd) })
+	waitFor(t, "board-b polled after", func() bool { at := times("board-b", locked); return at[len(at)-1].After(tEnd) })
 	mon.Stop()
-	_, la := count("board-a", after)
-	_, fa := count("board-a", failed)
+	la, fa := times("board-a", after), times("board-a", faulty)
 	wins := [][]agentproto.Window{{
 		window("sub0", 0, la[0], la[1], 10, 10_000),
 		window("sub0", 1, fa[0], fa[2], 4, 10_000),
@@ -200,8 +198,42 @@ func TestGateWindowsNamesReadError(t *testing.T) {
 	if res.ExcludedWindows != 1 || res.ExcludedSamples != 4 {
 		t.Errorf("gate %+v: want window 1 (4 samples) excluded", res)
 	}
+	return res, c
+}
+
+// TestGateWindowsNamesReadError: when a board's ptp4l cannot be read (as
+// an agent-side probe reports a socket gone), the windows touching those
+// polls are excluded and the case's note carries the read error itself,
+// naming board and socket, not only "read error".
+func TestGateWindowsNamesReadError(t *testing.T) {
+	const gone = "board board-a: ptp4l socket /run/board-a/ptp4l: timesync: no socket"
+	res, c := gateAfterFault(t, timesync.LockPolicy{}, func(s *timesyncsim.State) { s.Err = errors.New(gone) },
+		func(x timesync.Sample) bool { return x.Err != "" })
 	if !strings.Contains(res.FirstReason, gone) || len(c.Notes) != 1 || !strings.Contains(c.Notes[0], "/run/board-a/ptp4l") {
 		t.Errorf("reason %q, notes %q: want the read error naming board-a and its socket", res.FirstReason, c.Notes)
+	}
+}
+
+// TestGateWindowsNamesRefusedGrandmaster: on the sim rack (which accepts
+// clockClass 248, its free-running ptp4l grandmaster's) board-a's
+// grandmaster drops to clockClass 52 mid-run. The windows over those
+// polls are excluded and the case's note says why: the class refused,
+// with the values, not only that the window was not locked.
+func TestGateWindowsNamesRefusedGrandmaster(t *testing.T) {
+	rack, err := fixtures.SimRackFor(fixtures.SimEnv{Root: true, PTP4L: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy := steps.PTPPolicy(rack)
+	if len(policy.GMClasses) != 1 || policy.GMClasses[0] != 248 {
+		t.Fatalf("sim rack policy %+v: want grandmaster classes [248]", policy)
+	}
+	_, c := gateAfterFault(t, policy, func(s *timesyncsim.State) { s.GMQuality.Class = 52 },
+		func(x timesync.Sample) bool { return x.Cond == timesync.CondGMClassRefused })
+	for _, want := range []string{"gm-class-refused", "clockClass 52 refused", "the rack accepts 248"} {
+		if len(c.Notes) != 1 || !strings.Contains(c.Notes[0], want) {
+			t.Errorf("notes %q: want the refusal said (%q)", c.Notes, want)
+		}
 	}
 }
 

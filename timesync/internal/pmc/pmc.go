@@ -1,6 +1,8 @@
 // Package pmc talks to a local ptp4l over its management Unix socket (the
 // "pmc -u" protocol), using github.com/facebook/time's protocol.MgmtClient
-// for encoding. It is the only importer of facebook/time/ptp in hilrig.
+// for encoding. With the fake in pmcsim it is the only importer of
+// facebook/time/ptp in hilrig. subscribe.go adds ptp4l's port-state
+// subscription (SUBSCRIBE_EVENTS_NP), which facebook/time lacks.
 //
 // It exists because the upstream client has sharp edges (see
 // docs/timesync.md and shared/docs/ptp/README.md):
@@ -51,6 +53,12 @@ var (
 	ErrManagementError = errors.New("ptp4l management error")
 	// ErrClosed: the client was closed.
 	ErrClosed = errors.New("pmc client closed")
+	// ErrReplaced: the socket path now names another socket than the one
+	// the client was talking to (another ptp4l bound the same path, or
+	// ptp4l restarted without the old socket failing us first). The
+	// client has reconnected to the new one; the answer in progress
+	// would have come from the old one, so it is not given.
+	ErrReplaced = errors.New("ptp4l socket replaced")
 )
 
 // IDSynchronizationUncertainNP is linuxptp's MID_SYNCHRONIZATION_UNCERTAIN_NP
@@ -94,6 +102,11 @@ type Client struct {
 	mc      protocol.MgmtClient
 	closed  bool
 	drained uint64
+	// peer is the socket file the connection was made to; each request
+	// checks the path still names it (os.SameFile: device and inode).
+	peer os.FileInfo
+	// gen counts successful connects.
+	gen uint64
 }
 
 // Dial creates a client for the ptp4l socket at remote. timeout is the
@@ -112,6 +125,14 @@ func Dial(ctx context.Context, remote string, timeout time.Duration) (*Client, e
 		return nil, err
 	}
 	return c, nil
+}
+
+// Generation counts the client's successful connects: it changes when the
+// client reconnected (ptp4l restarted, or another socket took the path).
+func (c *Client) Generation() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.gen
 }
 
 // Remote returns the ptp4l socket path.
@@ -171,6 +192,11 @@ func (c *Client) connectLocked() error {
 		return c.classify(err)
 	}
 	c.conn = conn
+	c.gen++
+	// The file the path names now; connect(2) resolved the same path an
+	// instant ago, so a replacement in between is caught by the next
+	// request at the latest.
+	c.peer, _ = os.Stat(c.remote)
 	// Keep the sequence counter across reconnects: a late reply to the
 	// old connection's last request may still reach the re-bound path,
 	// and a restarted counter would match it.
@@ -179,22 +205,29 @@ func (c *Client) connectLocked() error {
 }
 
 // classify maps socket errors to the sentinels, keeping the cause.
-func (c *Client) classify(err error) error {
+func (c *Client) classify(err error) error { return classify(c.remote, err) }
+
+// classify maps an error of a socket talking to the ptp4l at remote to
+// the sentinels, keeping the cause.
+func classify(remote string, err error) error {
 	switch {
 	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM):
-		return fmt.Errorf("%w: %s: %w", ErrPermission, c.remote, err)
+		return fmt.Errorf("%w: %s: %w", ErrPermission, remote, err)
 	case errors.Is(err, syscall.ENOENT):
-		return fmt.Errorf("%w: %s: %w", ErrNoSocket, c.remote, err)
+		return fmt.Errorf("%w: %s: %w", ErrNoSocket, remote, err)
+	case errors.Is(err, syscall.EPROTOTYPE):
+		// connect(2) of a datagram socket to a stream socket's path.
+		return fmt.Errorf("%w: %s is a stream (SOCK_STREAM) socket; ptp4l's management socket (uds_address) is a datagram (SOCK_DGRAM) socket: %w", ErrNotSocket, remote, err)
 	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ENOTCONN), errors.Is(err, syscall.ENOTSOCK):
 		// connect(2) answers ECONNREFUSED for a path that is no socket
 		// at all, too: look, so a typo in uds_address is not blamed on a
 		// dead ptp4l.
-		if what, ok := nonSocket(c.remote); ok {
-			return fmt.Errorf("%w: %s is %s, not a socket", ErrNotSocket, c.remote, what)
+		if what, ok := nonSocket(remote); ok {
+			return fmt.Errorf("%w: %s is %s, not a socket", ErrNotSocket, remote, what)
 		}
-		return fmt.Errorf("%w: %s: %w", ErrNotListening, c.remote, err)
+		return fmt.Errorf("%w: %s: %w", ErrNotListening, remote, err)
 	}
-	return fmt.Errorf("ptp4l socket %s: %w", c.remote, err)
+	return fmt.Errorf("ptp4l socket %s: %w", remote, err)
 }
 
 // nonSocket reports what is at path when it exists and is not a socket.
@@ -237,6 +270,8 @@ func (c *Client) Do(ctx context.Context, req *protocol.Management) (*protocol.Ma
 		if err := c.connectLocked(); err != nil {
 			return nil, err
 		}
+	} else if err := c.checkPeerLocked(); err != nil {
+		return nil, err
 	}
 	resp, err := c.doLocked(ctx, req)
 	if err != nil && !errors.Is(err, ErrManagementError) && !errors.Is(err, ErrTimeout) && ctx.Err() == nil {
@@ -248,6 +283,35 @@ func (c *Client) Do(ctx context.Context, req *protocol.Management) (*protocol.Ma
 		c.conn = nil
 	}
 	return resp, err
+}
+
+// checkPeerLocked makes sure the path still names the socket the
+// connection was made to. A connected datagram socket keeps talking to
+// the socket it was connected to even after another ptp4l unlinked the
+// path and bound its own there: without this check a long-running reader
+// would go on reading the old daemon while every new reader sees the new
+// one. On a change it reconnects and returns ErrReplaced once.
+func (c *Client) checkPeerLocked() error {
+	if c.peer == nil {
+		return nil
+	}
+	fi, err := os.Stat(c.remote)
+	if err == nil && os.SameFile(fi, c.peer) {
+		return nil
+	}
+	old := c.peer
+	_ = c.conn.Close()
+	c.conn = nil
+	if cerr := c.connectLocked(); cerr != nil {
+		// Gone altogether: say so as any failed dial does.
+		return cerr
+	}
+	now := "unknown"
+	if c.peer != nil {
+		now = c.peer.ModTime().Format("15:04:05.000000")
+	}
+	return fmt.Errorf("%w: %s now names another socket than the one this reader was connected to (bound at %s, the new one at %s): another ptp4l bound the path, or ptp4l restarted; reconnected, the new one is read from the next request",
+		ErrReplaced, c.remote, old.ModTime().Format("15:04:05.000000"), now)
 }
 
 func (c *Client) doLocked(ctx context.Context, req *protocol.Management) (*protocol.Management, error) {

@@ -13,7 +13,7 @@ import (
 	"strings"
 
 	"github.com/hilrig/hilrig/deploy"
-	"github.com/hilrig/hilrig/middleware/bench"
+	"github.com/hilrig/hilrig/bench"
 )
 
 // peerTransports are the --transport values of `hilrig bench pingpong`

@@ -9,7 +9,7 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/hilrig/hilrig/middleware/bench/internal/sys"
+	"github.com/hilrig/hilrig/bench/internal/sys"
 )
 
 // PingPongConfig configures [PingPong]. Zero values are documented per

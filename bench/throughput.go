@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/hilrig/hilrig/middleware"
-	"github.com/hilrig/hilrig/middleware/bench/internal/sys"
+	"github.com/hilrig/hilrig/bench/internal/sys"
 )
 
 // ThroughputConfig configures [Throughput].

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/hilrig/hilrig/middleware"
-	"github.com/hilrig/hilrig/middleware/bench/internal/sys"
+	"github.com/hilrig/hilrig/bench/internal/sys"
 	"github.com/hilrig/hilrig/netns"
 )
 

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hilrig/hilrig/middleware/bench/internal/sys"
+	"github.com/hilrig/hilrig/bench/internal/sys"
 	"github.com/hilrig/hilrig/netns"
 )
 

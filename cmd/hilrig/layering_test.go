@@ -77,7 +77,8 @@ func TestLayering(t *testing.T) {
 		"gpio":       {"rig", "deploy", "agent", "agentproto", "vmboard", "fixtures", "middleware", "suites"},
 		"timesync":   {"rig", "deploy", "agent", "agentproto", "vmboard", "fixtures", "middleware", "suites"},
 		"scopes":     {"rig", "deploy", "agent", "agentproto", "vmboard", "fixtures", "middleware", "suites"},
-		"report":     {"rig", "deploy", "agent", "agentproto", "vmboard", "fixtures", "middleware", "gpio", "timesync", "scopes", "suites"},
+		"report":     {"rig", "deploy", "agent", "agentproto", "vmboard", "fixtures", "middleware", "gpio", "timesync", "scopes", "suites", "hostinfo", "bench"},
+		"hostinfo":   {"rig", "deploy", "agent", "agentproto", "vmboard", "fixtures", "middleware", "gpio", "timesync", "scopes", "suites", "bench"},
 		"tracing":    {"rig", "deploy", "agent", "agentproto", "vmboard", "fixtures", "middleware", "gpio", "timesync", "scopes", "suites"},
 		"netns":      {"rig", "deploy", "agent", "agentproto", "vmboard", "fixtures", "middleware", "gpio", "timesync", "scopes", "report", "suites"},
 	}

@@ -10,8 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hilrig/hilrig/middleware"
 	"github.com/hilrig/hilrig/bench/internal/sys"
+	"github.com/hilrig/hilrig/middleware"
 	"github.com/hilrig/hilrig/netns"
 )
 

@@ -316,8 +316,8 @@ func TestUDP10MiBReliableAcrossNamespaces(t *testing.T) {
 		}}
 	sub := newSubIn(t, p.B, n, c)
 	c.UDP.Peers = []string{sub.LocalUDPAddr().String()}
-	c.UDP.Fault = &middleware.UDPFault{Seed: 20, Drop: 0.05, Reorder: 0.05}
-	pub := newPubIn(t, p.A, n, c, &middleware.PublisherOptions{SendTimeout: 5 * time.Second})
+	pub := newPubIn(t, p.A, n, c, &middleware.PublisherOptions{SendTimeout: 5 * time.Second,
+		UDPFault: &middleware.UDPFault{Seed: 20, Drop: 0.05, Reorder: 0.05}})
 	testkit.Eventually(t, 5*time.Second, "subscriber heard across the veth", func() bool { return pub.LiveSubscribers() == 1 })
 	d := drainUDP(sub)
 	tick := time.NewTicker(50 * time.Millisecond) // 20 Hz: a rate, not synchronisation
@@ -358,8 +358,7 @@ func TestUDPBestEffortExactLossAcrossNamespaces(t *testing.T) {
 		UDP: middleware.UDPConfig{Listen: netip.AddrPortFrom(p.BAddr, 0).String()}}
 	sub := newSubIn(t, p.B, n, c)
 	c.UDP.Peers = []string{sub.LocalUDPAddr().String()}
-	c.UDP.Fault = &middleware.UDPFault{Seed: 99, Drop: 0.07, DataOnly: true}
-	pub := newPubIn(t, p.A, n, c, nil)
+	pub := newPubIn(t, p.A, n, c, &middleware.PublisherOptions{UDPFault: &middleware.UDPFault{Seed: 99, Drop: 0.07, DataOnly: true}})
 	d := drainUDP(sub)
 	buf := make([]byte, 300)
 	for i := uint64(1); i <= total; i++ {

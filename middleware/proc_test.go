@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -48,9 +49,18 @@ func checkPattern(b []byte) (uint64, bool) {
 // helperCmd starts the test binary in role with extra env.
 func helperCmd(t *testing.T, role string, env ...string) (*exec.Cmd, *bufio.Reader) {
 	t.Helper()
+	return startHelper(t, nil, append([]string{helperEnv + "=" + role}, env...))
+}
+
+// startHelper starts the test binary's TestHelperProcess with env added
+// (attr nil: an ordinary child), its stderr on ours, and returns its
+// stdout. The child is killed and reaped when the test ends.
+func startHelper(t *testing.T, attr *syscall.SysProcAttr, env []string) (*exec.Cmd, *bufio.Reader) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), append([]string{helperEnv + "=" + role}, env...)...)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stderr = os.Stderr
+	cmd.SysProcAttr = attr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/netip"
 	"runtime"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -19,6 +18,7 @@ import (
 	"github.com/hilrig/hilrig/internal/testkit"
 	"github.com/hilrig/hilrig/middleware"
 	"github.com/hilrig/hilrig/netns"
+	"github.com/hilrig/hilrig/netns/netnstest"
 )
 
 func udpFill(p []byte, seq uint64) {
@@ -259,24 +259,7 @@ func TestUDPHotPathAllocs(t *testing.T) {
 // missing capability.
 func udpPair(t *testing.T, mtu int) *netns.Pair {
 	t.Helper()
-	if err := netns.Available(); err != nil {
-		t.Skipf("skipping cross-namespace UDP test: %v", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	p, err := netns.NewPair(ctx, &netns.PairOptions{MTU: mtu})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := p.Close(); err != nil {
-			t.Error(err)
-		}
-		if names, _ := netns.List(); slices.Contains(names, p.A.Name) || slices.Contains(names, p.B.Name) {
-			t.Errorf("namespaces left behind: %v", names)
-		}
-	})
-	return p
+	return netnstest.Pair(t, &netns.PairOptions{MTU: mtu})
 }
 
 // inNS runs NewPublisher/NewSubscriber inside a namespace so the socket

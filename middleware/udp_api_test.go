@@ -86,15 +86,7 @@ func TestUDPLoopbackHeadersAndQoS(t *testing.T) {
 			n := openNode(t, "udp-lo", testDomain(t))
 			c := middleware.Contract{Topic: "udp/lo", MaxPayload: 200_000, Reliability: rel, Transport: middleware.TransportUDP,
 				UDP: middleware.UDPConfig{Listen: "127.0.0.1:0", AllowFrom: []string{"127.0.0.1"}}}
-			sub, err := n.NewSubscriber(c, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			c.UDP.Peers = []string{sub.LocalUDPAddr().String()}
-			pub, err := n.NewPublisher(c, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			pub, sub := udpLoop(t, n, c)
 			if rel == middleware.Reliable {
 				testkit.Eventually(t, 5*time.Second, "subscriber heard", func() bool { return pub.LiveSubscribers() == 1 })
 			}
@@ -221,15 +213,7 @@ func TestUDPHotPathAllocs(t *testing.T) {
 	n := openNode(t, "udp-alloc", testDomain(t))
 	c := middleware.Contract{Topic: "udp/alloc", MaxPayload: 1024, Transport: middleware.TransportUDP,
 		UDP: middleware.UDPConfig{Listen: "127.0.0.1:0", HeartbeatPeriod: time.Hour}}
-	sub, err := n.NewSubscriber(c, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.UDP.Peers = []string{sub.LocalUDPAddr().String()}
-	pub, err := n.NewPublisher(c, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pub, sub := udpLoop(t, n, c)
 	ctx := context.Background()
 	p := make([]byte, 64)
 	fn := func(*middleware.Message) {}
@@ -654,15 +638,7 @@ func TestUDPReliableSenderReadsAcksInline(t *testing.T) {
 	n := openNode(t, "udp-inline", testDomain(t))
 	c := middleware.Contract{Topic: "udp/inline", MaxPayload: 64, Reliability: middleware.Reliable, Depth: 1, Transport: middleware.TransportUDP,
 		UDP: middleware.UDPConfig{Listen: "127.0.0.1:0", AllowFrom: []string{"127.0.0.1"}}}
-	sub, err := n.NewSubscriber(c, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.UDP.Peers = []string{sub.LocalUDPAddr().String()}
-	pub, err := n.NewPublisher(c, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pub, sub := udpLoop(t, n, c)
 	testkit.Eventually(t, 5*time.Second, "subscriber heard", func() bool { return pub.LiveSubscribers() == 1 })
 	ctx := ctxT(t, 20*time.Second)
 	p := make([]byte, 16)
@@ -691,4 +667,20 @@ func TestUDPReliableSenderReadsAcksInline(t *testing.T) {
 	if ss := sub.Stats(); ss.Delivered != msgs || ss.Lost != 0 {
 		t.Errorf("subscriber stats %+v", ss)
 	}
+}
+
+// udpLoop opens a subscriber on c (its UDP.Listen) and a publisher on c
+// sending to it, both with default options, failing the test on an error.
+func udpLoop(t *testing.T, n *middleware.Node, c middleware.Contract) (*middleware.Publisher, *middleware.Subscriber) {
+	t.Helper()
+	sub, err := n.NewSubscriber(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.UDP.Peers = []string{sub.LocalUDPAddr().String()}
+	pub, err := n.NewPublisher(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pub, sub
 }

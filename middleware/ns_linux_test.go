@@ -82,13 +82,8 @@ func TestReliableAcrossPIDNamespaces(t *testing.T) {
 		}
 		cmd, out := nsHelperCmd(t, "sub", t.TempDir(), append(helperEnvFor(d, c, count), stall)...)
 		expectLine(t, out, "ready")
-		buf := make([]byte, c.MaxPayload)
-		for i := 1; i <= count; i++ {
-			sz := 8 + i*37%(c.MaxPayload-8)
-			fillPattern(buf[:sz], uint64(i))
-			if err := pub.Send(buf[:sz]); err != nil {
-				t.Fatalf("send %d: %v", i, err)
-			}
+		if err := sendPatterns(pub, c.MaxPayload, count); err != nil {
+			t.Fatal(err)
 		}
 		expectLine(t, out, "done")
 		if err := cmd.Wait(); err != nil {

@@ -21,7 +21,7 @@ import (
 	"github.com/hilrig/hilrig/agent/internal/sys"
 	"github.com/hilrig/hilrig/agentproto"
 	"github.com/hilrig/hilrig/gpio"
-	"github.com/hilrig/hilrig/report"
+	"github.com/hilrig/hilrig/hostinfo"
 )
 
 // PeerOpener opens a peer's participant (runtime) for board on net.
@@ -57,7 +57,7 @@ type Options struct {
 	// EnvPaths are the /proc and /sys roots the hello's environment
 	// (governor, isolcpus, nohz_full, NIC IRQ affinity) is read from;
 	// zero: the real ones. Tests point them at a fake tree.
-	EnvPaths report.EnvPaths
+	EnvPaths hostinfo.EnvPaths
 }
 
 func (o *Options) withDefaults() Options {
@@ -131,7 +131,7 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, opts *Options) error 
 	host, _ := os.Hostname()
 	// Small file reads of /proc and /sys, once per agent, before any
 	// endpoint runs: they cost no measured message anything.
-	env := report.CollectEnvFrom(o.EnvPaths)
+	env := hostinfo.CollectEnvFrom(o.EnvPaths)
 	if err := a.enc.Encode(agentproto.NewHello(agentproto.Hello{
 		Agent: o.Build, Board: o.Board, Hostname: host, GOOS: runtime.GOOS, GOARCH: runtime.GOARCH,
 		PID: os.Getpid(), NumCPU: runtime.NumCPU(), Kernel: sys.Kernel(),

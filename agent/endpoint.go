@@ -12,6 +12,7 @@ import (
 
 	"github.com/hilrig/hilrig/agent/internal/sys"
 	"github.com/hilrig/hilrig/agentproto"
+	"github.com/hilrig/hilrig/hostinfo"
 	"github.com/hilrig/hilrig/internal/monoclock"
 	"github.com/hilrig/hilrig/middleware"
 	"github.com/hilrig/hilrig/report"
@@ -238,7 +239,7 @@ func (e *endpoint) run(parent context.Context) {
 		loop = l
 	}
 	// One collection now, so the live-heap reading in every window
-	// (report.GoHeapLive, refreshed only by a GC) already holds this
+	// (hostinfo.GoHeapLive, refreshed only by a GC) already holds this
 	// endpoint's own state — three histograms of ~210 KiB, buffers. With
 	// allocation-free hot paths the next GC may come only late in a short
 	// run, and the set-up then reads as growth (10 subscribers: 6.3 →
@@ -388,7 +389,7 @@ func (e *endpoint) flushWindow(now time.Time) {
 	u := sys.ProcessUsage()
 	w := &agentproto.Window{
 		Endpoint: e.id, Index: e.windowIx, StartNs: e.winStart.UnixNano(), EndNs: now.UnixNano(),
-		Sent: sent, Received: recv, Lost: lost, RSSBytes: report.ProcessRSS(), HeapLiveBytes: report.GoHeapLive(), HeapAllocBytes: report.GoHeapAllocs(),
+		Sent: sent, Received: recv, Lost: lost, RSSBytes: hostinfo.ProcessRSS(), HeapLiveBytes: hostinfo.GoHeapLive(), HeapAllocBytes: hostinfo.GoHeapAllocs(),
 		CPUUserNs: u.UserNs - e.usage.UserNs, CPUSysNs: u.SysNs - e.usage.SysNs,
 	}
 	if e.recordsLatency() {

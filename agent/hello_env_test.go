@@ -8,6 +8,7 @@ import (
 
 	"github.com/hilrig/hilrig/agent"
 	"github.com/hilrig/hilrig/agentproto"
+	"github.com/hilrig/hilrig/hostinfo"
 	"github.com/hilrig/hilrig/internal/testkit"
 	"github.com/hilrig/hilrig/report"
 )
@@ -17,7 +18,7 @@ import (
 // fake tree here, so every field has a known value to compare.
 func TestHelloCarriesBoardEnvironment(t *testing.T) {
 	root := t.TempDir()
-	p := report.EnvPaths{Proc: filepath.Join(root, "proc"), Sys: filepath.Join(root, "sys")}
+	p := hostinfo.EnvPaths{Proc: filepath.Join(root, "proc"), Sys: filepath.Join(root, "sys")}
 	cpu := filepath.Join(p.Sys, "devices/system/cpu")
 	testkit.WriteFile(t, filepath.Join(cpu, "online"), "0-3\n")
 	testkit.WriteFile(t, filepath.Join(cpu, "isolated"), "2-3\n")

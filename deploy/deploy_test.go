@@ -14,8 +14,8 @@ import (
 
 	"github.com/hilrig/hilrig/agentproto"
 	"github.com/hilrig/hilrig/deploy"
+	"github.com/hilrig/hilrig/deploy/deploytest"
 	"github.com/hilrig/hilrig/internal/safefile"
-	"github.com/hilrig/hilrig/internal/testbin"
 	"github.com/hilrig/hilrig/internal/testkit"
 	"github.com/hilrig/hilrig/netns"
 )
@@ -29,7 +29,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	cacheDir = dir
-	agentBin, _, err = testbin.Build(dir)
+	agentBin, _, err = deploytest.Build(dir)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.RemoveAll(dir)

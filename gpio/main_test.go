@@ -1,7 +1,6 @@
 package gpio_test
 
 import (
-	"fmt"
 	"os"
 	"testing"
 
@@ -15,10 +14,5 @@ func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) != "" {
 		os.Exit(childMain())
 	}
-	code := m.Run()
-	if left := gpiotest.LeakedChips(); len(left) > 0 {
-		fmt.Fprintf(os.Stderr, "FAIL: tests left simulated chip files behind: %v\n", left)
-		code = 1
-	}
-	os.Exit(code)
+	os.Exit(gpiotest.Main(m))
 }

@@ -23,14 +23,7 @@ func TestHotPathsDoNotAllocate(t *testing.T) {
 				}
 				defer n.Close()
 				c := middleware.Contract{Topic: "alloc", MaxPayload: 1024, Transport: tc.tr}
-				sub, err := n.NewSubscriber(c, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				pub, err := n.NewPublisher(c, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
+				sub, pub := openPair(t, n, c)
 				payload := make([]byte, 512)
 				ctx := context.Background()
 				var sum int
@@ -130,14 +123,7 @@ func BenchmarkSendNext(b *testing.B) {
 			d := testDomain(b)
 			n := openNode(b, "bench", d)
 			c := middleware.Contract{Topic: "bench", MaxPayload: size, Transport: middleware.TransportShm}
-			sub, err := n.NewSubscriber(c, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			pub, err := n.NewPublisher(c, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
+			sub, pub := openPair(b, n, c)
 			payload := make([]byte, size)
 			ctx := context.Background()
 			fn := func(*middleware.Message) {}

@@ -137,6 +137,12 @@ type PublisherOptions struct {
 	// returns. It must not block or retain the argument. nil (the
 	// default) costs one branch per message.
 	Stages func(*PublishStages)
+	// UDPFault, when non-nil, puts a seeded fault-injection layer under a
+	// UDP publisher's socket (drop, duplicate, reorder, delay; counted in
+	// UDPPublisherStats.Fault); ignored by shm and intra. It is a per-call
+	// option for fault tests, not a topic's configuration, so UDPConfig
+	// (decoded from fixtures) has no such field. nil (the default): none.
+	UDPFault *UDPFault
 }
 
 // PublishStages are the publisher-side stage stamps of one message,

@@ -26,14 +26,7 @@ func TestSendReceive(t *testing.T) {
 			d := testDomain(t)
 			n := openNode(t, "n1", d)
 			c := middleware.Contract{Topic: "cmd/vel", MaxPayload: 64, Depth: 8, Transport: tc.tr, Reliability: middleware.Reliable}
-			sub, err := n.NewSubscriber(c, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			pub, err := n.NewPublisher(c, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			sub, pub := openPair(t, n, c)
 			ctx := ctxT(t, 10e9)
 			for i := 1; i <= 50; i++ {
 				want := fmt.Appendf(nil, "msg-%d", i)

@@ -46,6 +46,21 @@ func openNode(t testing.TB, name, domain string) *middleware.Node {
 	return n
 }
 
+// openPair opens a subscriber and then a publisher on c in n, both with
+// default options, failing the test on an error; Node.Close closes them.
+func openPair(t testing.TB, n *middleware.Node, c middleware.Contract) (*middleware.Subscriber, *middleware.Publisher) {
+	t.Helper()
+	sub, err := n.NewSubscriber(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := n.NewPublisher(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sub, pub
+}
+
 func ctxT(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)

@@ -30,22 +30,8 @@ const nsEnv = "HILRIG_NS"
 // mount namespace. Needs root.
 func nsHelperCmd(t *testing.T, role, segDir string, env ...string) (*exec.Cmd, *bufio.Reader) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), append([]string{helperEnv + "=" + role, nsEnv + "=1", "HILRIG_SEGDIR=" + segDir}, env...)...)
-	cmd.Stderr = os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: unix.CLONE_NEWPID | unix.CLONE_NEWNS, Pdeathsig: syscall.SIGKILL}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	return cmd, bufio.NewReader(out)
+	return startHelper(t, &syscall.SysProcAttr{Cloneflags: unix.CLONE_NEWPID | unix.CLONE_NEWNS, Pdeathsig: syscall.SIGKILL},
+		append([]string{helperEnv + "=" + role, nsEnv + "=1", "HILRIG_SEGDIR=" + segDir}, env...))
 }
 
 // enterContainer runs first in a helper started by nsHelperCmd: it checks
@@ -96,13 +82,8 @@ func TestReliableAcrossPIDNamespaces(t *testing.T) {
 		}
 		cmd, out := nsHelperCmd(t, "sub", t.TempDir(), append(helperEnvFor(d, c, count), stall)...)
 		expectLine(t, out, "ready")
-		buf := make([]byte, c.MaxPayload)
-		for i := 1; i <= count; i++ {
-			sz := 8 + i*37%(c.MaxPayload-8)
-			fillPattern(buf[:sz], uint64(i))
-			if err := pub.Send(buf[:sz]); err != nil {
-				t.Fatalf("send %d: %v", i, err)
-			}
+		if err := sendPatterns(pub, c.MaxPayload, count); err != nil {
+			t.Fatal(err)
 		}
 		expectLine(t, out, "done")
 		if err := cmd.Wait(); err != nil {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -48,9 +49,18 @@ func checkPattern(b []byte) (uint64, bool) {
 // helperCmd starts the test binary in role with extra env.
 func helperCmd(t *testing.T, role string, env ...string) (*exec.Cmd, *bufio.Reader) {
 	t.Helper()
+	return startHelper(t, nil, append([]string{helperEnv + "=" + role}, env...))
+}
+
+// startHelper starts the test binary's TestHelperProcess with env added
+// (attr nil: an ordinary child), its stderr on ours, and returns its
+// stdout. The child is killed and reaped when the test ends.
+func startHelper(t *testing.T, attr *syscall.SysProcAttr, env []string) (*exec.Cmd, *bufio.Reader) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), append([]string{helperEnv + "=" + role}, env...)...)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stderr = os.Stderr
+	cmd.SysProcAttr = attr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -148,15 +158,7 @@ func runHelper(role string) error {
 		if err != nil {
 			return err
 		}
-		buf := make([]byte, c.MaxPayload)
-		for i := 1; i <= count; i++ {
-			sz := 8 + i*37%(c.MaxPayload-8)
-			fillPattern(buf[:sz], uint64(i))
-			if err := p.Send(buf[:sz]); err != nil {
-				return fmt.Errorf("send %d: %w", i, err)
-			}
-		}
-		return nil
+		return sendPatterns(p, c.MaxPayload, count)
 	case "pubforever": // loan path, written in chunks: SIGKILL lands mid-write
 		p, err := n.NewPublisher(c, &middleware.PublisherOptions{SendTimeout: time.Hour})
 		if err != nil {
@@ -295,17 +297,27 @@ func TestMultiProcess(t *testing.T) {
 		defer pub.Close()
 		cmd, out := helperCmd(t, "sub", helperEnvFor(d, c, count)...)
 		expectLine(t, out, "ready")
-		buf := make([]byte, c.MaxPayload)
-		for i := 1; i <= count; i++ {
-			sz := 8 + i*37%(c.MaxPayload-8)
-			fillPattern(buf[:sz], uint64(i))
-			if err := pub.Send(buf[:sz]); err != nil {
-				t.Fatalf("send %d: %v", i, err)
-			}
+		if err := sendPatterns(pub, c.MaxPayload, count); err != nil {
+			t.Fatal(err)
 		}
 		expectLine(t, out, "done")
 		if err := cmd.Wait(); err != nil {
 			t.Fatalf("subscriber child: %v", err)
 		}
 	})
+}
+
+// sendPatterns sends messages 1..count on p, message i of 8 + i*37 %
+// (maxPayload-8) bytes filled with fillPattern(i), the sizes and contents
+// the helper subscribers check; the first error names the message.
+func sendPatterns(p *middleware.Publisher, maxPayload, count int) error {
+	buf := make([]byte, maxPayload)
+	for i := 1; i <= count; i++ {
+		sz := 8 + i*37%(maxPayload-8)
+		fillPattern(buf[:sz], uint64(i))
+		if err := p.Send(buf[:sz]); err != nil {
+			return fmt.Errorf("send %d: %w", i, err)
+		}
+	}
+	return nil
 }

@@ -23,14 +23,7 @@ func TestBestEffortCountsExactLoss(t *testing.T) {
 			d := testDomain(t)
 			n := openNode(t, "be", d)
 			c := middleware.Contract{Topic: "be/loss", MaxPayload: 16, Depth: 4, Slots: 6, Transport: tc.tr}
-			sub, err := n.NewSubscriber(c, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			pub, err := n.NewPublisher(c, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			sub, pub := openPair(t, n, c)
 			ctx := ctxT(t, 10*time.Second)
 			send := func(from, to int) {
 				for i := from; i <= to; i++ {

@@ -90,14 +90,7 @@ func TestTenMiBFrame(t *testing.T) {
 			d := testDomain(t)
 			n := openNode(t, "big", d)
 			c := middleware.Contract{Topic: "cam/raw", MaxPayload: size, Transport: tc.tr}
-			sub, err := n.NewSubscriber(c, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			pub, err := n.NewPublisher(c, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			sub, pub := openPair(t, n, c)
 			l, err := pub.Loan()
 			if err != nil {
 				t.Fatal(err)

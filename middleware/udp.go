@@ -25,7 +25,7 @@ import (
 type UDPSubscriberStats = udp.ReceiverStats
 
 // UDPPublisherStats are a UDP publisher's transport counters plus the
-// injected faults (zero without UDPConfig.Fault).
+// injected faults (zero without PublisherOptions.UDPFault).
 type UDPPublisherStats struct {
 	udp.SenderStats
 	Fault udp.FaultStats
@@ -283,7 +283,7 @@ func newUDPPublisher(n *Node, c Contract, o *PublisherOptions) (pubTransport, er
 	}
 	var conn udp.Conn = sock
 	t := &udpPub{n: n}
-	if f := c.UDP.Fault; f != nil {
+	if f := udpFaultOf(o); f != nil {
 		fc := udp.FaultConfig{Seed: f.Seed, Drop: f.Drop, Duplicate: f.Duplicate, Reorder: f.Reorder, DelayRate: f.DelayRate, Delay: f.Delay}
 		if f.DataOnly {
 			fc.Kinds = udp.KindMask(udp.KindData, udp.KindBatch)
@@ -596,4 +596,12 @@ func ListenUDPAnnounces(ctx context.Context, group, iface string, fn func(UDPAnn
 		}
 	})
 	return err
+}
+
+// udpFaultOf is o's fault layer configuration; nil for nil options.
+func udpFaultOf(o *PublisherOptions) *UDPFault {
+	if o == nil {
+		return nil
+	}
+	return o.UDPFault
 }

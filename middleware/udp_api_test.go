@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/netip"
 	"runtime"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -19,6 +18,7 @@ import (
 	"github.com/hilrig/hilrig/internal/testkit"
 	"github.com/hilrig/hilrig/middleware"
 	"github.com/hilrig/hilrig/netns"
+	"github.com/hilrig/hilrig/netns/netnstest"
 )
 
 func udpFill(p []byte, seq uint64) {
@@ -86,15 +86,7 @@ func TestUDPLoopbackHeadersAndQoS(t *testing.T) {
 			n := openNode(t, "udp-lo", testDomain(t))
 			c := middleware.Contract{Topic: "udp/lo", MaxPayload: 200_000, Reliability: rel, Transport: middleware.TransportUDP,
 				UDP: middleware.UDPConfig{Listen: "127.0.0.1:0", AllowFrom: []string{"127.0.0.1"}}}
-			sub, err := n.NewSubscriber(c, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			c.UDP.Peers = []string{sub.LocalUDPAddr().String()}
-			pub, err := n.NewPublisher(c, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			pub, sub := udpLoop(t, n, c)
 			if rel == middleware.Reliable {
 				testkit.Eventually(t, 5*time.Second, "subscriber heard", func() bool { return pub.LiveSubscribers() == 1 })
 			}
@@ -221,15 +213,7 @@ func TestUDPHotPathAllocs(t *testing.T) {
 	n := openNode(t, "udp-alloc", testDomain(t))
 	c := middleware.Contract{Topic: "udp/alloc", MaxPayload: 1024, Transport: middleware.TransportUDP,
 		UDP: middleware.UDPConfig{Listen: "127.0.0.1:0", HeartbeatPeriod: time.Hour}}
-	sub, err := n.NewSubscriber(c, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.UDP.Peers = []string{sub.LocalUDPAddr().String()}
-	pub, err := n.NewPublisher(c, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pub, sub := udpLoop(t, n, c)
 	ctx := context.Background()
 	p := make([]byte, 64)
 	fn := func(*middleware.Message) {}
@@ -259,24 +243,7 @@ func TestUDPHotPathAllocs(t *testing.T) {
 // missing capability.
 func udpPair(t *testing.T, mtu int) *netns.Pair {
 	t.Helper()
-	if err := netns.Available(); err != nil {
-		t.Skipf("skipping cross-namespace UDP test: %v", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	p, err := netns.NewPair(ctx, &netns.PairOptions{MTU: mtu})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := p.Close(); err != nil {
-			t.Error(err)
-		}
-		if names, _ := netns.List(); slices.Contains(names, p.A.Name) || slices.Contains(names, p.B.Name) {
-			t.Errorf("namespaces left behind: %v", names)
-		}
-	})
-	return p
+	return netnstest.Pair(t, &netns.PairOptions{MTU: mtu})
 }
 
 // inNS runs NewPublisher/NewSubscriber inside a namespace so the socket
@@ -316,8 +283,8 @@ func TestUDP10MiBReliableAcrossNamespaces(t *testing.T) {
 		}}
 	sub := newSubIn(t, p.B, n, c)
 	c.UDP.Peers = []string{sub.LocalUDPAddr().String()}
-	c.UDP.Fault = &middleware.UDPFault{Seed: 20, Drop: 0.05, Reorder: 0.05}
-	pub := newPubIn(t, p.A, n, c, &middleware.PublisherOptions{SendTimeout: 5 * time.Second})
+	pub := newPubIn(t, p.A, n, c, &middleware.PublisherOptions{SendTimeout: 5 * time.Second,
+		UDPFault: &middleware.UDPFault{Seed: 20, Drop: 0.05, Reorder: 0.05}})
 	testkit.Eventually(t, 5*time.Second, "subscriber heard across the veth", func() bool { return pub.LiveSubscribers() == 1 })
 	d := drainUDP(sub)
 	tick := time.NewTicker(50 * time.Millisecond) // 20 Hz: a rate, not synchronisation
@@ -358,8 +325,7 @@ func TestUDPBestEffortExactLossAcrossNamespaces(t *testing.T) {
 		UDP: middleware.UDPConfig{Listen: netip.AddrPortFrom(p.BAddr, 0).String()}}
 	sub := newSubIn(t, p.B, n, c)
 	c.UDP.Peers = []string{sub.LocalUDPAddr().String()}
-	c.UDP.Fault = &middleware.UDPFault{Seed: 99, Drop: 0.07, DataOnly: true}
-	pub := newPubIn(t, p.A, n, c, nil)
+	pub := newPubIn(t, p.A, n, c, &middleware.PublisherOptions{UDPFault: &middleware.UDPFault{Seed: 99, Drop: 0.07, DataOnly: true}})
 	d := drainUDP(sub)
 	buf := make([]byte, 300)
 	for i := uint64(1); i <= total; i++ {
@@ -672,15 +638,7 @@ func TestUDPReliableSenderReadsAcksInline(t *testing.T) {
 	n := openNode(t, "udp-inline", testDomain(t))
 	c := middleware.Contract{Topic: "udp/inline", MaxPayload: 64, Reliability: middleware.Reliable, Depth: 1, Transport: middleware.TransportUDP,
 		UDP: middleware.UDPConfig{Listen: "127.0.0.1:0", AllowFrom: []string{"127.0.0.1"}}}
-	sub, err := n.NewSubscriber(c, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.UDP.Peers = []string{sub.LocalUDPAddr().String()}
-	pub, err := n.NewPublisher(c, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pub, sub := udpLoop(t, n, c)
 	testkit.Eventually(t, 5*time.Second, "subscriber heard", func() bool { return pub.LiveSubscribers() == 1 })
 	ctx := ctxT(t, 20*time.Second)
 	p := make([]byte, 16)
@@ -709,4 +667,20 @@ func TestUDPReliableSenderReadsAcksInline(t *testing.T) {
 	if ss := sub.Stats(); ss.Delivered != msgs || ss.Lost != 0 {
 		t.Errorf("subscriber stats %+v", ss)
 	}
+}
+
+// udpLoop opens a subscriber on c (its UDP.Listen) and a publisher on c
+// sending to it, both with default options, failing the test on an error.
+func udpLoop(t *testing.T, n *middleware.Node, c middleware.Contract) (*middleware.Publisher, *middleware.Subscriber) {
+	t.Helper()
+	sub, err := n.NewSubscriber(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.UDP.Peers = []string{sub.LocalUDPAddr().String()}
+	pub, err := n.NewPublisher(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pub, sub
 }

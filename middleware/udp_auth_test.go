@@ -74,15 +74,8 @@ func TestUDPAuthenticatedTopic(t *testing.T) {
 	t.Cleanup(func() { n.Close() })
 	c := middleware.Contract{Topic: "udp/auth", MaxPayload: 1024, Transport: middleware.TransportUDP, Reliability: middleware.Reliable,
 		UDP: middleware.UDPConfig{Listen: "127.0.0.1:0", HeartbeatPeriod: time.Hour}}
-	sub, err := n.NewSubscriber(c, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.UDP.Peers = []string{sub.LocalUDPAddr().String()}
-	pub, err := n.NewPublisher(c, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pub, sub := udpLoop(t, n, c)
+	c.UDP.Peers = []string{sub.LocalUDPAddr().String()} // for the foreign-key publisher below
 	ctx := context.Background()
 	p := make([]byte, 64)
 	var got uint64

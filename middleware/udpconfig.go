@@ -139,13 +139,11 @@ type UDPConfig struct {
 	// counted (docs/security.md, "UDP"). Both ends need the same key.
 	// Default: NodeOptions.UDPKeyFile; empty there too: unauthenticated.
 	KeyFile string `yaml:"key_file,omitempty" json:"key_file,omitempty"`
-
-	// Fault injects seeded, deterministic faults under the publisher's
-	// socket (tests only; never set by fixtures).
-	Fault *UDPFault `yaml:"-" json:"-"`
 }
 
-// UDPFault is a seeded fault-injection layer under a publisher's socket:
+// UDPFault is a seeded fault-injection layer under a publisher's socket
+// (PublisherOptions.UDPFault; the fault specs' tool, never part of a
+// topic's loadable configuration):
 // per datagram, in send order, a PCG seeded with Seed decides drop,
 // duplicate, reorder (hold and send after the next faulted datagram: with
 // DataOnly, heartbeats pass a held DATA without releasing it) and delay.

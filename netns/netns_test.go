@@ -1,34 +1,17 @@
 package netns_test
 
 import (
-	"context"
 	"net"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/hilrig/hilrig/netns"
+	"github.com/hilrig/hilrig/netns/netnstest"
 )
 
 func TestPairUDP(t *testing.T) {
-	if err := netns.Available(); err != nil {
-		t.Skip(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	p, err := netns.NewPair(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := p.Close(); err != nil {
-			t.Error(err)
-		}
-		names, _ := netns.List()
-		if slices.Contains(names, p.A.Name) || slices.Contains(names, p.B.Name) {
-			t.Errorf("namespaces left behind: %v", names)
-		}
-	})
+	p := netnstest.Pair(t, nil)
 	own, err := netns.ListOwn()
 	if err != nil {
 		t.Fatal(err)

@@ -52,7 +52,7 @@ type RunInfo struct {
 	Rack        string `json:"rack"`
 	GitRevision string `json:"git_revision"` // "<sha>" or "<sha>-dirty"
 	// GitBranch is the branch checked out ("" on a detached HEAD) and
-	// GitTags the tags pointing at the revision (see report.GitRef); a
+	// GitTags the tags pointing at the revision (see hostinfo.GitRef); a
 	// results store picks baselines by them (compare --baseline
 	// branch:NAME, tag:NAME).
 	GitBranch string   `json:"git_branch,omitempty"`

@@ -2,33 +2,22 @@ package rig_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/creack/pty"
-
-	"github.com/hilrig/hilrig/fixtures"
 	"github.com/hilrig/hilrig/internal/testkit"
 	"github.com/hilrig/hilrig/rig"
+	"github.com/hilrig/hilrig/rig/console/consoletest"
 )
 
 // TestRigCapturesBoardConsoles: a board with a console: block has its
 // serial console captured into Options.ConsoleDir from Open to Close.
 func TestRigCapturesBoardConsoles(t *testing.T) {
-	ptmx, tty, err := pty.Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ptmx.Close()
-	defer tty.Close()
-	rack, err := fixtures.ParseRack("c.yaml", []byte(fmt.Sprintf("name: c\nboards:\n  - name: dut\n    reach: local\n    console: {device: %s}\n", tty.Name())))
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := consoletest.New(t)
+	rack := p.Rack(t)
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -40,8 +29,8 @@ func TestRigCapturesBoardConsoles(t *testing.T) {
 	if !ok {
 		t.Fatal("no console capture for board dut")
 	}
-	fmt.Fprint(ptmx, "[ 1.0] Out of memory: Killed process 42 (hilrig)\r\n")
-	fmt.Fprint(ptmx, "login: \r\n")
+	p.Write("[ 1.0] Out of memory: Killed process 42 (hilrig)")
+	p.Write("login: ")
 	testkit.Eventually(t, 10*time.Second, "the OOM line flagged", func() bool { return len(c.Flags()) == 1 && len(c.Tail(5)) == 2 })
 	// What a failing case carries: the flagged line and the tail.
 	rep := r.ConsoleReport(5)

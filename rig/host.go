@@ -6,9 +6,9 @@ import (
 	"sync/atomic"
 
 	"github.com/hilrig/hilrig/agentproto"
+	"github.com/hilrig/hilrig/bench"
 	"github.com/hilrig/hilrig/fixtures"
 	"github.com/hilrig/hilrig/middleware"
-	"github.com/hilrig/hilrig/middleware/bench"
 	"github.com/hilrig/hilrig/report"
 )
 

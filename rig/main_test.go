@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/hilrig/hilrig/internal/testbin"
+	"github.com/hilrig/hilrig/deploy/deploytest"
 )
 
 // hilrigBin is the agent binary built once for this test run.
@@ -18,7 +18,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	buildCache = dir
-	hilrigBin, _, err = testbin.Build(dir)
+	hilrigBin, _, err = deploytest.Build(dir)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "building the agent binary for the rig tests:", err)
 		os.RemoveAll(dir)

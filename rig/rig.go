@@ -607,33 +607,12 @@ func (r *Rig) startAgent(ctx context.Context, b *fixtures.Board) (*Agent, error)
 		if err != nil {
 			return nil, fmt.Errorf("rig: board %s: %w", b.Name, err)
 		}
-		var bin string
-		if (b.GOOS == "" || b.GOOS == runtime.GOOS) && (b.GOARCH == "" || b.GOARCH == runtime.GOARCH) {
-			bin, err = r.localBinary(ctx) // same platform: ship the controller's own build
-		} else {
-			bo := r.opts.Build
-			bo.GOOS, bo.GOARCH = b.GOOS, b.GOARCH
-			bin, err = deploy.Build(ctx, bo)
-		}
+		proc, remoteBin, err = sshc.StartAgent(ctx, deploy.AgentBuild{GOOS: b.GOOS, GOARCH: b.GOARCH, Local: r.localBinary,
+			Build: r.opts.Build, RemoteDir: b.SSH.RemoteDir}, args...)
 		if err != nil {
 			sshc.Close()
 			return nil, fmt.Errorf("rig: board %s: %w", b.Name, err)
 		}
-		dir := "/tmp/hilrig"
-		if b.SSH.RemoteDir != "" {
-			dir = b.SSH.RemoteDir
-		}
-		remote, err := sshc.Upload(ctx, bin, dir)
-		if err != nil {
-			sshc.Close()
-			return nil, fmt.Errorf("rig: board %s: %w", b.Name, err)
-		}
-		proc, err = sshc.Start(ctx, remote, args...)
-		if err != nil {
-			sshc.Close()
-			return nil, fmt.Errorf("rig: board %s: %w", b.Name, err)
-		}
-		remoteBin = remote
 	}
 	a, err := newAgent(ctx, b, proc, sshc, r.opts.StartTimeout, r.opts.MaxWindows)
 	if err != nil {

@@ -279,21 +279,7 @@ func TestCheckClaimsFailsBrokenScope(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close() // nothing listens there any more
-	rack, err := fixtures.ParseRack("broken.yaml", []byte(`name: broken
-capabilities: [scope]
-boards:
-  - {name: a, reach: local, markers: [{name: tx, chip: "sim:brk", offset: 0}]}
-instruments:
-  scope: {driver: scpi, address: "`+addr+`", channels: 2, wiring: [{channel: 1, board: a, marker: tx}]}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := rig.Open(context.Background(), rack, &rig.Options{Binary: hilrigBin})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := openScopeRack(t, "broken", "brk", addr)
 	if err := r.CheckClaims(context.Background()); !errors.Is(err, rig.ErrClaimBroken) || !strings.Contains(err.Error(), "scope") {
 		t.Errorf("CheckClaims = %v, want ErrClaimBroken naming the scope", err)
 	}
@@ -307,13 +293,25 @@ func TestCheckClaimsFailsOtherVendor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.Close()
-	rack, err := fixtures.ParseRack("lecroy.yaml", []byte(`name: lecroy
+	t.Cleanup(func() { srv.Close() })
+	r := openScopeRack(t, "lecroy", "lcr", srv.Addr())
+	err = r.CheckClaims(context.Background())
+	if !errors.Is(err, rig.ErrClaimBroken) || !errors.Is(err, scopes.ErrWrongInstrument) || !strings.Contains(err.Error(), "LECROY") {
+		t.Errorf("CheckClaims = %v, want ErrClaimBroken naming the LECROY that answered", err)
+	}
+}
+
+// openScopeRack opens a rig on a one-board rack (name, board a with marker
+// tx on sim chip chip) claiming a 2-channel SCPI scope at addr; the rig is
+// closed at the test's end.
+func openScopeRack(t *testing.T, name, chip, addr string) *rig.Rig {
+	t.Helper()
+	rack, err := fixtures.ParseRack(name+".yaml", []byte(`name: `+name+`
 capabilities: [scope]
 boards:
-  - {name: a, reach: local, markers: [{name: tx, chip: "sim:lcr", offset: 0}]}
+  - {name: a, reach: local, markers: [{name: tx, chip: "sim:`+chip+`", offset: 0}]}
 instruments:
-  scope: {driver: scpi, address: "`+srv.Addr()+`", channels: 2, wiring: [{channel: 1, board: a, marker: tx}]}
+  scope: {driver: scpi, address: "`+addr+`", channels: 2, wiring: [{channel: 1, board: a, marker: tx}]}
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -322,11 +320,8 @@ instruments:
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
-	err = r.CheckClaims(context.Background())
-	if !errors.Is(err, rig.ErrClaimBroken) || !errors.Is(err, scopes.ErrWrongInstrument) || !strings.Contains(err.Error(), "LECROY") {
-		t.Errorf("CheckClaims = %v, want ErrClaimBroken naming the LECROY that answered", err)
-	}
+	t.Cleanup(func() { r.Close() })
+	return r
 }
 
 // TestCheckClaimsGPIOCapture: a gpio-capture "scope" has no SCPI to ask;

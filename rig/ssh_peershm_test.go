@@ -11,8 +11,8 @@ import (
 
 	"github.com/hilrig/hilrig/agentproto"
 	"github.com/hilrig/hilrig/deploy"
+	"github.com/hilrig/hilrig/deploy/sshdtest"
 	"github.com/hilrig/hilrig/fixtures"
-	"github.com/hilrig/hilrig/internal/sshdtest"
 	"github.com/hilrig/hilrig/middleware"
 	"github.com/hilrig/hilrig/rig"
 )

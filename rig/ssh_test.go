@@ -15,8 +15,8 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/hilrig/hilrig/deploy"
+	"github.com/hilrig/hilrig/deploy/sshdtest"
 	"github.com/hilrig/hilrig/fixtures"
-	"github.com/hilrig/hilrig/internal/sshdtest"
 	"github.com/hilrig/hilrig/rig"
 )
 

@@ -12,8 +12,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/hilrig/hilrig/bench"
 	"github.com/hilrig/hilrig/deploy"
-	"github.com/hilrig/hilrig/middleware/bench"
 )
 
 // peerTransports are the --transport values of `hilrig bench pingpong`

@@ -5,12 +5,12 @@ import (
 	"io"
 	"os"
 
-	"github.com/hilrig/hilrig/middleware/bench"
+	"github.com/hilrig/hilrig/bench"
 )
 
 // runBench is the "hilrig bench" sub-command: pingpong, throughput and
 // ddsperf benchmarks with their baselines in the same run. The logic lives
-// in middleware/bench; the other end of a two-process run re-executes this
+// in bench; the other end of a two-process run re-executes this
 // binary as "hilrig bench pong|sink <spec>".
 //
 // `bench pingpong --transport cyclonedds|fastdds|iceoryx` runs in the peer

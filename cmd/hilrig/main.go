@@ -5,7 +5,7 @@
 // main only dispatches (internal/cli): each sub-command's logic, flags and
 // usage live in its area's command package (gpio/gpiocli, timesync/ptpcli,
 // scopes/scopecli, report/reportcli, vmboard/vmcli, middleware/shmtool,
-// middleware/bench, agent), which all wrap the one cli.ErrUsage.
+// bench, agent), which all wrap the one cli.ErrUsage.
 package main
 
 import (

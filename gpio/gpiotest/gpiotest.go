@@ -428,6 +428,18 @@ func (s *Sim) LineName(offset int) string {
 
 var _ Harness = (*Sim)(nil)
 
+// Main runs a test binary's tests (m.Run) and then fails the run if they
+// left a simulated chip file behind (LeakedChips, named on stderr). It
+// returns the exit code: `func TestMain(m *testing.M) { os.Exit(gpiotest.Main(m)) }`.
+func Main(m *testing.M) int {
+	code := m.Run()
+	if left := LeakedChips(); len(left) > 0 {
+		fmt.Fprintf(os.Stderr, "FAIL: tests left simulated chip files behind: %v\n", left)
+		code = 1
+	}
+	return code
+}
+
 // LeakedChips returns the chip files that NewSim made in this process and
 // that still exist; TestMain calls it after m.Run to fail a run that leaks
 // shared memory. It removes what it finds so the machine stays clean.

@@ -11,23 +11,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/creack/pty"
-
 	"github.com/hilrig/hilrig/fixtures"
 	"github.com/hilrig/hilrig/internal/testkit"
 	"github.com/hilrig/hilrig/rig/console"
+	"github.com/hilrig/hilrig/rig/console/consoletest"
 )
 
 // TestSerialCaptureThroughPty: the board side writes into a pty master;
 // the capture opens the slave as a serial device (termios raw, 115200).
 func TestSerialCaptureThroughPty(t *testing.T) {
-	ptmx, tty, err := pty.Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ptmx.Close()
-	name := tty.Name()
-	tty.Close() // the capture opens it by path, as a serial device
+	p := consoletest.New(t)
+	name := p.Device
+	p.CloseSlave() // the capture opens it by path, as a serial device
 	path := filepath.Join(t.TempDir(), "console-dut.log")
 	c, err := console.Open("dut", fixtures.Console{Device: name, Baud: 115200, Parity: "none"}, path)
 	if err != nil {
@@ -42,7 +37,7 @@ func TestSerialCaptureThroughPty(t *testing.T) {
 		"[   15.000000] BUG: kernel NULL pointer dereference, address: 0000000000000000",
 	}
 	for _, l := range boot {
-		fmt.Fprint(ptmx, l+"\r\n")
+		p.Write(l)
 	}
 	testkit.Eventually(t, 10*time.Second, "six lines", func() bool { return len(c.Tail(10)) >= len(boot) })
 	tail := c.Tail(10)

@@ -20,57 +20,16 @@ import (
 // the real Tektronix driver measures over a real socket; the result is
 // cross-validated against the marker times taken in software.
 func TestGPIOSimRackEndToEnd(t *testing.T) {
-	t.Setenv("HILRIG_GPIOSIM_DIR", t.TempDir())
-	name := fmt.Sprintf("scopesim%d", os.Getpid())
-	chip, err := gpiosim.Create(name, gpiosim.Config{Lines: 2, LineNames: []string{"MARK_TX", "MARK_RX"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { chip.Close(); chip.Remove() })
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
-
-	tx := gpio.LineSpec{Chip: "sim:" + name, Line: "MARK_TX"}
-	rx := gpio.LineSpec{Chip: "sim:" + name, Line: "MARK_RX"}
-	ch1, err := scopesim.WatchGPIO(ctx, tx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ch1.Close() })
-	ch2, err := scopesim.WatchGPIO(ctx, rx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ch2.Close() })
-	srv, err := scopesim.Start(ctx, scopesim.Config{Dialect: scopesim.Tek, Channels: map[int]scopesim.EdgeSource{1: ch1, 2: ch2}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-
-	mode := gpio.Mode{Kind: gpio.Pulse, Width: 5 * time.Microsecond}
-	snd, err := gpio.Open(ctx, tx, mode)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { snd.Close() })
-	rcv, err := gpio.Open(ctx, rx, mode)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rcv.Close() })
-
+	r := newSimRack(ctx, t, fmt.Sprintf("scopesim%d", os.Getpid()), scopesim.Tek)
+	srv, ch1, ch2, snd, rcv := r.srv, r.ch1, r.ch2, r.snd, r.rcv
 	tek, err := lxi.DialTek(ctx, lxi.Options{Addr: srv.Addr(), Timeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { tek.Close() })
-	if err := tek.ConfigureDelay(ctx, scopes.DelayConfig{Source: 1, Dest: 2}); err != nil {
-		t.Fatal(err)
-	}
-	if err := tek.ResetStats(ctx); err != nil {
-		t.Fatal(err)
-	}
+	startDelay(ctx, t, tek)
 
 	const n = 20
 	var sw []float64
@@ -127,55 +86,16 @@ func TestGPIOSimRackEndToEnd(t *testing.T) {
 // A software side that reports the right mean but no tail is caught on
 // p99.
 func TestGPIOSimRackDistribution(t *testing.T) {
-	t.Setenv("HILRIG_GPIOSIM_DIR", t.TempDir())
-	name := fmt.Sprintf("scopesimd%d", os.Getpid())
-	chip, err := gpiosim.Create(name, gpiosim.Config{Lines: 2, LineNames: []string{"MARK_TX", "MARK_RX"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { chip.Close(); chip.Remove() })
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
-
-	tx := gpio.LineSpec{Chip: "sim:" + name, Line: "MARK_TX"}
-	rx := gpio.LineSpec{Chip: "sim:" + name, Line: "MARK_RX"}
-	ch1, err := scopesim.WatchGPIO(ctx, tx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ch1.Close() })
-	ch2, err := scopesim.WatchGPIO(ctx, rx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ch2.Close() })
-	srv, err := scopesim.Start(ctx, scopesim.Config{Dialect: scopesim.Keysight, Channels: map[int]scopesim.EdgeSource{1: ch1, 2: ch2}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	mode := gpio.Mode{Kind: gpio.Pulse, Width: 5 * time.Microsecond}
-	snd, err := gpio.Open(ctx, tx, mode)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { snd.Close() })
-	rcv, err := gpio.Open(ctx, rx, mode)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rcv.Close() })
+	r := newSimRack(ctx, t, fmt.Sprintf("scopesimd%d", os.Getpid()), scopesim.Keysight)
+	srv, snd, rcv := r.srv, r.snd, r.rcv
 	ks, err := lxi.DialKeysight(ctx, lxi.Options{Addr: srv.Addr(), Timeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ks.Close() })
-	if err := ks.ConfigureDelay(ctx, scopes.DelayConfig{Source: 1, Dest: 2}); err != nil {
-		t.Fatal(err)
-	}
-	if err := ks.ResetStats(ctx); err != nil {
-		t.Fatal(err)
-	}
+	startDelay(ctx, t, ks)
 
 	// 200 µs "bus latency", every 10th message 1.2 ms: a tail.
 	const n = 50
@@ -241,4 +161,73 @@ func waitEdgesBoth(t *testing.T, srv *scopesim.Server, n int) {
 		}
 		return nil
 	})
+}
+
+// simRack is the sim rack's marker path, the test kit of the end-to-end
+// tests: a simulated GPIO chip with lines MARK_TX and MARK_RX, a pulse
+// marker on each (snd, rcv), and a scope simulator speaking dialect whose
+// channels 1 and 2 watch them. Everything is closed (and the chip removed)
+// at the test's end.
+type simRack struct {
+	srv      *scopesim.Server
+	ch1, ch2 *scopesim.GPIOSource
+	snd, rcv *gpio.Output
+}
+
+// newSimRack builds a simRack on a chip called name, in a chip directory
+// of the test's own.
+func newSimRack(ctx context.Context, t *testing.T, name string, dialect scopesim.Dialect) *simRack {
+	t.Helper()
+	t.Setenv("HILRIG_GPIOSIM_DIR", t.TempDir())
+	chip, err := gpiosim.Create(name, gpiosim.Config{Lines: 2, LineNames: []string{"MARK_TX", "MARK_RX"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { chip.Close(); chip.Remove() })
+	tx := gpio.LineSpec{Chip: "sim:" + name, Line: "MARK_TX"}
+	rx := gpio.LineSpec{Chip: "sim:" + name, Line: "MARK_RX"}
+	r := &simRack{}
+	for _, w := range []struct {
+		spec gpio.LineSpec
+		ch   **scopesim.GPIOSource
+	}{{tx, &r.ch1}, {rx, &r.ch2}} {
+		ch, err := scopesim.WatchGPIO(ctx, w.spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ch.Close() })
+		*w.ch = ch
+	}
+	if r.srv, err = scopesim.Start(ctx, scopesim.Config{Dialect: dialect, Channels: map[int]scopesim.EdgeSource{1: r.ch1, 2: r.ch2}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.srv.Close() })
+	mode := gpio.Mode{Kind: gpio.Pulse, Width: 5 * time.Microsecond}
+	for _, m := range []struct {
+		spec gpio.LineSpec
+		out  **gpio.Output
+	}{{tx, &r.snd}, {rx, &r.rcv}} {
+		o, err := gpio.Open(ctx, m.spec, mode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { o.Close() })
+		*m.out = o
+	}
+	return r
+}
+
+// startDelay configures the delay measurement CH1 → CH2 and resets its
+// statistics.
+func startDelay(ctx context.Context, t *testing.T, s interface {
+	ConfigureDelay(context.Context, scopes.DelayConfig) error
+	ResetStats(context.Context) error
+}) {
+	t.Helper()
+	if err := s.ConfigureDelay(ctx, scopes.DelayConfig{Source: 1, Dest: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ResetStats(ctx); err != nil {
+		t.Fatal(err)
+	}
 }

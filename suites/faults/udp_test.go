@@ -18,7 +18,7 @@ import (
 )
 
 // udpPair is an in-process UDP publisher → subscriber on loopback. The
-// seeded fault layer only exists in-process (UDPConfig.Fault is not
+// seeded fault layer only exists in-process (PublisherOptions.UDPFault is not
 // serialised), so these faults run in the controller, not in agents.
 type udpPair struct {
 	Pub *middleware.Publisher
@@ -41,8 +41,8 @@ func newUDPPair(ctx context.Context, topic string, reliable bool, payload int, f
 	sub, err := n.NewSubscriber(sc, nil)
 	Expect(err).NotTo(HaveOccurred())
 	pc := c
-	pc.UDP = middleware.UDPConfig{Source: "127.0.0.1:0", Peers: append([]string{sub.LocalUDPAddr().String()}, extraPeers...), Fault: fault}
-	pub, err := n.NewPublisher(pc, &middleware.PublisherOptions{SendTimeout: 10 * time.Second})
+	pc.UDP = middleware.UDPConfig{Source: "127.0.0.1:0", Peers: append([]string{sub.LocalUDPAddr().String()}, extraPeers...)}
+	pub, err := n.NewPublisher(pc, &middleware.PublisherOptions{SendTimeout: 10 * time.Second, UDPFault: fault})
 	Expect(err).NotTo(HaveOccurred())
 	return udpPair{Pub: pub, Sub: sub, W: faultkit.Watch(ctx, sub), C: c}
 }

@@ -279,9 +279,18 @@ func (o *Output) Close() error {
 // eventSize is sizeof(struct gpio_v2_line_event).
 const eventSize = 48
 
+// eventFile is what a Watcher reads events from: the line request's
+// descriptor (*os.File) in production; tests put a pipe, or a wrapper that
+// lands a Close at a chosen point, behind it.
+type eventFile interface {
+	Read(p []byte) (int, error)
+	SetReadDeadline(t time.Time) error
+	Close() error
+}
+
 // Watcher reads edge events of requested input lines.
 type Watcher struct {
-	f       *os.File
+	f       eventFile
 	ref     string
 	clock   core.Clock
 	offsets []int
@@ -290,9 +299,6 @@ type Watcher struct {
 	r, w    int // unread events are buf[r:w]
 	dropped atomic.Uint64
 	closed  atomic.Bool // Close may run on another goroutine than reads
-	// hookWait, when set (tests only), runs between ReadEdges' closed
-	// check and its wait: where a Close from another goroutine can land.
-	hookWait func()
 }
 
 // Watch requests the lines as inputs with edge detection on both edges.
@@ -365,9 +371,6 @@ func (w *Watcher) ReadEdges(ctx context.Context, dst []core.Edge) (int, error) {
 		dl := time.Now().Add(maxWait)
 		if d, ok := ctx.Deadline(); ok && d.Before(dl) {
 			dl = d
-		}
-		if w.hookWait != nil {
-			w.hookWait()
 		}
 		if err := w.f.SetReadDeadline(dl); err != nil {
 			if w.closed.Load() {

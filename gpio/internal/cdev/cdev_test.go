@@ -153,14 +153,27 @@ func TestReadEdgesClosedBetweenCheckAndWait(t *testing.T) {
 	w, pw := pipeWatcher(t, 3)
 	defer pw.Close()
 	// The interleaving, made deterministic: Close runs right after the
-	// check saw the watcher open.
-	w.hookWait = func() {
+	// check saw the watcher open, as the wait sets its deadline.
+	w.f = closeOnDeadline{File: w.f.(*os.File), close: func() {
 		if err := w.Close(); err != nil {
 			t.Error(err)
 		}
-	}
+	}}
 	dst := make([]core.Edge, 4)
 	if _, err := w.ReadEdges(context.Background(), dst); !errors.Is(err, core.ErrClosed) {
 		t.Fatalf("ReadEdges on a descriptor closed under it: %v, want ErrClosed", err)
 	}
+}
+
+// closeOnDeadline is a Watcher's file that runs close (the Watcher's Close)
+// when ReadEdges sets its read deadline: after its closed check, before its
+// wait.
+type closeOnDeadline struct {
+	*os.File
+	close func()
+}
+
+func (c closeOnDeadline) SetReadDeadline(t time.Time) error {
+	c.close()
+	return c.File.SetReadDeadline(t)
 }

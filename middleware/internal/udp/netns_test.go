@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/netip"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,30 +12,14 @@ import (
 	"github.com/hilrig/hilrig/internal/testkit"
 	"github.com/hilrig/hilrig/middleware/internal/udp"
 	"github.com/hilrig/hilrig/netns"
+	"github.com/hilrig/hilrig/netns/netnstest"
 )
 
 // newNetnsPair makes two namespaces joined by a veth of the given MTU, or
 // skips naming the missing capability.
 func newNetnsPair(t *testing.T, mtu int) *netns.Pair {
 	t.Helper()
-	if err := netns.Available(); err != nil {
-		t.Skipf("skipping cross-namespace UDP test: %v", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	p, err := netns.NewPair(ctx, &netns.PairOptions{MTU: mtu})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := p.Close(); err != nil {
-			t.Error(err)
-		}
-		if names, _ := netns.List(); slices.Contains(names, p.A.Name) || slices.Contains(names, p.B.Name) {
-			t.Errorf("namespaces left behind: %v", names)
-		}
-	})
-	return p
+	return netnstest.Pair(t, &netns.PairOptions{MTU: mtu})
 }
 
 func openIn(t *testing.T, ns *netns.NS, cfg udp.SocketConfig) *udp.Socket {

@@ -10,23 +10,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/creack/pty"
-
 	"github.com/hilrig/hilrig/fixtures"
 	"github.com/hilrig/hilrig/internal/testkit"
 	"github.com/hilrig/hilrig/rig/console/consolecli"
+	"github.com/hilrig/hilrig/rig/console/consoletest"
 )
 
 func TestConsoleFollowsThePty(t *testing.T) {
-	ptmx, tty, err := pty.Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ptmx.Close()
-	defer tty.Close()
+	p := consoletest.New(t)
 	dir := t.TempDir()
 	rack := filepath.Join(dir, "rack.yaml")
-	os.WriteFile(rack, []byte(fmt.Sprintf("name: p\nboards:\n  - name: dut\n    reach: local\n    console: {device: %s, baud: 115200}\n  - name: bare\n    reach: local\n", tty.Name())), 0o644)
+	os.WriteFile(rack, []byte(fmt.Sprintf("name: p\nboards:\n  - name: dut\n    reach: local\n    console: {device: %s, baud: 115200}\n  - name: bare\n    reach: local\n", p.Device)), 0o644)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var out, errb testkit.SyncBuffer
@@ -42,7 +36,7 @@ func TestConsoleFollowsThePty(t *testing.T) {
 		case <-ctx.Done():
 			t.Fatalf("nothing followed: %q", out.String())
 		case <-time.After(20 * time.Millisecond):
-			fmt.Fprint(ptmx, "Kernel panic - not syncing: test\r\n")
+			p.Write("Kernel panic - not syncing: test")
 		}
 	}
 	cancel()

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hilrig/hilrig/deploy"
 	"github.com/hilrig/hilrig/fixtures"
 	"github.com/hilrig/hilrig/rig"
 	"github.com/hilrig/hilrig/suites/internal/harness"
@@ -23,7 +22,7 @@ func TestCheckHealth(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	bin, err := deploy.Build(ctx, deploy.BuildOptions{})
+	bin, err := rig.Build(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

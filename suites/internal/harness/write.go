@@ -14,6 +14,7 @@ import (
 	"github.com/onsi/ginkgo/v2/types"
 
 	"github.com/hilrig/hilrig/fixtures"
+	"github.com/hilrig/hilrig/hostinfo"
 	"github.com/hilrig/hilrig/internal/safefile"
 	"github.com/hilrig/hilrig/report"
 	"github.com/hilrig/hilrig/report/reporthtml"
@@ -131,11 +132,11 @@ func (tc *TestContext) rackLabel() string {
 // revision and the configuration as given (ginkgo.config and the rack
 // fixture's text).
 func (tc *TestContext) RunInfo(start, end time.Time) report.RunInfo {
-	ri := report.CollectEnv()
+	ri := hostinfo.CollectEnv()
 	ri.Rack = tc.rackLabel()
 	ri.ID = tc.RunID
-	ri.GitRevision = report.GitRevision(filepath.Dir(tc.ConfigPath))
-	ri.GitBranch, ri.GitTags = report.GitRef(filepath.Dir(tc.ConfigPath))
+	ri.GitRevision = hostinfo.GitRevision(filepath.Dir(tc.ConfigPath))
+	ri.GitBranch, ri.GitTags = hostinfo.GitRef(filepath.Dir(tc.ConfigPath))
 	ri.Version = "(devel)" // replaced by the agents' build when preflight reports it
 	ri.ConfigFile = tc.ConfigPath
 	var cfg strings.Builder

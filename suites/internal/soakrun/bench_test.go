@@ -13,6 +13,7 @@ import (
 
 	"github.com/hilrig/hilrig/gpio"
 	"github.com/hilrig/hilrig/gpio/gpiosim"
+	"github.com/hilrig/hilrig/hostinfo"
 	"github.com/hilrig/hilrig/report"
 	"github.com/hilrig/hilrig/report/soak"
 	"github.com/hilrig/hilrig/suites/internal/soakrun"
@@ -147,7 +148,7 @@ func TestSimulated72hMemoryIsConstant(t *testing.T) {
 	var ms runtime.MemStats
 	sample := func(i int) {
 		runtime.ReadMemStats(&ms)
-		series = append(series, pt{i, report.ProcessRSS(), int64(ms.HeapInuse)})
+		series = append(series, pt{i, hostinfo.ProcessRSS(), int64(ms.HeapInuse)})
 	}
 	start := time.Now()
 	var samples uint64
@@ -159,7 +160,7 @@ func TestSimulated72hMemoryIsConstant(t *testing.T) {
 		ctrl.Merge(agentWin)
 		total.Merge(ctrl)
 		ws := t0.Add(time.Duration(i) * window)
-		w := soak.Window{Start: ws, End: ws.Add(window), Agents: []soak.AgentWindow{{Agent: "board", RSSBytes: report.ProcessRSS(),
+		w := soak.Window{Start: ws, End: ws.Add(window), Agents: []soak.AgentWindow{{Agent: "board", RSSBytes: hostinfo.ProcessRSS(),
 			Streams: []soak.StreamWindow{{Stream: "imu", Sent: int64(perWin), Delivered: int64(perWin), Histogram: ctrl}}}}}
 		if err := cp.Append(&w); err != nil {
 			t.Fatal(err)

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hilrig/hilrig/deploy/deploytest"
 	"github.com/hilrig/hilrig/fixtures"
-	"github.com/hilrig/hilrig/internal/testbin"
 	"github.com/hilrig/hilrig/report/soak"
 	"github.com/hilrig/hilrig/rig"
 	"github.com/hilrig/hilrig/suites/internal/soakrun"
@@ -31,7 +31,7 @@ func agentBinary(t *testing.T) string {
 	t.Helper()
 	binOnce.Do(func() {
 		if binDir, binErr = os.MkdirTemp("", "hilrig-soakrun-test-"); binErr == nil {
-			binPath, _, binErr = testbin.Build(binDir)
+			binPath, _, binErr = deploytest.Build(binDir)
 		}
 	})
 	if binErr != nil {

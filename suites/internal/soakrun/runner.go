@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hilrig/hilrig/agentproto"
+	"github.com/hilrig/hilrig/hostinfo"
 	"github.com/hilrig/hilrig/report"
 	"github.com/hilrig/hilrig/report/soak"
 
@@ -593,7 +594,7 @@ func (r *Runner) closeWindow(agg *aggregator, tracks []*Track, gated map[subKey]
 	w.Fault, r.fault = r.fault, nil
 	if r.Controller != "" {
 		cpu := processCPU()
-		aw := soak.AgentWindow{Agent: r.Controller, RSSBytes: report.ProcessRSS()}
+		aw := soak.AgentWindow{Agent: r.Controller, RSSBytes: hostinfo.ProcessRSS()}
 		if span := end.Sub(start); span > 0 && r.lastCPU > 0 {
 			aw.CPUPercent = 100 * float64(cpu-r.lastCPU) / float64(span)
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hilrig/hilrig/agentproto"
+	"github.com/hilrig/hilrig/hostinfo"
 	"github.com/hilrig/hilrig/report"
 )
 
@@ -52,7 +53,7 @@ func (u synthSub) Take() []agentproto.Window {
 	h := report.NewHistogram()
 	s.RecordInto(h, n)
 	w := agentproto.Window{Index: s.idx, StartNs: s.last.UnixNano(), EndNs: now.UnixNano(), Received: n, Latency: h,
-		RSSBytes: report.ProcessRSS()}
+		RSSBytes: hostinfo.ProcessRSS()}
 	s.pending = append(s.pending, agentproto.Window{Index: s.idx, StartNs: w.StartNs, EndNs: w.EndNs, Sent: n, RSSBytes: w.RSSBytes})
 	s.idx++
 	s.last = now

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/hilrig/hilrig/agentproto"
+	"github.com/hilrig/hilrig/deploy/sshdtest"
 	"github.com/hilrig/hilrig/fixtures"
-	"github.com/hilrig/hilrig/internal/sshdtest"
 	"github.com/hilrig/hilrig/report"
 	"github.com/hilrig/hilrig/suites/internal/harness"
 	"github.com/hilrig/hilrig/suites/internal/steps"

@@ -6,13 +6,13 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/hilrig/hilrig/report"
+	"github.com/hilrig/hilrig/hostinfo"
 )
 
 // HostInfo reads the controller host's CPU governor(s) and online CPUs
 // (the values a local or netns board sees).
 func HostInfo() (governor, online string) {
-	ri := report.CollectEnv()
+	ri := hostinfo.CollectEnv()
 	return ri.CPUGovernor, ri.OnlineCPUs
 }
 

@@ -9,8 +9,8 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/hilrig/hilrig/bench/internal/sys"
 	"github.com/hilrig/hilrig/middleware"
-	"github.com/hilrig/hilrig/middleware/bench/internal/sys"
 )
 
 // PingPongConfig configures [PingPong]. Zero values are documented per

@@ -10,9 +10,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hilrig/hilrig/bench/internal/sys"
 	"github.com/hilrig/hilrig/internal/kind"
 	"github.com/hilrig/hilrig/middleware"
-	"github.com/hilrig/hilrig/middleware/bench/internal/sys"
 	"github.com/hilrig/hilrig/netns"
 )
 

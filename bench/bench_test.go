@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hilrig/hilrig/middleware/bench"
+	"github.com/hilrig/hilrig/bench"
 	"github.com/hilrig/hilrig/netns"
 )
 

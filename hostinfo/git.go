@@ -1,4 +1,4 @@
-package report
+package hostinfo
 
 import (
 	"bytes"
@@ -6,9 +6,66 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 )
+
+// GitRevision returns the revision of the working tree containing dir, read
+// from .git without running git: "<sha>" from HEAD (following a symbolic ref
+// through refs/ or packed-refs). Without a .git it falls back to the binary's
+// build info (vcs.revision, "-dirty" when vcs.modified). "" if unknown.
+func GitRevision(dir string) string {
+	if gitDir, ok := findGitDir(dir); ok {
+		if rev := headRevision(gitDir); rev != "" {
+			return rev
+		}
+	}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return ""
+	}
+	var rev, mod string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			mod = s.Value
+		}
+	}
+	if rev != "" && mod == "true" {
+		rev += "-dirty"
+	}
+	return rev
+}
+
+// headRevision is the commit HEAD of gitDir names: detached, a loose ref (in
+// the worktree's own dir or the common dir) or a packed one; "" if none.
+func headRevision(gitDir string) string {
+	head := readTrim(filepath.Join(gitDir, "HEAD"))
+	ref, ok := strings.CutPrefix(head, "ref: ")
+	if !ok {
+		return head // detached
+	}
+	// A worktree's refs live in the common dir.
+	common := commonDir(gitDir)
+	for _, g := range []string{gitDir, common} {
+		if v := readTrim(filepath.Join(g, ref)); v != "" {
+			return v
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(common, "packed-refs"))
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if sha, name, ok := strings.Cut(line, " "); ok && name == ref {
+			return sha
+		}
+	}
+	return ""
+}
 
 // GitRef returns the branch checked out in the working tree containing
 // dir ("" on a detached HEAD or without a .git) and the tags pointing at

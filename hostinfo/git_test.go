@@ -1,13 +1,14 @@
-package report_test
+package hostinfo_test
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/hilrig/hilrig/report"
+	"github.com/hilrig/hilrig/hostinfo"
 )
 
 // GitRef reads the branch and the tags at HEAD of a real repository:
@@ -43,20 +44,37 @@ func TestGitRef(t *testing.T) {
 	git(repo, "tag", "-a", "after-pack", "-m", "l")
 	want := []string{"after-pack", "packed-ann", "packed-light", "v1.0", "v1.0-ann"}
 
-	branch, tags := report.GitRef(filepath.Join(repo, "sub", "dir"))
+	branch, tags := hostinfo.GitRef(filepath.Join(repo, "sub", "dir"))
 	if branch != "release/1.x" || !slices.Equal(tags, want) {
 		t.Fatalf("GitRef = %q %v, want release/1.x %v", branch, tags, want)
 	}
 	wt := filepath.Join(dir, "wt")
 	git(repo, "worktree", "add", "-q", "-b", "feature", wt)
-	if branch, tags := report.GitRef(wt); branch != "feature" || !slices.Equal(tags, want) {
+	if branch, tags := hostinfo.GitRef(wt); branch != "feature" || !slices.Equal(tags, want) {
 		t.Fatalf("worktree: GitRef = %q %v", branch, tags)
 	}
 	git(repo, "checkout", "-q", "--detach", "old")
-	if branch, tags := report.GitRef(repo); branch != "" || !slices.Equal(tags, []string{"old"}) {
+	if branch, tags := hostinfo.GitRef(repo); branch != "" || !slices.Equal(tags, []string{"old"}) {
 		t.Fatalf("detached at old: GitRef = %q %v", branch, tags)
 	}
-	if branch, tags := report.GitRef(t.TempDir()); branch != "" || tags != nil {
+	if branch, tags := hostinfo.GitRef(t.TempDir()); branch != "" || tags != nil {
 		t.Fatalf("no repository: %q %v", branch, tags)
+	}
+}
+
+func TestGitRevisionReadsHead(t *testing.T) {
+	root := t.TempDir()
+	g := filepath.Join(root, ".git")
+	os.MkdirAll(filepath.Join(g, "refs/heads"), 0o755)
+	os.WriteFile(filepath.Join(g, "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
+	os.WriteFile(filepath.Join(g, "packed-refs"), []byte("# pack-refs\ndeadbeef refs/heads/main\n"), 0o644)
+	sub := filepath.Join(root, "a/b")
+	os.MkdirAll(sub, 0o755)
+	if got := hostinfo.GitRevision(sub); got != "deadbeef" {
+		t.Errorf("packed ref: got %q", got)
+	}
+	os.WriteFile(filepath.Join(g, "refs/heads/main"), []byte("cafef00d\n"), 0o644)
+	if got := hostinfo.GitRevision(sub); got != "cafef00d" {
+		t.Errorf("loose ref: got %q", got)
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hilrig/hilrig/middleware/bench/internal/sys"
+	"github.com/hilrig/hilrig/bench/internal/sys"
 )
 
 // runChild is the hidden "pong"/"sink" sub-mode: the other end of a

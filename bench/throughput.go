@@ -15,8 +15,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/hilrig/hilrig/bench/internal/sys"
 	"github.com/hilrig/hilrig/middleware"
-	"github.com/hilrig/hilrig/middleware/bench/internal/sys"
 )
 
 // ThroughputConfig configures [Throughput].

@@ -1,4 +1,4 @@
-package linkstate_test
+package netns_test
 
 import (
 	"context"

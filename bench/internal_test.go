@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hilrig/hilrig/middleware/bench/internal/sys"
-	"github.com/hilrig/hilrig/netns"
+	"github.com/hilrig/hilrig/bench/internal/sys"
+	"github.com/hilrig/hilrig/netns/netnstest"
 )
 
 const ddsPingOut = `[27495] participant vm:27495: new (self)
@@ -118,14 +118,7 @@ func TestDDSPerfConfinedToVeth(t *testing.T) {
 	if err != nil {
 		t.Skip(err)
 	}
-	if err := netns.Available(); err != nil {
-		t.Skip(err)
-	}
-	pair, err := netns.NewPair(t.Context(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pair.Close() })
+	pair := netnstest.Pair(t, nil)
 	r, cleanup, err := newDDSRunner(bin, true, pair)
 	if err != nil {
 		t.Fatal(err)

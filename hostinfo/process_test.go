@@ -1,10 +1,10 @@
-package report_test
+package hostinfo_test
 
 import (
 	"runtime"
 	"testing"
 
-	"github.com/hilrig/hilrig/report"
+	"github.com/hilrig/hilrig/hostinfo"
 )
 
 var retained [][]byte
@@ -16,7 +16,7 @@ var retained [][]byte
 func TestGoHeapLiveTracksRetainedMemory(t *testing.T) {
 	const chunk, n = 1 << 20, 16
 	runtime.GC()
-	base := report.GoHeapLive()
+	base := hostinfo.GoHeapLive()
 	if base <= 0 {
 		t.Fatalf("GoHeapLive after a GC = %d, want > 0", base)
 	}
@@ -24,17 +24,17 @@ func TestGoHeapLiveTracksRetainedMemory(t *testing.T) {
 		retained = append(retained, make([]byte, chunk))
 	}
 	runtime.GC()
-	held := report.GoHeapLive()
+	held := hostinfo.GoHeapLive()
 	// Absolute, not a difference: other tests' data in base may be gone.
 	if held < n*chunk {
 		t.Fatalf("live heap %d bytes while %d were retained (base %d)", held, n*chunk, base)
 	}
 	retained = nil
 	runtime.GC()
-	if after := report.GoHeapLive(); after >= held-n*chunk/2 {
+	if after := hostinfo.GoHeapLive(); after >= held-n*chunk/2 {
 		t.Fatalf("live heap %d after releasing %d bytes, was %d", after, n*chunk, held)
 	}
-	if a := testing.AllocsPerRun(100, func() { _ = report.GoHeapLive() }); a != 0 {
+	if a := testing.AllocsPerRun(100, func() { _ = hostinfo.GoHeapLive() }); a != 0 {
 		t.Fatalf("GoHeapLive allocates %.1f times per call", a)
 	}
 }
@@ -43,14 +43,14 @@ func TestGoHeapLiveTracksRetainedMemory(t *testing.T) {
 // back; reading it allocates nothing.
 func TestGoHeapAllocsCounts(t *testing.T) {
 	const chunk = 4 << 20
-	before := report.GoHeapAllocs()
+	before := hostinfo.GoHeapAllocs()
 	sink = make([]byte, chunk)
 	sink = nil
 	runtime.GC()
-	if d := report.GoHeapAllocs() - before; d < chunk {
+	if d := hostinfo.GoHeapAllocs() - before; d < chunk {
 		t.Fatalf("allocated %d bytes, GoHeapAllocs grew by %d", chunk, d)
 	}
-	if a := testing.AllocsPerRun(100, func() { _ = report.GoHeapAllocs() }); a != 0 {
+	if a := testing.AllocsPerRun(100, func() { _ = hostinfo.GoHeapAllocs() }); a != 0 {
 		t.Fatalf("GoHeapAllocs allocates %.1f times per call", a)
 	}
 }

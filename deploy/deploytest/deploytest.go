@@ -1,7 +1,7 @@
-// Package testbin builds the hilrig binary that fixtures' integration
+// Package deploytest builds the hilrig binary that fixtures' integration
 // tests deploy as the agent: always the real ./cmd/hilrig, so a test never
 // passes against a stand-in the boards would not run.
-package testbin
+package deploytest
 
 import (
 	"context"
@@ -20,7 +20,7 @@ func Build(cacheDir string) (bin, note string, err error) {
 	defer cancel()
 	bin, err = deploy.Build(ctx, deploy.BuildOptions{CacheDir: cacheDir})
 	if err != nil {
-		return "", "", fmt.Errorf("testbin: build hilrig: %w", err)
+		return "", "", fmt.Errorf("deploytest: build hilrig: %w", err)
 	}
 	return bin, "hilrig built from ./cmd/hilrig", nil
 }

@@ -4,10 +4,13 @@ package leasecli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
+	"syscall"
 	"time"
 
 	"github.com/hilrig/hilrig/fixtures"
@@ -32,6 +35,9 @@ or found walking up from the current directory).`
 // Run runs "hilrig rack" with args (without "rack"). Blocks at most for the
 // lease's guard lock (bounded by ctx and 10 s).
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 1 && args[0] == keepCmd {
+		return keep(ctx)
+	}
 	sub := func(name string) func(context.Context, []string, io.Writer, io.Writer) error {
 		return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return run(ctx, name, args, stdout, stderr)
@@ -88,6 +94,9 @@ func run(ctx context.Context, sub string, args []string, stdout, stderr io.Write
 		if err != nil {
 			return err
 		}
+		if err := startKeeper(l, *pid); err != nil {
+			return errors.Join(err, l.Release(ctx))
+		}
 		if l.TookOver != nil {
 			fmt.Fprintf(stdout, "rack %s: took over the stale lease of %s\n", rack, l.TookOver)
 		}
@@ -109,4 +118,45 @@ func configRack(flagValue string) (string, error) {
 		return "", fmt.Errorf("%w: no RACK given and %w", ErrUsage, err)
 	}
 	return r.Name, nil
+}
+
+// keepCmd is the hidden sub-command `hilrig rack keep`: the keeper that
+// holds a lease for another process (see startKeeper).
+const keepCmd = "keep"
+
+// startKeeper hands l to a keeper process (this binary, `rack keep`, in
+// its own session) that holds the lease's locked descriptor until process
+// pid exits or the lease is released; this process then exits without
+// ending the lease. The keeper is not waited for: it outlives us.
+func startKeeper(l *lease.Lease, pid int) error {
+	pidfd, err := lease.PidFD(pid)
+	if err != nil {
+		return err
+	}
+	defer pidfd.Close()
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("lease keeper: %w", err)
+	}
+	return l.Handoff(func(f *os.File) error {
+		cmd := exec.Command(exe, "rack", keepCmd)
+		cmd.ExtraFiles = []*os.File{f, pidfd} // fds 3 and 4
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err := cmd.Start(); err != nil {
+			return fmt.Errorf("lease keeper: %w", err)
+		}
+		return cmd.Process.Release()
+	})
+}
+
+// keep is the keeper: fd 3 is the lease's locked file, fd 4 a pidfd of
+// the process it is held for ([lease.Keep]).
+func keep(ctx context.Context) error {
+	f, pidfd := os.NewFile(3, "lease"), os.NewFile(4, "pidfd")
+	if f == nil || pidfd == nil {
+		return fmt.Errorf("%w: rack keep is started by rack lease", ErrUsage)
+	}
+	defer f.Close()
+	defer pidfd.Close()
+	return lease.Keep(ctx, f, pidfd)
 }

@@ -299,3 +299,28 @@ func (l *Lease) Handoff(start func(f *os.File) error) error {
 
 // file is the path of rack's lease file, for messages.
 func (h *handle) file(rack string) string { return filepath.Join(h.path, rack+".lease") }
+
+// WaitHeld calls try until it does not fail with ErrHeld, wait has passed
+// or ctx ends, every 250 ms, and returns try's last error (saying how long
+// it waited). For lockers that wait for a held rack (rig.HostLeases,
+// the results store's lab-wide lease). Blocks up to wait.
+func WaitHeld(ctx context.Context, wait time.Duration, try func() error) error {
+	end := time.Now().Add(wait)
+	for {
+		err := try()
+		if !errors.Is(err, ErrHeld) {
+			return err
+		}
+		if !time.Now().Before(end) {
+			if wait > 0 {
+				err = fmt.Errorf("%w (waited %v)", err, wait)
+			}
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (gave up waiting: %w)", err, ctx.Err())
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}

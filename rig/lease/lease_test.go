@@ -308,3 +308,49 @@ func TestGroupSharesTheLease(t *testing.T) {
 		t.Fatalf("second Release: %v, want ErrNotHeld", err)
 	}
 }
+
+// TestWaitHeld: a held rack is retried until it is released (here after
+// the second try) within the wait; past the wait the error says how long
+// it waited; no wait means one try.
+func TestWaitHeld(t *testing.T) {
+	d := &lease.Dir{Path: t.TempDir()}
+	ctx := context.Background()
+	other, err := d.Acquire(ctx, lease.Self("rack1", "other"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tries := 0
+	err = lease.WaitHeld(ctx, 0, func() error {
+		tries++
+		_, err := d.Acquire(ctx, lease.Self("rack1", "me"))
+		return err
+	})
+	if !errors.Is(err, lease.ErrHeld) || tries != 1 || strings.Contains(err.Error(), "waited") {
+		t.Fatalf("no wait: %v after %d tries, want ErrHeld after 1", err, tries)
+	}
+	err = lease.WaitHeld(ctx, 50*time.Millisecond, func() error {
+		_, err := d.Acquire(ctx, lease.Self("rack1", "me"))
+		return err
+	})
+	if !errors.Is(err, lease.ErrHeld) || !strings.Contains(err.Error(), "(waited 50ms)") {
+		t.Fatalf("wait past the holder: %v, want ErrHeld saying it waited", err)
+	}
+	tries = 0
+	var mine *lease.Lease
+	err = lease.WaitHeld(ctx, time.Minute, func() (err error) {
+		tries++
+		if tries == 2 {
+			if err := other.Release(ctx); err != nil {
+				t.Error(err)
+			}
+		}
+		mine, err = d.Acquire(ctx, lease.Self("rack1", "me"))
+		return err
+	})
+	if err != nil || tries != 2 || mine == nil {
+		t.Fatalf("wait for a release: %v after %d tries, want the lease on the second", err, tries)
+	}
+	if err := mine.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

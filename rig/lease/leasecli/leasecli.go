@@ -10,7 +10,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"syscall"
 	"time"
 
 	"github.com/hilrig/hilrig/fixtures"
@@ -141,7 +140,7 @@ func startKeeper(l *lease.Lease, pid int) error {
 	return l.Handoff(func(f *os.File) error {
 		cmd := exec.Command(exe, "rack", keepCmd)
 		cmd.ExtraFiles = []*os.File{f, pidfd} // fds 3 and 4
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		cmd.SysProcAttr = detached()
 		if err := cmd.Start(); err != nil {
 			return fmt.Errorf("lease keeper: %w", err)
 		}

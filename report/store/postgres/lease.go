@@ -11,9 +11,25 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/hilrig/hilrig/rig/lease"
 )
+
+// ErrRackHeld is matched by a *HeldError: another controller holds the
+// rack's lab-wide lease.
+var ErrRackHeld = errors.New("rack is leased lab-wide")
+
+// HeldError names who holds a rack's lab-wide lease.
+type HeldError struct {
+	Rack  string
+	By    string // "holder (pid P on host H) since T"
+	Store string // the results store, password redacted
+}
+
+func (e *HeldError) Error() string {
+	return fmt.Sprintf("rack %s is held lab-wide by %s (results store %s)", e.Rack, e.By, e.Store)
+}
+
+// Is makes every *HeldError match ErrRackHeld.
+func (e *HeldError) Is(target error) bool { return target == ErrRackHeld }
 
 // RackLeases is the lab-wide rack lease (a rig.RackLocker): a
 // session-level PostgreSQL advisory lock keyed by the rack, held on a
@@ -28,15 +44,12 @@ import (
 // of one test run) share the rack, any other waits or fails. Acquiring is
 // serialised by a transaction-level advisory lock, so the check and the
 // take are atomic. Safe for concurrent use; Lock blocks for the round
-// trips and up to Wait.
+// trips (it does not wait for a held rack: callers retry).
 type RackLeases struct {
 	DSN    string
 	Holder string // who: user or CI job; default $USER
 	// Group, if set, lets every process of one test run share the lease.
 	Group string
-	// Wait is how long Lock waits for a held lease (polling every 250 ms);
-	// 0: no wait.
-	Wait time.Duration
 	// Logger hears that a held lease's session was lost (the lock with
 	// it). Default: discard.
 	Logger *slog.Logger
@@ -55,8 +68,7 @@ func leaseKey(rack string) int64 {
 // heartbeat is how often a held lease checks its session.
 const heartbeat = 5 * time.Second
 
-// Lock takes rack's lab-wide lease, waiting up to p.Wait while another
-// holder has it; the error then matches lease.ErrHeld and names the
+// Lock takes rack's lab-wide lease, or fails with a *HeldError naming the
 // holder. The returned func releases it (and reports a lost session).
 func (p RackLeases) Lock(ctx context.Context, rack string) (func() error, error) {
 	name := Redact(p.DSN)
@@ -73,22 +85,14 @@ func (p RackLeases) Lock(ctx context.Context, rack string) (func() error, error)
 		holder = os.Getenv("USER")
 	}
 	host, _ := os.Hostname()
-	var conn *pgx.Conn
-	err = lease.WaitHeld(ctx, p.Wait, func() error {
-		if conn == nil { // one session for every try (kept when we win)
-			if conn, err = pgx.ConnectConfig(ctx, cfg); err != nil {
-				return fmt.Errorf("lab-wide lease of rack %s: %s: %w", rack, name, err)
-			}
-		}
-		err := p.try(ctx, conn, rack, holder, host)
-		if err != nil && !errors.Is(err, lease.ErrHeld) {
-			err = fmt.Errorf("lab-wide lease of rack %s: %s: %w", rack, name, err)
-		}
-		return err
-	})
+	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
-		if conn != nil {
-			conn.Close(context.Background())
+		return nil, fmt.Errorf("lab-wide lease of rack %s: %s: %w", rack, name, err)
+	}
+	if err := p.try(ctx, conn, rack, holder, host); err != nil {
+		conn.Close(context.Background())
+		if !errors.Is(err, ErrRackHeld) {
+			err = fmt.Errorf("lab-wide lease of rack %s: %s: %w", rack, name, err)
 		}
 		return nil, err
 	}
@@ -100,8 +104,7 @@ func (p RackLeases) Lock(ctx context.Context, rack string) (func() error, error)
 	return h.release, nil
 }
 
-// try takes the lease on conn, or fails with lease.ErrHeld naming the
-// holder.
+// try takes the lease on conn, or fails with a *HeldError.
 func (p RackLeases) try(ctx context.Context, conn *pgx.Conn, rack, holder, host string) error {
 	key := leaseKey(rack)
 	tx, err := conn.Begin(ctx)
@@ -152,9 +155,9 @@ func (p RackLeases) try(ctx context.Context, conn *pgx.Conn, rack, holder, host 
 	}
 	by := "another session (holder unknown)"
 	if err == nil {
-		by = lease.Info{Holder: who, Host: whoHost, PID: pid, Since: since}.String()
+		by = fmt.Sprintf("%s (pid %d on %s) since %s", who, pid, whoHost, since.UTC().Format(time.RFC3339))
 	}
-	return fmt.Errorf("%w: rack %s is held lab-wide by %s (results store %s)", lease.ErrHeld, rack, by, Redact(p.DSN))
+	return &HeldError{Rack: rack, By: by, Store: Redact(p.DSN)}
 }
 
 // heldLease is a held lab-wide lease: its connection, pinged by watch.

@@ -1,6 +1,9 @@
 package harness
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -9,6 +12,7 @@ import (
 	"github.com/hilrig/hilrig/fixtures"
 	"github.com/hilrig/hilrig/report/store/postgres"
 	"github.com/hilrig/hilrig/rig"
+	"github.com/hilrig/hilrig/rig/lease"
 )
 
 // DefaultLeaseWait is TestContext.LeaseWait's default: how long a suite
@@ -40,7 +44,27 @@ func (tc *TestContext) RackLease() rig.RackLocker {
 	holder += " (suite " + tc.Suite + ", run " + tc.RunID + ")"
 	ls := rig.Leases{rig.HostLeases{Holder: holder, Group: tc.RunID, Wait: tc.LeaseWait}}
 	if dsn := tc.resultsDSN(); strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
-		ls = append(ls, postgres.RackLeases{DSN: dsn, Holder: holder, Group: tc.RunID, Wait: tc.LeaseWait, Logger: tc.Log})
+		ls = append(ls, labLease{postgres.RackLeases{DSN: dsn, Holder: holder, Group: tc.RunID, Logger: tc.Log}, tc.LeaseWait})
 	}
 	return ls
+}
+
+// labLease waits up to wait for the lab-wide lease, as rig.HostLeases does
+// for the host's, and reports a held rack as lease.ErrHeld, the one
+// sentinel rig.Open's callers branch on.
+type labLease struct {
+	p    postgres.RackLeases
+	wait time.Duration
+}
+
+func (l labLease) Lock(ctx context.Context, rack string) (func() error, error) {
+	var release func() error
+	err := lease.WaitHeld(ctx, l.wait, func() (err error) {
+		release, err = l.p.Lock(ctx, rack)
+		if errors.Is(err, postgres.ErrRackHeld) {
+			err = fmt.Errorf("%w: %w", lease.ErrHeld, err)
+		}
+		return err
+	})
+	return release, err
 }

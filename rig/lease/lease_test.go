@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hilrig/hilrig/internal/testkit"
 	"github.com/hilrig/hilrig/rig/lease"
 )
 
@@ -50,20 +51,14 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-type child struct {
-	cmd *exec.Cmd
-	in  io.WriteCloser
-	out *bufio.Reader
-}
-
-func startChild(t *testing.T, dir string) *child {
+func startChild(t *testing.T, dir string) *testkit.Child {
 	t.Helper()
 	return startChildIn(t, dir, false)
 }
 
 // startChildIn starts a child controller; with newPIDNS it runs as pid 1
 // of a new PID namespace with its own /proc (a container's view).
-func startChildIn(t *testing.T, dir string, newPIDNS bool) *child {
+func startChildIn(t *testing.T, dir string, newPIDNS bool) *testkit.Child {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "HILRIG_LEASE_CHILD="+dir)
@@ -71,29 +66,7 @@ func startChildIn(t *testing.T, dir string, newPIDNS bool) *child {
 		cmd.Env = append(cmd.Env, "HILRIG_LEASE_CHILD_PROC=1")
 		cmd.SysProcAttr = pidNamespace()
 	}
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	c := &child{cmd: cmd, in: in, out: bufio.NewReader(out)}
-	t.Cleanup(func() { c.in.Close(); _ = c.cmd.Process.Kill(); _ = c.cmd.Wait() })
-	return c
-}
-
-func (c *child) result(t *testing.T) string {
-	t.Helper()
-	line, err := c.out.ReadString('\n')
-	if err != nil {
-		t.Fatalf("child: %v", err)
-	}
-	return strings.TrimSpace(line)
+	return testkit.StartChild(t, cmd)
 }
 
 func TestTwoControllersRaceExactlyOneWins(t *testing.T) {
@@ -101,9 +74,9 @@ func TestTwoControllersRaceExactlyOneWins(t *testing.T) {
 	for round := range 5 {
 		a, b := startChild(t, dir), startChild(t, dir)
 		// Both are blocked on stdin: release them together.
-		fmt.Fprintln(a.in, "go")
-		fmt.Fprintln(b.in, "go")
-		ra, rb := a.result(t), b.result(t)
+		a.Send(t, "go")
+		b.Send(t, "go")
+		ra, rb := a.Line(t), b.Line(t)
 		won := 0
 		for _, r := range []string{ra, rb} {
 			if r == "won" {
@@ -116,10 +89,10 @@ func TestTwoControllersRaceExactlyOneWins(t *testing.T) {
 			t.Fatalf("round %d: %q and %q: want exactly one winner", round, ra, rb)
 		}
 		// The winner releases when its stdin closes.
-		a.in.Close()
-		b.in.Close()
-		_ = a.cmd.Wait()
-		_ = b.cmd.Wait()
+		a.CloseInput()
+		b.CloseInput()
+		_ = a.Cmd.Wait()
+		_ = b.Cmd.Wait()
 		st, err := (&lease.Dir{Path: dir}).Status(context.Background(), "rack1")
 		if err != nil || st.Held {
 			t.Fatalf("round %d: after release: %s, %v", round, show(st), err)
@@ -132,11 +105,10 @@ func TestKilledHolderIsReclaimed(t *testing.T) {
 	d := &lease.Dir{Path: dir}
 	ctx := context.Background()
 	c := startChild(t, dir)
-	fmt.Fprintln(c.in, "go")
-	if r := c.result(t); r != "won" {
+	if r := c.Ask(t, "go"); r != "won" {
 		t.Fatalf("child: %s", r)
 	}
-	pid := c.cmd.Process.Pid
+	pid := c.Cmd.Process.Pid
 	if _, err := d.Acquire(ctx, lease.Self("rack1", "me")); !errors.Is(err, lease.ErrHeld) {
 		t.Fatalf("acquire while the child holds it: %v", err)
 	}
@@ -144,10 +116,10 @@ func TestKilledHolderIsReclaimed(t *testing.T) {
 	if err != nil || !st.Held || st.Stale || st.PID != pid {
 		t.Fatalf("status while held: %s, %v", show(st), err)
 	}
-	if err := c.cmd.Process.Kill(); err != nil {
+	if err := c.Cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	_ = c.cmd.Wait()
+	_ = c.Cmd.Wait()
 	st, err = d.Status(ctx, "rack1")
 	if err != nil || !st.Held || !st.Stale {
 		t.Fatalf("status after the holder was killed: %s, %v: want held and stale", show(st), err)

@@ -38,8 +38,7 @@ func TestHolderInAnotherPIDNamespace(t *testing.T) {
 	ctx := context.Background()
 
 	c := startChildIn(t, dir, true)
-	fmt.Fprintln(c.in, "go")
-	if r := c.result(t); r != "won" {
+	if r := c.Ask(t, "go"); r != "won" {
 		t.Fatalf("child in a new PID namespace: %s", r)
 	}
 	st, err := d.Status(ctx, "rack1")
@@ -52,10 +51,10 @@ func TestHolderInAnotherPIDNamespace(t *testing.T) {
 	if l, err := d.Acquire(ctx, lease.Self("rack1", "me")); !errors.Is(err, lease.ErrHeld) {
 		t.Fatalf("acquire while a live holder in another PID namespace has it: %v (took over %+v), want ErrHeld", err, l)
 	}
-	if err := c.cmd.Process.Kill(); err != nil {
+	if err := c.Cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	_ = c.cmd.Wait()
+	_ = c.Cmd.Wait()
 	l, err := d.Acquire(ctx, lease.Self("rack1", "me"))
 	if err != nil || l.TookOver == nil || l.TookOver.Holder != "child" {
 		t.Fatalf("acquire after the holder was killed: %v, %+v; want the child's lease taken over", err, l)
@@ -64,8 +63,7 @@ func TestHolderInAnotherPIDNamespace(t *testing.T) {
 	// The other way round: we hold it, a controller in another PID
 	// namespace (which cannot see our pid) must not take it.
 	c2 := startChildIn(t, dir, true)
-	fmt.Fprintln(c2.in, "go")
-	if r := c2.result(t); !strings.HasPrefix(r, "held:") || !strings.Contains(r, "is held by me (pid ") {
+	if r := c2.Ask(t, "go"); !strings.HasPrefix(r, "held:") || !strings.Contains(r, "is held by me (pid ") {
 		t.Fatalf("child in a new PID namespace while we hold the lease: %q, want held naming us", r)
 	}
 	if err := l.Release(ctx); err != nil {

@@ -60,47 +60,15 @@ func leaseController() int {
 	}
 }
 
-type controller struct {
-	cmd *exec.Cmd
-	in  io.WriteCloser
-	out *bufio.Reader
-}
-
 // startController starts a lease controller in network namespace ns with
 // its own host lease directory, as on its own host.
-func startController(t *testing.T, ns, user, dsn string) *controller {
+func startController(t *testing.T, ns, user, dsn string) *testkit.Child {
 	t.Helper()
 	cmd := exec.Command("ip", "netns", "exec", ns, os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "HILRIG_LEASE_CONTROLLER=1", "HILRIG_LEASE_DSN="+dsn,
 		"HILRIG_LEASE_DIR="+t.TempDir(), "HILRIG_LEASE_RUN=run-"+user, "USER="+user)
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
 	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	c := &controller{cmd: cmd, in: in, out: bufio.NewReader(out)}
-	t.Cleanup(func() { c.in.Close(); _ = c.cmd.Process.Kill(); _ = c.cmd.Wait() })
-	return c
-}
-
-// try asks the controller to take the lease and returns its answer.
-func (c *controller) try(t *testing.T) string {
-	t.Helper()
-	if _, err := fmt.Fprintln(c.in, "go"); err != nil {
-		t.Fatalf("controller: %v", err)
-	}
-	line, err := c.out.ReadString('\n')
-	if err != nil {
-		t.Fatalf("controller: %v", err)
-	}
-	return strings.TrimSpace(line)
+	return testkit.StartChild(t, cmd)
 }
 
 // ipCmd runs ip(8) with args.
@@ -149,19 +117,19 @@ func TestTwoHostsOneRack(t *testing.T) {
 	c1 := startController(t, p.B.Name, "host1", pg.DSNAt(p.AAddr.String()))
 	c2 := startController(t, host2.Name, "host2", pg.DSNAt(dbAddr2))
 
-	if r := c1.try(t); r != "won" {
+	if r := c1.Ask(t, "go"); r != "won" {
 		t.Fatalf("first controller: %s", r)
 	}
-	r := c2.try(t)
+	r := c2.Ask(t, "go")
 	if !strings.HasPrefix(r, "held:") || !strings.Contains(r, "held lab-wide by host1") {
 		t.Fatalf("second controller on another host while the first holds rack t: %q; want held lab-wide, naming host1", r)
 	}
-	if err := c1.cmd.Process.Kill(); err != nil {
+	if err := c1.Cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	_ = c1.cmd.Wait()
+	_ = c1.Cmd.Wait()
 	testkit.Until(t, 30*time.Second, func() error {
-		if r := c2.try(t); r != "won" {
+		if r := c2.Ask(t, "go"); r != "won" {
 			return fmt.Errorf("second controller after the first was killed: %s", r)
 		}
 		return nil

@@ -79,3 +79,66 @@ func TestLeaseStatusRelease(t *testing.T) {
 		t.Fatalf("unknown sub-command: %v", err)
 	}
 }
+
+// keepers returns the pids of this process's children running `rack keep`
+// that have not exited (zombies excluded).
+func keepers(t *testing.T) []int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err1 := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		cmdline, err2 := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		if len(f) < 2 || f[0] == "Z" || f[1] != strconv.Itoa(os.Getpid()) {
+			continue
+		}
+		if strings.HasSuffix(string(cmdline), "\x00rack\x00keep\x00") {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// TestKeeperHoldsUntilRelease: `rack lease` returns while its keeper
+// holds the lease for the holder process; `release` by that process frees
+// the rack at once and the keeper exits.
+func TestKeeperHoldsUntilRelease(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("no /proc")
+	}
+	dir := t.TempDir()
+	holder := exec.Command("sleep", "300")
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = holder.Process.Kill(); _ = holder.Wait() })
+	hp := strconv.Itoa(holder.Process.Pid)
+	before := len(keepers(t))
+	if out, err := run(t, "lease", "-dir", dir, "-holder", "alice", "-pid", hp, "lab1"); err != nil {
+		t.Fatalf("lease: %q, %v", out, err)
+	}
+	if n := len(keepers(t)); n != before+1 {
+		t.Fatalf("%d keepers after lease, want %d", n, before+1)
+	}
+	if out, err := run(t, "status", "-dir", dir, "lab1"); err != nil || !strings.Contains(out, "leased by alice") {
+		t.Fatalf("status with the keeper holding: %q, %v", out, err)
+	}
+	if out, err := run(t, "release", "-dir", dir, "-pid", hp, "lab1"); err != nil || !strings.Contains(out, "free") {
+		t.Fatalf("release by the holder: %q, %v", out, err)
+	}
+	if out, err := run(t, "status", "-dir", dir, "lab1"); err != nil || !strings.Contains(out, "free") {
+		t.Fatalf("status after release: %q, %v", out, err)
+	}
+	testkit.Eventually(t, 10*time.Second, "the keeper to exit after release", func() bool { return len(keepers(t)) == before })
+}

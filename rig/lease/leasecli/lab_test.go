@@ -3,8 +3,6 @@ package leasecli_test
 import (
 	"errors"
 	"fmt"
-	"os/exec"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -20,18 +18,11 @@ import (
 // naming the holder, until the first holder's process exits.
 func TestLeaseLabWide(t *testing.T) {
 	pg := pgtest.Start(t)
-	sleeper := func() *exec.Cmd {
-		c := exec.Command("sleep", "300")
-		if err := c.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = c.Process.Kill(); _ = c.Wait() })
-		return c
-	}
-	h1, h2 := sleeper(), sleeper()
+	h1, hp1 := startHolder(t)
+	_, hp2 := startHolder(t)
 	dir1, dir2 := t.TempDir(), t.TempDir()
-	lease1 := []string{"lease", "-dir", dir1, "-results", pg.DSN(), "-holder", "alice", "-pid", strconv.Itoa(h1.Process.Pid), "lab1"}
-	lease2 := []string{"lease", "-dir", dir2, "-results", pg.DSN(), "-holder", "bob", "-pid", strconv.Itoa(h2.Process.Pid), "lab1"}
+	lease1 := []string{"lease", "-dir", dir1, "-results", pg.DSN(), "-holder", "alice", "-pid", hp1, "lab1"}
+	lease2 := []string{"lease", "-dir", dir2, "-results", pg.DSN(), "-holder", "bob", "-pid", hp2, "lab1"}
 	if out, err := run(t, lease1...); err != nil {
 		t.Fatalf("alice's lease: %q, %v", out, err)
 	}

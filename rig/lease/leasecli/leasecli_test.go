@@ -30,6 +30,18 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// startHolder starts a process to hold leases for (a shell's stand-in),
+// killed at cleanup; hp is its pid as the -pid flag takes it.
+func startHolder(t *testing.T) (holder *exec.Cmd, hp string) {
+	t.Helper()
+	holder = exec.Command("sleep", "300")
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = holder.Process.Kill(); _ = holder.Wait() })
+	return holder, strconv.Itoa(holder.Process.Pid)
+}
+
 func run(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	var out, errb bytes.Buffer
@@ -41,12 +53,7 @@ func run(t *testing.T, args ...string) (string, error) {
 // stale once the process is killed and then taken over; release.
 func TestLeaseStatusRelease(t *testing.T) {
 	dir := t.TempDir()
-	holder := exec.Command("sleep", "300")
-	if err := holder.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = holder.Process.Kill(); _ = holder.Wait() })
-	hp := strconv.Itoa(holder.Process.Pid)
+	holder, hp := startHolder(t)
 	if out, err := run(t, "lease", "-dir", dir, "-holder", "alice", "-pid", hp, "lab1"); err != nil || !strings.Contains(out, "leased by alice (pid "+hp) {
 		t.Fatalf("lease: %q, %v", out, err)
 	}
@@ -118,12 +125,7 @@ func TestKeeperHoldsUntilRelease(t *testing.T) {
 		t.Skip("no /proc")
 	}
 	dir := t.TempDir()
-	holder := exec.Command("sleep", "300")
-	if err := holder.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = holder.Process.Kill(); _ = holder.Wait() })
-	hp := strconv.Itoa(holder.Process.Pid)
+	_, hp := startHolder(t)
 	before := len(keepers(t))
 	if out, err := run(t, "lease", "-dir", dir, "-holder", "alice", "-pid", hp, "lab1"); err != nil {
 		t.Fatalf("lease: %q, %v", out, err)

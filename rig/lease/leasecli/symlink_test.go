@@ -3,9 +3,7 @@ package leasecli_test
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 )
@@ -23,12 +21,7 @@ func TestLeaseFollowsNoPlantedSymlink(t *testing.T) {
 	if err := os.WriteFile(victim, []byte("root only\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	holder := exec.Command("sleep", "300")
-	if err := holder.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = holder.Process.Kill(); _ = holder.Wait() })
-	hp := strconv.Itoa(holder.Process.Pid)
+	_, hp := startHolder(t)
 
 	// The old temporary file name, for every pid this process might use.
 	if err := os.Symlink(victim, filepath.Join(dir, fmt.Sprintf("lab1.lease.%d.tmp", os.Getpid()))); err != nil {

@@ -27,8 +27,8 @@ func TestOpenTakesTheRackLease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A second holder in the same process: its own Acquire, its own token.
-	// The lease is keyed by pid, so the same process is a live holder.
+	// A second holder in the same process: its own Acquire, its own open
+	// file description, which sees the first one's lock as a live holder.
 	_, err = rig.Open(ctx, rack, &rig.Options{Binary: hilrigBin, Lease: rig.HostLeases{Dir: dir, Holder: "second"}})
 	if !errors.Is(err, lease.ErrHeld) {
 		t.Fatalf("second Open of a leased rack: %v, want ErrHeld", err)

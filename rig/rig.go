@@ -79,9 +79,11 @@ type Options struct {
 	// Lease, if set, is taken for the rack before anything is set up and
 	// released by Close, so two controllers never drive one rack: Open
 	// fails with the holder named (lease.ErrHeld). HostLeases is the
-	// controller-host lock; the results store's PostgreSQL advisory lock
-	// is to implement RackLocker too. nil: no lease (the sim rack, whose
-	// rigs are private per domain, and parallel test processes).
+	// controller-host lock; report/store/postgres.RackLeases the lab-wide
+	// one (a PostgreSQL session advisory lock); Leases takes several. The
+	// suites set it (suites/internal/harness). nil: no lease (the embedded
+	// sim rack, whose rigs are private per domain, and parallel test
+	// processes).
 	Lease RackLocker
 	// ConsoleDir, if set, is where Open starts capturing the serial
 	// console of every board with a console: block (console-<board>.log,
@@ -101,21 +103,34 @@ type RackLocker interface {
 type HostLeases struct {
 	Dir    *lease.Dir
 	Holder string // who: user or CI job; default $USER
+	// Group, if set, lets every process of one test run share the lease
+	// (lease.Info.Group): the suites use the run ID.
+	Group string
+	// Wait is how long Lock waits for a held lease to be released before
+	// it fails naming the holder (polling every 250 ms); 0: no wait.
+	Wait time.Duration
 	// OnTakeover, if set, hears about a stale lease (dead holder) replaced.
 	OnTakeover func(stale lease.Info)
 }
 
-// Lock acquires the rack's lease in h.Dir (default lease.DefaultDir).
+// Lock acquires the rack's lease in h.Dir (default lease.DefaultDir),
+// waiting up to h.Wait (and at most until ctx ends) while another holder
+// has it.
 func (h HostLeases) Lock(ctx context.Context, rack string) (func() error, error) {
 	d := h.Dir
 	if d == nil {
 		d = lease.DefaultDir()
 	}
-	who := h.Holder
-	if who == "" {
-		who = os.Getenv("USER")
+	who := lease.Self(rack, h.Holder)
+	if who.Holder == "" {
+		who.Holder = os.Getenv("USER")
 	}
-	l, err := d.Acquire(ctx, lease.Self(rack, who))
+	who.Group = h.Group
+	var l *lease.Lease
+	err := lease.WaitHeld(ctx, h.Wait, func() (err error) {
+		l, err = d.Acquire(ctx, who)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -127,6 +142,31 @@ func (h HostLeases) Lock(ctx context.Context, rack string) (func() error, error)
 		defer cancel()
 		return l.Release(ctx)
 	}, nil
+}
+
+// Leases is a RackLocker that takes every lease of the list in order
+// (the host lease, then the lab-wide one) and releases them in reverse.
+// Lock fails if any fails, releasing those it took.
+type Leases []RackLocker
+
+// Lock takes every lease of ls for rack.
+func (ls Leases) Lock(ctx context.Context, rack string) (func() error, error) {
+	var held []func() error
+	release := func() error {
+		var errs []error
+		for i := len(held) - 1; i >= 0; i-- {
+			errs = append(errs, held[i]())
+		}
+		return errors.Join(errs...)
+	}
+	for _, l := range ls {
+		r, err := l.Lock(ctx, rack)
+		if err != nil {
+			return nil, errors.Join(err, release())
+		}
+		held = append(held, r)
+	}
+	return release, nil
 }
 
 // DefaultMaxWindows is the default Options.MaxWindows: 256 windows, four

@@ -158,12 +158,13 @@ func runSoakOn(ctx context.Context, profile string, peer steps.Path) {
 	Expect(v.Verdict).To(Equal(report.Pass))
 }
 
-// openRig opens the rack as every suite does (the rig names its sim GPIO
-// chips per rig, so the soak coexists with other rigs of the same rack),
+// openRig opens the rack as every suite does, under the run's rack lease
+// (the rig names its sim GPIO chips per rig, so the soak coexists with
+// other rigs of the same rack),
 // with room for one checkpoint period of agent windows per endpoint.
 func openRig(ctx context.Context, tc *harness.TestContext, plan *soakrun.Plan) (*rig.Rig, error) {
 	return rig.Open(ctx, tc.Rack, &rig.Options{Logger: tc.Log, Binary: tc.Binary, MaxWindows: plan.RigMaxWindows(),
-		ConsoleDir: tc.RunDir})
+		ConsoleDir: tc.RunDir, Lease: tc.RackLease()})
 }
 
 // controllerRSS is the controller's RSS in the first and last window.

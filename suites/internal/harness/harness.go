@@ -77,6 +77,9 @@ type TestContext struct {
 	Middlewares []string
 	PeerSkips   map[string]string
 	PeerTags    []string
+	// LeaseWait is how long opening the rack waits for a lease another
+	// run holds ([TestContext.RackLease]); Load sets DefaultLeaseWait.
+	LeaseWait time.Duration
 }
 
 // BuildTimeout bounds building hilrig for the agents before the specs run
@@ -117,7 +120,7 @@ func Load(suite, dir string) (*TestContext, error) {
 	}
 	tc := &TestContext{Suite: suite, ConfigPath: path, Config: cfg, Rack: rack, Profile: prof,
 		Filter: rack.LabelFilter(), CaseBudget: *caseBudget, Started: time.Now(),
-		Log: slog.New(slog.DiscardHandler)}
+		Log: slog.New(slog.DiscardHandler), LeaseWait: DefaultLeaseWait}
 	if tc.CaseBudget <= 0 {
 		return nil, fmt.Errorf("%w: -hilrig.case-budget %v: want > 0", ErrConfig, tc.CaseBudget)
 	}

@@ -96,7 +96,7 @@ func CheckHealth(ctx context.Context, r *rig.Rig, bin string) error {
 // process 1) before any spec measures: a suite never measures on an
 // unhealthy rack, whatever order `ginkgo -r` runs the suites in.
 func healthGate(ctx context.Context, tc *TestContext) error {
-	r, err := rig.Open(ctx, tc.Rack, &rig.Options{Logger: tc.Log, Binary: tc.Binary})
+	r, err := rig.Open(ctx, tc.Rack, &rig.Options{Logger: tc.Log, Binary: tc.Binary, Lease: tc.RackLease()})
 	if err != nil {
 		return fmt.Errorf("%w: open rack %s: %w", ErrHealth, tc.Rack.Name, err)
 	}

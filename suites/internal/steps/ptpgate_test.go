@@ -289,6 +289,9 @@ bounds:
 		t.Fatal(err)
 	}
 	tc := &harness.TestContext{Suite: "test", Rack: rack, Profile: prof, Config: &fixtures.Config{Window: 5 * time.Second}}
+	// steps.Open takes the rack's lease (a lab rack): in a directory of
+	// the test's, not the machine's.
+	t.Setenv("HILRIG_LEASE_DIR", t.TempDir())
 	env, err := steps.Open(ctx, tc)
 	if err != nil {
 		t.Fatal(err)

@@ -36,13 +36,15 @@ type Env struct {
 }
 
 // Open opens the rack of tc (namespaces, veth links, sim GPIO chips, the
-// scope simulator of a sim scope) and makes sure the agents' binary
+// scope simulator of a sim scope) under the run's rack lease
+// (tc.RackLease: failing with lease.ErrHeld naming the holder when another
+// run keeps it past tc.LeaseWait; the rig's Close releases it) and makes sure the agents' binary
 // exists (tc.Binary, built by harness.RunSuite; else built now, so no
 // step's deadline pays for a cold build). The caller registers
 // DeferCleanup(env.Rig.Close) right after. Blocks for the ip(8) calls and
 // the build.
 func Open(ctx context.Context, tc *harness.TestContext, labels ...string) (*Env, error) {
-	r, err := rig.Open(ctx, tc.Rack, &rig.Options{Logger: tc.Log, Binary: tc.Binary, ConsoleDir: tc.RunDir})
+	r, err := rig.Open(ctx, tc.Rack, &rig.Options{Logger: tc.Log, Binary: tc.Binary, ConsoleDir: tc.RunDir, Lease: tc.RackLease()})
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package rosmsg
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -173,6 +174,11 @@ func (d *decoder) one(f cfield, path string) (any, error) {
 		p, _ := d.take(1, int(n), path)
 		if p[n-1] != 0 {
 			return nil, d.fail(path, fmt.Sprintf("string of length %d does not end in NUL", n))
+		}
+		if i := bytes.IndexByte(p[:n-1], 0); i >= 0 {
+			// C and C++ readers would see a shorter string, and the
+			// encoder refuses it: one value, one encoding.
+			return nil, d.fail(path, fmt.Sprintf("NUL at byte %d inside a string of length %d", i, n))
 		}
 		s := string(p[:n-1])
 		if f.Type.StringBound > 0 && len(s) > f.Type.StringBound {

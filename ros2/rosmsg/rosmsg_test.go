@@ -251,7 +251,7 @@ func TestDDSNames(t *testing.T) {
 func TestFixedMatchesCodec(t *testing.T) {
 	r := shipped(t)
 	rng := rand.New(rand.NewPCG(1, 2))
-	f := func() float64 { return math.Float64frombits(rng.Uint64() &^ (0x7ff << 52)) * float64(rng.IntN(3)-1) }
+	f := func() float64 { return math.Float64frombits(rng.Uint64()&^(0x7ff<<52)) * float64(rng.IntN(3)-1) }
 	buf := make([]byte, 64)
 	for range 200 {
 		tw := Twist{Vector3{f(), f(), f()}, Vector3{f(), f(), f()}}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 )
 
 // Msg is a message as a Go value: field name → value. The value forms, by
@@ -249,60 +250,49 @@ func (e *encoder) one(f cfield, v any) error {
 	}
 	e.pad(k.size())
 	le := binary.LittleEndian
-	ok := true
+	var ok bool
 	switch k {
 	case Bool:
-		var x bool
-		x, ok = orZero[bool](v)
-		e.b = append(e.b, 0)
-		if x {
-			e.b[len(e.b)-1] = 1
-		}
+		ok = put(v, func(x bool) {
+			e.b = append(e.b, 0)
+			if x {
+				e.b[len(e.b)-1] = 1
+			}
+		})
 	case Byte, Char, Uint8:
-		var x uint8
-		x, ok = orZero[uint8](v)
-		e.b = append(e.b, x)
+		ok = put(v, func(x uint8) { e.b = append(e.b, x) })
 	case Int8:
-		var x int8
-		x, ok = orZero[int8](v)
-		e.b = append(e.b, byte(x))
+		ok = put(v, func(x int8) { e.b = append(e.b, byte(x)) })
 	case Int16:
-		var x int16
-		x, ok = orZero[int16](v)
-		e.b = le.AppendUint16(e.b, uint16(x))
+		ok = put(v, func(x int16) { e.b = le.AppendUint16(e.b, uint16(x)) })
 	case Uint16:
-		var x uint16
-		x, ok = orZero[uint16](v)
-		e.b = le.AppendUint16(e.b, x)
+		ok = put(v, func(x uint16) { e.b = le.AppendUint16(e.b, x) })
 	case Int32:
-		var x int32
-		x, ok = orZero[int32](v)
-		e.b = le.AppendUint32(e.b, uint32(x))
+		ok = put(v, func(x int32) { e.b = le.AppendUint32(e.b, uint32(x)) })
 	case Uint32:
-		var x uint32
-		x, ok = orZero[uint32](v)
-		e.b = le.AppendUint32(e.b, x)
+		ok = put(v, func(x uint32) { e.b = le.AppendUint32(e.b, x) })
 	case Int64:
-		var x int64
-		x, ok = orZero[int64](v)
-		e.b = le.AppendUint64(e.b, uint64(x))
+		ok = put(v, func(x int64) { e.b = le.AppendUint64(e.b, uint64(x)) })
 	case Uint64:
-		var x uint64
-		x, ok = orZero[uint64](v)
-		e.b = le.AppendUint64(e.b, x)
+		ok = put(v, func(x uint64) { e.b = le.AppendUint64(e.b, x) })
 	case Float32:
-		var x float32
-		x, ok = orZero[float32](v)
-		e.b = le.AppendUint32(e.b, math.Float32bits(x))
+		ok = put(v, func(x float32) { e.b = le.AppendUint32(e.b, math.Float32bits(x)) })
 	case Float64:
-		var x float64
-		x, ok = orZero[float64](v)
-		e.b = le.AppendUint64(e.b, math.Float64bits(x))
+		ok = put(v, func(x float64) { e.b = le.AppendUint64(e.b, math.Float64bits(x)) })
 	}
 	if !ok {
 		return fmt.Errorf("%T is not a %s", v, k)
 	}
 	return nil
+}
+
+// put calls w with v (nil: the zero T) when v is a T.
+func put[T any](v any, w func(T)) bool {
+	x, ok := orZero[T](v)
+	if ok {
+		w(x)
+	}
+	return ok
 }
 
 func orZero[T any](v any) (T, bool) {
@@ -316,78 +306,17 @@ func orZero[T any](v any) (T, bool) {
 
 // sliceLen is the length of one of the slice value forms (nil: 0).
 func sliceLen(v any) (int, error) {
-	switch s := v.(type) {
-	case nil:
+	if v == nil {
 		return 0, nil
-	case []any:
-		return len(s), nil
-	case []bool:
-		return len(s), nil
-	case []uint8:
-		return len(s), nil
-	case []int8:
-		return len(s), nil
-	case []int16:
-		return len(s), nil
-	case []uint16:
-		return len(s), nil
-	case []int32:
-		return len(s), nil
-	case []uint32:
-		return len(s), nil
-	case []int64:
-		return len(s), nil
-	case []uint64:
-		return len(s), nil
-	case []float32:
-		return len(s), nil
-	case []float64:
-		return len(s), nil
-	case []string:
-		return len(s), nil
-	case []Msg:
-		return len(s), nil
-	case []map[string]any:
-		return len(s), nil
+	}
+	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Slice {
+		return rv.Len(), nil
 	}
 	return 0, fmt.Errorf("%T is not a slice", v)
 }
 
-func sliceIndex(v any, i int) any {
-	switch s := v.(type) {
-	case []any:
-		return s[i]
-	case []bool:
-		return s[i]
-	case []uint8:
-		return s[i]
-	case []int8:
-		return s[i]
-	case []int16:
-		return s[i]
-	case []uint16:
-		return s[i]
-	case []int32:
-		return s[i]
-	case []uint32:
-		return s[i]
-	case []int64:
-		return s[i]
-	case []uint64:
-		return s[i]
-	case []float32:
-		return s[i]
-	case []float64:
-		return s[i]
-	case []string:
-		return s[i]
-	case []Msg:
-		return s[i]
-	case []map[string]any:
-		return map[string]any(s[i])
-	}
-	return nil
-}
+// sliceIndex is element i of a slice sliceLen accepted.
+func sliceIndex(v any, i int) any { return reflect.ValueOf(v).Index(i).Interface() }
 
 // sliceOf converts elements already in the Go form of k into the typed
 // slice for k.

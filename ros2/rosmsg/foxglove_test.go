@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -41,7 +42,46 @@ func TestFoxgloveCrossCheck(t *testing.T) {
 	var cases []tcase
 	var codecs []*Codec
 	const perType = 40
-	for _, name := range wantShipped {
+	// Beyond the shipped types, one of the user's that has every kind and
+	// array form the shipped ones lack (int64/uint64, char, bounded
+	// strings and sequences, fixed arrays of strings and messages).
+	for _, td := range []struct{ name, text string }{
+		{"hilrig_test/Inner", "int8 a\nstring s\nuint16 b\n"},
+		{"hilrig_test/AllKinds", `bool b
+byte y
+char c
+int8 i8
+uint8 u8
+int16 i16
+uint16 u16
+int32 i32
+uint32 u32
+int64 i64
+uint64 u64
+float32 f32
+float64 f64
+string s
+string<=10 sb
+int64[3] i64s
+uint64[] u64s
+float32[<=4] f32s
+string[2] ss
+string<=5[<=3] sbs
+bool[] bs
+int16[] i16s
+Inner in
+Inner[2] ins
+Inner[] inu
+Inner[<=2] inb
+builtin_interfaces/Time[] times
+uint8 CONST=7
+`},
+	} {
+		if err := r.AddText(td.name, td.text); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range append(slices.Clone(wantShipped), "hilrig_test/AllKinds") {
 		c := codec(t, r, name)
 		text, err := r.FullText(name)
 		if err != nil {
@@ -128,7 +168,7 @@ func TestFoxgloveCrossCheck(t *testing.T) {
 			t.Fatal("too many failures")
 		}
 	}
-	t.Logf("%d values over %d types checked against Foxglove", len(cases), len(wantShipped))
+	t.Logf("%d values over %d types checked against Foxglove", len(cases), len(wantShipped)+1)
 }
 
 // randMsg is a random value of c: finite floats (no NaN, no -0: JSON
@@ -177,7 +217,11 @@ func randOne(rng *rand.Rand, f cfield, i int) any {
 	case Message:
 		return randMsg(rng, f.sub, i)
 	case String:
-		b := make([]byte, randLen(rng, i))
+		n := randLen(rng, i)
+		if f.Type.StringBound > 0 {
+			n = min(n, f.Type.StringBound)
+		}
+		b := make([]byte, n)
 		for j := range b {
 			b[j] = byte(' ' + rng.IntN(95))
 		}

@@ -180,9 +180,24 @@ func splitList(s string) ([]string, error) {
 		return nil, nil
 	}
 	var out []string
+	for {
+		i, open := indexUnquoted(s, ',')
+		if i < 0 {
+			if open {
+				return nil, fmt.Errorf("unterminated quote")
+			}
+			return append(out, strings.TrimSpace(s)), nil
+		}
+		out = append(out, strings.TrimSpace(s[:i]))
+		s = s[i+1:]
+	}
+}
+
+// indexUnquoted is the index of the first stop outside '…' and "…" (with
+// backslash escapes), or -1; open says a quote was left unterminated.
+func indexUnquoted(s string, stop byte) (i int, open bool) {
 	var q byte
-	start := 0
-	for i := 0; i < len(s); i++ {
+	for i = 0; i < len(s); i++ {
 		switch c := s[i]; {
 		case q != 0 && c == '\\':
 			i++
@@ -190,15 +205,11 @@ func splitList(s string) ([]string, error) {
 			q = 0
 		case q == 0 && (c == '"' || c == '\''):
 			q = c
-		case q == 0 && c == ',':
-			out = append(out, strings.TrimSpace(s[start:i]))
-			start = i + 1
+		case q == 0 && c == stop:
+			return i, false
 		}
 	}
-	if q != 0 {
-		return nil, fmt.Errorf("unterminated quote")
-	}
-	return append(out, strings.TrimSpace(s[start:])), nil
+	return -1, q != 0
 }
 
 // parseScalar parses one primitive or string value into its Go value form.
@@ -310,56 +321,40 @@ func unquote(s string) (string, error) {
 
 // stripComment cuts a line at the first '#' outside quotes.
 func stripComment(line string) string {
-	var q byte
-	for i := 0; i < len(line); i++ {
-		switch c := line[i]; {
-		case q != 0 && c == '\\':
-			i++
-		case q != 0 && c == q:
-			q = 0
-		case q == 0 && (c == '"' || c == '\''):
-			q = c
-		case q == 0 && c == '#':
-			return line[:i]
-		}
+	if i, _ := indexUnquoted(line, '#'); i >= 0 {
+		return line[:i]
 	}
 	return line
 }
 
-func validPkg(s string) bool {
-	if s == "" || s[0] < 'a' || s[0] > 'z' {
+// allIn says whether s is non-empty, starts with a byte first accepts
+// and has only bytes rest accepts.
+func allIn(s string, first, rest func(byte) bool) bool {
+	if s == "" || !first(s[0]) {
 		return false
 	}
-	for _, c := range s {
-		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '_' {
+	for i := 1; i < len(s); i++ {
+		if !rest(s[i]) {
 			return false
 		}
 	}
 	return true
 }
 
+func lower(c byte) bool { return c >= 'a' && c <= 'z' }
+func upper(c byte) bool { return c >= 'A' && c <= 'Z' }
+func digit(c byte) bool { return c >= '0' && c <= '9' }
+
+func validPkg(s string) bool {
+	return allIn(s, lower, func(c byte) bool { return lower(c) || digit(c) || c == '_' })
+}
+
 func validTypeName(s string) bool {
-	if s == "" || s[0] < 'A' || s[0] > 'Z' {
-		return false
-	}
-	for _, c := range s {
-		if (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') && (c < '0' || c > '9') {
-			return false
-		}
-	}
-	return true
+	return allIn(s, upper, func(c byte) bool { return lower(c) || upper(c) || digit(c) })
 }
 
 func validFieldName(s string) bool { return validPkg(s) && !strings.HasSuffix(s, "_") }
 
 func validConstName(s string) bool {
-	if s == "" || s[0] < 'A' || s[0] > 'Z' {
-		return false
-	}
-	for _, c := range s {
-		if (c < 'A' || c > 'Z') && (c < '0' || c > '9') && c != '_' {
-			return false
-		}
-	}
-	return true
+	return allIn(s, upper, func(c byte) bool { return upper(c) || digit(c) || c == '_' })
 }

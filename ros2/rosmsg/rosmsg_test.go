@@ -368,3 +368,36 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestJSONForms: int64 past 2^53 survives as a string, numbers are taken
+// too, non-finite floats have names, unknown fields and out-of-range
+// values are refused with the field named.
+func TestJSONForms(t *testing.T) {
+	r := shipped(t)
+	if err := r.AddText("p/K", "int64 i\nuint64 u\nfloat32 f\nuint8[] b\nint8 s\n"); err != nil {
+		t.Fatal(err)
+	}
+	c := codec(t, r, "p/K")
+	m, err := c.FromJSON([]byte(`{"i":"-9007199254740993","u":18446744073709551615,"f":"NaN","b":[1,255],"s":-128}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m["i"] != int64(-9007199254740993) || m["u"] != uint64(math.MaxUint64) || !math.IsNaN(float64(m["f"].(float32))) ||
+		!bytes.Equal(m["b"].([]uint8), []byte{1, 255}) || m["s"] != int8(-128) {
+		t.Errorf("FromJSON = %#v", m)
+	}
+	j, err := c.ToJSON(m)
+	if want := `{"i":"-9007199254740993","u":"18446744073709551615","f":"NaN","b":[1,255],"s":-128}`; err != nil || string(j) != want {
+		t.Errorf("ToJSON = %s (%v)\nwant     %s", j, err, want)
+	}
+	for in, want := range map[string]string{
+		`{"x":1}`:     `unknown field "x"`,
+		`{"s":128}`:   "field s: 128 out of range for int8",
+		`{"b":[256]}`: "field b: [0]: 256 out of range for uint8",
+		`{"i":1.5}`:   "field i:",
+	} {
+		if _, err := c.FromJSON([]byte(in)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("FromJSON(%s) = %v, want %q", in, err, want)
+		}
+	}
+}

@@ -79,6 +79,13 @@ func TestLayoutImu(t *testing.T) {
 	if w := b[52:60]; !bytes.Equal(w, []byte{0, 0, 0, 0, 0, 0, 0xf0, 0x3f}) {
 		t.Errorf("orientation.w at 52-59 = % x, want 00 00 00 00 00 00 f0 3f", w)
 	}
+	// The two frame_ids both end where 4- and 8-byte alignment
+	// agree; a 7-byte one ends at body offset 20, so the orientation's
+	// float64 must skip to 24 (a 4-aligning writer would give 320 bytes).
+	m["header"].(Msg)["frame_id"] = "base_ln"
+	if b, _ = c.Append(nil, m); len(b) != 324 || !bytes.Equal(b[24:28], []byte{0, 0, 0, 0}) {
+		t.Errorf("Imu with a 7-byte frame_id: %d bytes, want 324 with padding at 24-27", len(b))
+	}
 	m["header"].(Msg)["frame_id"] = ""
 	if b, _ = c.Append(nil, m); len(b) != 316 {
 		t.Errorf("Imu with empty frame_id: %d bytes, want 316", len(b))

@@ -56,7 +56,8 @@ func listPackages(t *testing.T) []pkgInfo {
 //
 // so a package may import only packages to its right (and the leaves:
 // netns, internal/…). middleware imports none of the harness; nothing
-// imports suites; suites reach boards only through the rig (the fault kit
+// imports suites (nor the ROS 2 side, ros2/, whose codec ros2/rosmsg is a
+// leaf); suites reach boards only through the rig (the fault kit
 // is the single package below suites/ that may drive the middleware and the
 // deployers in-process); vendor libraries are imported only from their
 // internal leaves; and the hilrig binary does not link gomega.
@@ -71,7 +72,7 @@ func TestLayering(t *testing.T) {
 	underAny := func(p string, dirs []string) bool {
 		return slices.ContainsFunc(dirs, func(d string) bool { return under(p, d) })
 	}
-	harness := []string{"gpio", "timesync", "scopes", "fixtures", "suites", "report", "rig", "agent", "agentproto", "deploy", "vmboard", "hostinfo", "bench"}
+	harness := []string{"gpio", "timesync", "scopes", "fixtures", "suites", "report", "rig", "agent", "agentproto", "deploy", "vmboard", "hostinfo", "bench", "ros2"}
 	// Package tree → trees it must not import (the flow's left-hand side).
 	upstream := map[string][]string{
 		"fixtures":   {"rig", "deploy", "agent", "agentproto", "vmboard", "middleware", "gpio", "timesync", "scopes", "suites"},
@@ -87,7 +88,10 @@ func TestLayering(t *testing.T) {
 		"hostinfo":   {"rig", "deploy", "agent", "agentproto", "vmboard", "fixtures", "middleware", "gpio", "timesync", "scopes", "suites", "bench"},
 		"tracing":    {"rig", "deploy", "agent", "agentproto", "vmboard", "fixtures", "middleware", "gpio", "timesync", "scopes", "suites"},
 		"bench":      {"rig", "deploy", "agent", "agentproto", "vmboard", "fixtures", "gpio", "timesync", "scopes", "suites", "report"},
-		"netns":      {"rig", "deploy", "agent", "agentproto", "vmboard", "fixtures", "middleware", "gpio", "timesync", "scopes", "report", "suites"},
+		"ros2":       {"rig", "deploy", "vmboard", "fixtures", "scopes", "suites"},
+		// The codec is a leaf: the ROS 2 peers and bridge build on it.
+		"ros2/rosmsg": {"rig", "deploy", "agent", "agentproto", "vmboard", "fixtures", "middleware", "gpio", "timesync", "scopes", "report", "suites", "peers", "netns", "hostinfo", "bench"},
+		"netns":       {"rig", "deploy", "agent", "agentproto", "vmboard", "fixtures", "middleware", "gpio", "timesync", "scopes", "report", "suites"},
 	}
 	// Below suites/, boards are reached only through the rig: no deployer,
 	// agent, QEMU board or middleware directly. faultkit is the one named

@@ -1,11 +1,11 @@
 // Command hilrig is the one binary of the rig: the agent that runs on boards
 // (hilrig agent) and the tools for humans (shm, bench, gpio, ptp, scope,
-// report, vm, rack, power, console).
+// report, vm, rack, power, console, ros2).
 //
 // main only dispatches (internal/cli): each sub-command's logic, flags and
 // usage live in its area's command package (gpio/gpiocli, timesync/ptpcli,
 // scopes/scopecli, report/reportcli, vmboard/vmcli, middleware/shmtool,
-// bench, agent), which all wrap the one cli.ErrUsage.
+// bench, ros2/ros2cli, agent), which all wrap the one cli.ErrUsage.
 package main
 
 import (
@@ -24,6 +24,7 @@ import (
 	"github.com/hilrig/hilrig/rig/console/consolecli"
 	"github.com/hilrig/hilrig/rig/lease/leasecli"
 	"github.com/hilrig/hilrig/rig/power/powercli"
+	"github.com/hilrig/hilrig/ros2/ros2cli"
 	"github.com/hilrig/hilrig/scopes/scopecli"
 	"github.com/hilrig/hilrig/timesync/ptpcli"
 	"github.com/hilrig/hilrig/vmboard/vmcli"
@@ -39,6 +40,7 @@ func commands() cli.Set {
 		{Name: "ptp", Summary: "PTP status from ptp4l: status, watch", Run: ptpcli.Run},
 		{Name: "rack", Summary: "rack lease: status, lease, release", Run: leasecli.Run},
 		{Name: "report", Summary: "reports: html, compare, import, trend (results store)", Run: runReport},
+		{Name: "ros2", Summary: "ROS 2 messages: msg show, encode, decode (XCDR1)", Run: ros2cli.Run},
 		{Name: "scope", Summary: "oscilloscope / logic analyzer: idn, measure, reset", Run: scopecli.Run},
 		{Name: "shm", Summary: "shared-memory segments: ls, clean", Run: shmtool.Run},
 		{Name: "version", Summary: "print the version", Run: func(_ context.Context, _ []string, stdout, _ io.Writer) error {

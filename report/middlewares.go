@@ -411,8 +411,8 @@ func WriteMiddlewareTable(w io.Writer, rows []MiddlewareRow) error {
 				return s
 			}
 			fmt.Fprintf(tw, "  %s\t%d\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Label, len(e.Reps),
-				statText(e.Stats[StatP50]), statText(e.Stats[StatP99]), statText(e.Stats[StatP999]), statText(e.Stats[StatMax]),
-				statText(e.Stats[StatJitter]), e.Lost, e.Sent, cpu, rss, disc,
+				FormatRepStat(e.Stats[StatP50]), FormatRepStat(e.Stats[StatP99]), FormatRepStat(e.Stats[StatP999]), FormatRepStat(e.Stats[StatMax]),
+				FormatRepStat(e.Stats[StatJitter]), e.Lost, e.Sent, cpu, rss, disc,
 				rc(StatP50, e.Ratio.P50), rc(StatP99, e.Ratio.P99), rc(StatP999, e.Ratio.P999), rc(StatMax, e.Ratio.Max))
 			if e.Config != "" {
 				if _, ok := configs[e.Middleware]; !ok {
@@ -429,10 +429,10 @@ func WriteMiddlewareTable(w io.Writer, rows []MiddlewareRow) error {
 	return tw.Flush()
 }
 
-// statText renders a statistic across repetitions: the median, its
+// FormatRepStat renders a statistic across repetitions: the median, its
 // [min–max] when there are several repetitions, and "(from N samples)"
 // when the percentile is only indicative.
-func statText(rs RepStat) string {
+func FormatRepStat(rs RepStat) string {
 	if rs.Reps == 0 {
 		return FormatNs(0)
 	}

@@ -117,14 +117,14 @@ func RepStatOf(s Stat, values []float64, samples []int64) RepStat {
 	if len(xs) == 0 {
 		return RepStat{}
 	}
-	rs.Median = median(xs)
+	rs.Median = Median(xs)
 	rs.Min, rs.Max = slices.Min(xs), slices.Max(xs)
 	rs.Indicative = rs.Samples < s.MinSamples()
 	return rs
 }
 
-// median of xs (not empty); xs is not modified.
-func median(xs []float64) float64 {
+// Median of xs (not empty); xs is not modified.
+func Median(xs []float64) float64 {
 	s := slices.Clone(xs)
 	slices.Sort(s)
 	n := len(s)
@@ -182,7 +182,7 @@ func CompareRepetitions(a, b []float64, conf float64) RatioCI {
 	if len(a) == 0 || len(b) == 0 {
 		return RatioCI{Call: CallTooFew}
 	}
-	out := RatioCI{Ratio: median(a) / median(b), Call: CallTooFew}
+	out := RatioCI{Ratio: Median(a) / Median(b), Call: CallTooFew}
 	k := rankCritical(len(a), len(b), (1-conf)/2)
 	if k == 0 {
 		return out
@@ -221,10 +221,23 @@ func positive(xs []float64) []float64 {
 // the exact null distribution of the Mann-Whitney U of samples of n and m,
 // or 0 when even P(U = 0) exceeds tail (too few values to reject).
 func rankCritical(n, m int, tail float64) int {
-	// cnt[i][j][u]: orderings of i a's and j b's with U = u, built by
-	// the last element being an a (adds j to U) or a b (adds nothing).
-	// n, m are repetition counts (≤ fixtures.MaxRepetitions), so the
-	// table is small.
+	k := 0
+	for u, p := range RankNullCDF(n, m) {
+		if p > tail+1e-12 {
+			break
+		}
+		k = u + 1
+	}
+	return k
+}
+
+// RankNullCDF returns P(U ≤ u) for u = 0..n·m, U the Mann–Whitney
+// statistic of two samples of sizes n and m under the null hypothesis (no
+// ties), computed exactly by counting arrangements: N(i, j, u) =
+// N(i−1, j, u−j) + N(i, j−1, u) (the last element an a, which adds j to U,
+// or a b, which adds nothing). Cost O(n²m²): meant for repetition counts
+// and trend windows (tens), not for samples of messages.
+func RankNullCDF(n, m int) []float64 {
 	cnt := make([][][]float64, n+1)
 	for i := range cnt {
 		cnt[i] = make([][]float64, m+1)
@@ -246,18 +259,16 @@ func rankCritical(n, m int, tail float64) int {
 			cnt[i][j] = c
 		}
 	}
-	dist := cnt[n][m]
+	d := cnt[n][m]
 	total := 0.0
-	for _, v := range dist {
+	for _, v := range d {
 		total += v
 	}
-	cum, k := 0.0, 0
-	for u, v := range dist {
-		cum += v
-		if cum/total > tail+1e-12 {
-			break
-		}
-		k = u + 1
+	cdf := make([]float64, len(d))
+	acc := 0.0
+	for u, v := range d {
+		acc += v
+		cdf[u] = acc / total
 	}
-	return k
+	return cdf
 }

@@ -1,6 +1,7 @@
 package report_test
 
 import (
+	"math"
 	"testing"
 
 	"github.com/hilrig/hilrig/report"
@@ -78,5 +79,18 @@ func TestRepStatOf(t *testing.T) {
 	}
 	if (report.RepStatOf(report.StatP50, nil, nil) != report.RepStat{}) {
 		t.Error("no repetitions: not zero")
+	}
+}
+
+// TestRankNullCDF: the exact Mann-Whitney null distribution, equal and
+// unequal sizes (C(5+5,5) = 252 and C(2+3,2) = 10 arrangements).
+func TestRankNullCDF(t *testing.T) {
+	c := report.RankNullCDF(5, 5)
+	if len(c) != 26 || math.Abs(c[2]-4.0/252) > 1e-15 || math.Abs(c[3]-7.0/252) > 1e-15 || c[25] != 1 {
+		t.Errorf("5,5: len %d, P(U≤2) %v, P(U≤3) %v, last %v", len(c), c[2], c[3], c[25])
+	}
+	c = report.RankNullCDF(2, 3)
+	if len(c) != 7 || math.Abs(c[0]-0.1) > 1e-15 || math.Abs(c[1]-0.2) > 1e-15 || c[6] != 1 {
+		t.Errorf("2,3: %v", c)
 	}
 }

@@ -1,6 +1,8 @@
 package report
 
 import (
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/hilrig/hilrig/internal/kind"
@@ -21,8 +23,11 @@ type CaseSpec struct {
 	RateHz       float64
 	Reliability  kind.Reliability
 	Subscribers  int
-	Method       Method
-	Bounds       *Bounds
+	// Repetition is the case's run of its comparison cell (1..R), 0 for
+	// a case that ran once (Case.Repetition).
+	Repetition int
+	Method     Method
+	Bounds     *Bounds
 }
 
 // Results are what a case measured, raw: counts, the latency samples (or
@@ -50,7 +55,7 @@ type Results struct {
 func NewCase(route *Route, spec CaseSpec, res Results) *Case {
 	c := &Case{
 		Suite: spec.Suite, Name: spec.Name, Labels: spec.Labels, Transport: spec.Transport, Middleware: spec.Middleware,
-		PayloadBytes: spec.PayloadBytes, RateHz: spec.RateHz, Reliability: spec.Reliability, Subscribers: spec.Subscribers,
+		PayloadBytes: spec.PayloadBytes, RateHz: spec.RateHz, Reliability: spec.Reliability, Subscribers: spec.Subscribers, Repetition: spec.Repetition,
 		Method: spec.Method, Bounds: spec.Bounds,
 		Sent: res.Sent, Delivered: res.Delivered, Lost: res.Lost, Excluded: res.Excluded, Histogram: res.Histogram,
 		Summary: res.Summary, CPUPercent: res.CPUPercent, RSSBytes: res.RSSBytes, Duration: res.Duration, Failure: res.Failure,
@@ -60,4 +65,17 @@ func NewCase(route *Route, spec CaseSpec, res Results) *Case {
 		c.Route = &rt
 	}
 	return c
+}
+
+// RepName is the case name of repetition k (1-based) of a comparison
+// cell's case named name: "NAME (rep k)", so every repetition keeps its
+// own case key while CompareMiddlewares groups them back by baseName.
+func RepName(name string, k int) string { return fmt.Sprintf("%s (rep %d)", name, k) }
+
+// baseName is c's name without its repetition suffix.
+func baseName(c *Case) string {
+	if c.Repetition <= 0 {
+		return c.Name
+	}
+	return strings.TrimSuffix(c.Name, fmt.Sprintf(" (rep %d)", c.Repetition))
 }

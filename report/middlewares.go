@@ -56,8 +56,23 @@ type MiddlewareEntry struct {
 	Label string
 	// Run indexes the result the case came from (CompareMiddlewares'
 	// arguments).
-	Run  int
+	Run int
+	// Case is the entry's first repetition (its only case when the cell
+	// ran once): the one tables link and plots draw.
 	Case *Case
+	// Reps are every repetition of the entry's case in the cell, in
+	// repetition order (Case.Repetition); one case when it ran once.
+	Reps []*Case
+	// Stats are the judged statistics across Reps, indexed by Stat:
+	// median, spread and sample count per statistic.
+	Stats []RepStat
+	// Calls are hilrig's statistic against this entry's across the
+	// repetitions, indexed by Stat (ratio of medians, 95 % interval,
+	// faster/slower/indistinguishable/too few repetitions); nil for the
+	// baseline and in rows without hilrig.
+	Calls []RatioCI
+	// Lost and Sent are summed over Reps.
+	Lost, Sent int64
 	// DiscoveryNs is the wait for the first matched reader (Extra
 	// "discovery_ns"); HasDiscovery is false when the case has none
 	// (hilrig's own endpoints need no discovery wait).
@@ -66,11 +81,15 @@ type MiddlewareEntry struct {
 	// Config is the peer's version, configuration and real transport
 	// (its first "peer: " note), empty for hilrig.
 	Config string
-	// Ratio is hilrig's figure over this entry's (below 1: hilrig is
-	// lower, i.e. faster or cheaper); zero for the baseline itself and
-	// for rows without hilrig.
+	// Ratio is hilrig's figure over this entry's, medians over the
+	// repetitions (below 1: hilrig is lower, i.e. faster or cheaper);
+	// zero for the baseline itself and for rows without hilrig.
 	Ratio Ratios
 }
+
+// Confidence is the confidence at which the comparison calls a ratio
+// faster or slower.
+const Confidence = 0.95
 
 // Ratios are hilrig/peer of each statistic; a statistic either side did
 // not measure (zero) has ratio 0, printed as blank.
@@ -108,6 +127,12 @@ func TransportClass(c *Case) kind.Class {
 // another sweep's; every other entry gets the ratios baseline/entry. With
 // several results, entries are labelled with their run: ratios across
 // runs compare different moments of a shared machine, so prefer one run.
+//
+// The repetitions of one case (Case.Repetition > 0, named RepName) form
+// one entry: its statistics are medians over them with their spread, and
+// each ratio carries the call of CompareRepetitions at Confidence. A case
+// that ran once is an entry of one repetition: its ratios are as before,
+// and its calls are CallTooFew.
 func CompareMiddlewares(rs ...*Result) []MiddlewareRow {
 	type key struct {
 		suite   string
@@ -118,8 +143,18 @@ func CompareMiddlewares(rs ...*Result) []MiddlewareRow {
 		rate    float64
 		subs    int
 	}
+	// entryKey groups the repetitions of one case of one run; a case
+	// that ran once is its own entry (solo), as before repetitions.
+	type entryKey struct {
+		row, run  int
+		mw        kind.Middleware
+		transport string
+		name      string
+		solo      int
+	}
 	var rows []MiddlewareRow
 	idx := map[key]int{}
+	entries := map[entryKey][2]int{} // row, entry index
 	for ri, r := range rs {
 		for i := range r.Cases {
 			c := &r.Cases[i]
@@ -132,7 +167,17 @@ func CompareMiddlewares(rs ...*Result) []MiddlewareRow {
 				rows = append(rows, MiddlewareRow{Suite: c.Suite, Kind: c.Method.Kind, Class: cl, PayloadBytes: c.PayloadBytes,
 					RateHz: c.RateHz, Reliability: c.Reliability, Subscribers: c.Subscribers, Baseline: -1})
 			}
-			e := MiddlewareEntry{Middleware: c.Middleware.Name(), Run: ri, Case: c}
+			ek := entryKey{row: j, run: ri, mw: c.Middleware.Name(), transport: c.Transport, name: baseName(c)}
+			if c.Repetition <= 0 {
+				ek.solo = i + 1
+			}
+			if at, ok := entries[ek]; ok {
+				e := &rows[at[0]].Entries[at[1]]
+				e.Reps = append(e.Reps, c)
+				continue
+			}
+			entries[ek] = [2]int{j, len(rows[j].Entries)}
+			e := MiddlewareEntry{Middleware: c.Middleware.Name(), Run: ri, Case: c, Reps: []*Case{c}}
 			if d, ok := c.Extra["discovery_ns"]; ok {
 				e.DiscoveryNs, e.HasDiscovery = d, true
 			}
@@ -205,6 +250,9 @@ func (row *MiddlewareRow) finish(manyRuns bool) {
 		transports[e.Case.Transport] = true
 	}
 	for i := range es {
+		es[i].summarise()
+	}
+	for i := range es {
 		e := &es[i]
 		e.Label = string(e.Middleware)
 		if len(transports) > 1 && e.Middleware == middlewareHilrig {
@@ -218,25 +266,56 @@ func (row *MiddlewareRow) finish(manyRuns bool) {
 			e.Label += fmt.Sprintf(" #%d", n)
 		}
 		if row.Baseline >= 0 && i != row.Baseline {
-			e.Ratio = ratios(es[row.Baseline].Case, e.Case)
+			e.Ratio, e.Calls = ratios(&es[row.Baseline], e)
 		}
 	}
 }
 
-func ratios(h, p *Case) Ratios {
-	r := func(a, b float64) float64 {
-		if a <= 0 || b <= 0 {
-			return 0
+// summarise orders e's repetitions and computes its statistics across
+// them.
+func (e *MiddlewareEntry) summarise() {
+	slices.SortStableFunc(e.Reps, func(a, b *Case) int { return a.Repetition - b.Repetition })
+	e.Case = e.Reps[0]
+	e.Stats = make([]RepStat, numStats)
+	n := make([]int64, len(e.Reps))
+	v := make([]float64, len(e.Reps))
+	e.Lost, e.Sent = 0, 0
+	for i, c := range e.Reps {
+		n[i] = c.Summary.Count
+		e.Lost += c.Lost
+		e.Sent += c.Sent
+	}
+	for _, st := range Stats {
+		for i, c := range e.Reps {
+			v[i] = st.Of(c.Summary)
 		}
-		return a / b
+		e.Stats[st] = RepStatOf(st, v, n)
 	}
-	hs, ps := h.Summary, p.Summary
+}
+
+// values are the per-repetition values of st (or of CPU, RSS) in e.
+func (e *MiddlewareEntry) values(f func(*Case) float64) []float64 {
+	out := make([]float64, len(e.Reps))
+	for i, c := range e.Reps {
+		out[i] = f(c)
+	}
+	return out
+}
+
+func ratios(h, p *MiddlewareEntry) (Ratios, []RatioCI) {
+	calls := make([]RatioCI, numStats)
+	for _, st := range Stats {
+		f := func(c *Case) float64 { return st.Of(c.Summary) }
+		calls[st] = CompareRepetitions(h.values(f), p.values(f), Confidence)
+	}
+	cpu := func(c *Case) float64 { return c.CPUPercent }
+	rss := func(c *Case) float64 { return float64(c.RSSBytes) }
 	return Ratios{
-		P50: r(float64(hs.P50), float64(ps.P50)), P99: r(float64(hs.P99), float64(ps.P99)),
-		P999: r(float64(hs.P999), float64(ps.P999)), Max: r(float64(hs.Max), float64(ps.Max)),
-		Jitter: r(float64(hs.Jitter), float64(ps.Jitter)), CPU: r(h.CPUPercent, p.CPUPercent),
-		RSS: r(float64(h.RSSBytes), float64(p.RSSBytes)),
-	}
+		P50: calls[StatP50].Ratio, P99: calls[StatP99].Ratio, P999: calls[StatP999].Ratio, Max: calls[StatMax].Ratio,
+		Jitter: calls[StatJitter].Ratio,
+		CPU:    CompareRepetitions(h.values(cpu), p.values(cpu), Confidence).Ratio,
+		RSS:    CompareRepetitions(h.values(rss), p.values(rss), Confidence).Ratio,
+	}, calls
 }
 
 // KindName renders a method kind for tables: "one-way", "RTT/2".
@@ -283,23 +362,33 @@ func FormatRatio(r float64) string {
 	return fmt.Sprintf("%.2f", r)
 }
 
-// WriteMiddlewareTable prints rows as aligned text: per row a title line,
-// then one line per middleware with p50, p99, p99.9, max, jitter,
-// lost/sent, CPU, RSS, discovery and the ratios hilrig/entry of p50 and
-// p99 (below 1: hilrig is faster), then each peer's configuration.
+// WriteMiddlewareTable prints rows as aligned text: first the answer in
+// two matrices (MiddlewareMatrix of p50 and p99: scenario × middleware,
+// the best marked, each difference called), then per row a title line
+// and one line per middleware with p50, p99, p99.9, max and jitter
+// (medians over the repetitions, with [min–max] when there are several),
+// lost/sent, CPU, RSS, discovery and the ratios hilrig/entry of p50, p99,
+// p99.9 and max with their call (below 1: hilrig is faster), then each
+// peer's configuration.
 func WriteMiddlewareTable(w io.Writer, rows []MiddlewareRow) error {
 	if len(rows) == 0 {
 		_, err := fmt.Fprintln(w, "no case of a peer middleware in the result(s): nothing to compare")
 		return err
+	}
+	for _, st := range []Stat{StatP50, StatP99} {
+		if err := WriteMatrix(w, MiddlewareMatrix(rows, st)); err != nil {
+			return err
+		}
+		fmt.Fprintln(w)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	configs := map[kind.Middleware]string{}
 	var order []kind.Middleware
 	for _, row := range rows {
 		fmt.Fprintf(tw, "\n%s\n", row.Title())
-		fmt.Fprintln(tw, "  MIDDLEWARE\tP50\tP99\tP99.9\tMAX\tJITTER\tLOST/SENT\tCPU\tRSS\tDISCOVERY\tHILRIG/X P50\tHILRIG/X P99\tHILRIG/X P99.9\tHILRIG/X MAX")
+		fmt.Fprintln(tw, "  MIDDLEWARE\tREPS\tP50\tP99\tP99.9\tMAX\tJITTER\tLOST/SENT\tCPU\tRSS\tDISCOVERY\tHILRIG/X P50\tHILRIG/X P99\tHILRIG/X P99.9\tHILRIG/X MAX")
 		for i, e := range row.Entries {
-			c, s := e.Case, e.Case.Summary
+			c := e.Case
 			disc := "-"
 			if e.HasDiscovery {
 				disc = FormatNs(int64(e.DiscoveryNs))
@@ -311,13 +400,20 @@ func WriteMiddlewareTable(w io.Writer, rows []MiddlewareRow) error {
 			if c.RSSBytes > 0 {
 				rss = fmt.Sprintf("%.1fMiB", float64(c.RSSBytes)/(1<<20))
 			}
-			r50, r99, r999, rmax := FormatRatio(e.Ratio.P50), FormatRatio(e.Ratio.P99), FormatRatio(e.Ratio.P999), FormatRatio(e.Ratio.Max)
-			if i == row.Baseline {
-				r50, r99, r999, rmax = "(base)", "(base)", "(base)", "(base)"
+			rc := func(st Stat, r float64) string {
+				if i == row.Baseline {
+					return "(base)"
+				}
+				s := FormatRatio(r)
+				if s != "" && e.Calls != nil {
+					s += " " + CallMark(e.Calls[st].Call)
+				}
+				return s
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Label,
-				FormatNs(s.P50), FormatNs(s.P99), FormatNs(s.P999), FormatNs(s.Max), FormatNs(s.Jitter),
-				c.Lost, c.Sent, cpu, rss, disc, r50, r99, r999, rmax)
+			fmt.Fprintf(tw, "  %s\t%d\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Label, len(e.Reps),
+				FormatRepStat(e.Stats[StatP50]), FormatRepStat(e.Stats[StatP99]), FormatRepStat(e.Stats[StatP999]), FormatRepStat(e.Stats[StatMax]),
+				FormatRepStat(e.Stats[StatJitter]), e.Lost, e.Sent, cpu, rss, disc,
+				rc(StatP50, e.Ratio.P50), rc(StatP99, e.Ratio.P99), rc(StatP999, e.Ratio.P999), rc(StatMax, e.Ratio.Max))
 			if e.Config != "" {
 				if _, ok := configs[e.Middleware]; !ok {
 					order = append(order, e.Middleware)
@@ -326,9 +422,26 @@ func WriteMiddlewareTable(w io.Writer, rows []MiddlewareRow) error {
 			}
 		}
 	}
-	fmt.Fprintln(tw, "\nratios are hilrig/middleware of the same row: below 1 hilrig is lower (faster).")
+	fmt.Fprintln(tw, "\nratios are hilrig/middleware of the same row, medians over the repetitions: below 1 hilrig is lower (faster).")
 	for _, mw := range order {
 		fmt.Fprintf(tw, "%s: %s\n", mw, configs[mw])
 	}
 	return tw.Flush()
+}
+
+// FormatRepStat renders a statistic across repetitions: the median, its
+// [min–max] when there are several repetitions, and "(from N samples)"
+// when the percentile is only indicative.
+func FormatRepStat(rs RepStat) string {
+	if rs.Reps == 0 {
+		return FormatNs(0)
+	}
+	s := FormatNs(int64(rs.Median))
+	if rs.Reps > 1 {
+		s += fmt.Sprintf(" [%s–%s]", FormatNs(int64(rs.Min)), FormatNs(int64(rs.Max)))
+	}
+	if rs.Indicative {
+		s += fmt.Sprintf(" (from %d samples)", rs.Samples)
+	}
+	return s
 }

@@ -2,6 +2,7 @@ package report_test
 
 import (
 	"bytes"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -216,5 +217,102 @@ func TestNewCase(t *testing.T) {
 	}
 	if c := report.NewCase(nil, report.CaseSpec{Name: "x"}, report.Results{}); c.Route != nil || c.Name != "x" {
 		t.Errorf("NewCase without a route: %+v", c)
+	}
+}
+
+// TestCompareMiddlewaresRepetitions: a cell that ran every middleware
+// five times, interleaved, is one entry per middleware with medians,
+// spreads and a call per ratio; the matrix marks the best and leaves the
+// indistinguishable ungreyed only where significant; the short form's
+// two repetitions call nothing; low-rate percentiles are marked.
+func TestCompareMiddlewaresRepetitions(t *testing.T) {
+	cell := func(reps int, rate float64, bases map[string][]int64) *report.Result {
+		r := report.NewResult(report.RunInfo{Rack: "sim"})
+		for k := 1; k <= reps; k++ { // interleaved: A B C A B C …
+			for _, mw := range []string{"hilrig", "iceoryx", "cyclonedds"} {
+				c := peerCase(report.RepName(mw+" shm-copy reliable 64B one-way", k), mw, "shm-copy", report.OneWay, 64, rate, bases[mw][k-1], "board-a", "board-b")
+				c.Repetition = k
+				r.Cases = append(r.Cases, c)
+			}
+		}
+		return r
+	}
+	bases := map[string][]int64{
+		"hilrig":     {20_000, 21_000, 19_000, 22_000, 20_500},
+		"iceoryx":    {40_000, 41_000, 39_000, 45_000, 42_000}, // clearly slower than hilrig
+		"cyclonedds": {19_000, 23_000, 20_000, 21_500, 18_000}, // overlaps hilrig
+	}
+	rows := report.CompareMiddlewares(cell(5, 1000, bases))
+	if len(rows) != 1 || len(rows[0].Entries) != 3 {
+		t.Fatalf("%d rows, want one row of 3 entries (repetitions grouped): %+v", len(rows), rows)
+	}
+	row := rows[0]
+	h, ice, cyc := row.Entries[0], row.Entries[1], row.Entries[2]
+	if h.Label != "hilrig" || len(h.Reps) != 5 || h.Case.Repetition != 1 || row.Baseline != 0 || h.Sent != 5000 {
+		t.Errorf("hilrig entry %q, %d reps, first rep %d, baseline %d, sent %d", h.Label, len(h.Reps), h.Case.Repetition, row.Baseline, h.Sent)
+	}
+	// peerCase's p50 is ≈1.5 × its base: medians over the five runs.
+	p50 := h.Stats[report.StatP50]
+	if p50.Reps != 5 || p50.Median < 1.5*20_500*0.98 || p50.Median > 1.5*20_500*1.02 || p50.Min >= p50.Median || p50.Max <= p50.Median {
+		t.Errorf("hilrig p50 across reps %+v, want median ≈30.7µs inside its spread", p50)
+	}
+	if c := ice.Calls[report.StatP50]; c.Call != report.CallFaster || c.Hi >= 1 || ice.Ratio.P50 > 0.52 || ice.Ratio.P50 < 0.46 {
+		t.Errorf("hilrig vs iceoryx p50 %+v ratio %v, want faster with the interval below 1", c, ice.Ratio.P50)
+	}
+	if c := cyc.Calls[report.StatP99]; c.Call != report.CallIndistinguishable || c.Lo >= 1 || c.Hi <= 1 {
+		t.Errorf("hilrig vs cyclonedds p99 %+v, want indistinguishable", c)
+	}
+	if h.Calls != nil {
+		t.Errorf("baseline has calls %+v", h.Calls)
+	}
+
+	m := report.MiddlewareMatrix(rows, report.StatP50)
+	if got := fmt.Sprint(m.Middlewares); got != "[hilrig iceoryx cyclonedds]" || len(m.Rows) != 1 {
+		t.Fatalf("matrix columns %s, %d rows", got, len(m.Rows))
+	}
+	cells := m.Rows[0].Cells
+	// cyclonedds has the lowest median (20 000 ns base) but is not
+	// significantly different from hilrig: best, and greyed.
+	if !cells[2].Best || cells[0].Best || cells[1].Best || !cells[2].Grey || cells[1].Grey || cells[0].Grey || !cells[0].Baseline {
+		t.Errorf("matrix cells %+v: want cyclonedds best and grey, iceoryx significant, hilrig the baseline", cells)
+	}
+
+	var out bytes.Buffer
+	if err := report.WriteMiddlewareTable(&out, rows); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"P50: median over repetitions", "*30.", "hilrig faster", "≈", "REPS", "5000"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, out.String())
+		}
+	}
+
+	// The short form: two repetitions, a twofold gap, still no call.
+	rows = report.CompareMiddlewares(cell(2, 50, bases))
+	if c := rows[0].Entries[1].Calls[report.StatP50]; c.Call != report.CallTooFew || c.Ratio > 0.55 {
+		t.Errorf("R=2: %+v, want too few repetitions with the ratio still given", c)
+	}
+	m = report.MiddlewareMatrix(rows, report.StatP50)
+	for i, c := range m.Rows[0].Cells {
+		if !c.Grey {
+			t.Errorf("R=2: cell %d not greyed: %+v", i, c)
+		}
+	}
+	// A low-rate case with 120 samples: its p99 is marked, not hidden.
+	r := cell(1, 50, bases)
+	for i := range r.Cases {
+		h := report.NewHistogram()
+		for j := int64(0); j < 120; j++ {
+			h.Record(1000 + j)
+		}
+		r.Cases[i].Histogram = h
+		r.Cases[i].Finalize()
+	}
+	rows = report.CompareMiddlewares(r)
+	if s := rows[0].Entries[0].Stats[report.StatP99]; !s.Indicative || s.Samples != 120 || s.Median == 0 {
+		t.Errorf("p99 of 120 samples %+v, want shown and indicative", s)
+	}
+	if cell := report.MiddlewareMatrix(rows, report.StatP99).Rows[0].Cells[0].CellText(); !strings.Contains(cell, "(from 120 samples)") {
+		t.Errorf("p99 cell %q, want the sample count", cell)
 	}
 }

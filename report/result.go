@@ -144,6 +144,11 @@ type Case struct {
 	RateHz       float64          `json:"rate_hz,omitempty"`
 	Reliability  kind.Reliability `json:"reliability,omitempty"` // "reliable" or "best-effort"
 	Subscribers  int              `json:"subscribers,omitempty"`
+	// Repetition is which run of its comparison cell this case is
+	// (1..R, issue 37): the cell runs every middleware R times,
+	// interleaved, and names repetition k RepName(name, k). 0: the case
+	// ran once (results written before cells repeated, or not a cell).
+	Repetition int `json:"repetition,omitempty"`
 	// Route is where the traffic ran (rig); nil in result files written
 	// before cases carried it, and for cases without traffic (a soak's
 	// totals, a health gate).

@@ -150,7 +150,9 @@ func TestCompareByMiddleware(t *testing.T) {
 	if err := reportcli.Run(context.Background(), []string{"compare", "--by", "middleware", one}, &out, &errb); err != nil {
 		t.Fatalf("one result: %v", err)
 	}
-	for _, want := range []string{"latency · RTT/2 · UDP, one host · 64 B · max · reliable", "cyclonedds", "(base)", "0.50", "5.00ms", "cyclonedds: cyclonedds 0.10.2, lo only"} {
+	for _, want := range []string{"latency · RTT/2 · UDP, one host · 64 B · max · reliable", "cyclonedds", "(base)", "0.50", "5.00ms", "cyclonedds: cyclonedds 0.10.2, lo only",
+		// The answer first: the matrix, which cannot call one run.
+		"P50: median over repetitions", "0.50 ?", "too few repetitions to call"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
@@ -180,5 +182,49 @@ func TestCompareByMiddleware(t *testing.T) {
 	}
 	if err := reportcli.Run(context.Background(), []string{"compare", "--by", "middleware", filepath.Join(dir, "nope.json")}, &out, &errb); err == nil || !strings.Contains(err.Error(), "nope.json") {
 		t.Errorf("missing file: %v", err)
+	}
+}
+
+// TestCompareByMiddlewareRepetitions: a result whose cell ran each
+// middleware five times, interleaved, read back from its file: one line
+// per middleware with the spread, and each ratio called.
+func TestCompareByMiddlewareRepetitions(t *testing.T) {
+	r := report.NewResult(report.RunInfo{Rack: "sim", ID: "reps"})
+	bases := map[string][]int64{"hilrig": {20_000, 21_000, 19_000, 22_000, 20_500}, "cyclonedds": {40_000, 41_000, 39_000, 45_000, 42_000}}
+	for k := 1; k <= 5; k++ {
+		for _, mw := range []string{"hilrig", "cyclonedds"} {
+			h := report.NewHistogram()
+			for i := int64(0); i < 1000; i++ {
+				h.Record(bases[mw][k-1] + i*bases[mw][k-1]/1000)
+			}
+			c := report.NewCase(&report.Route{From: "controller host", To: "controller host", SameKernel: true, Class: report.ClassUDPOneHost},
+				report.CaseSpec{Suite: "latency", Name: report.RepName(mw+" udp reliable 64B round trip", k), Transport: "udp", Middleware: kind.Middleware(mw),
+					PayloadBytes: 64, Reliability: "reliable", Subscribers: 1, Repetition: k, Method: report.Method{Kind: report.RTTHalf, Clocks: "c"}},
+				report.Results{Sent: 1000, Delivered: 1000, Histogram: h})
+			c.Finalize()
+			r.Cases = append(r.Cases, *c)
+		}
+	}
+	p := filepath.Join(t.TempDir(), "reps.json")
+	if err := r.WriteFile(p); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	if err := reportcli.Run(context.Background(), []string{"compare", "--by", "middleware", p}, &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"P99: median over repetitions", "hilrig faster", "5000", " [", "(rep"} {
+		if want == "(rep" {
+			if strings.Contains(out.String(), want) {
+				t.Errorf("output names single repetitions instead of grouping them:\n%s", out.String())
+			}
+			continue
+		}
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if n := strings.Count(out.String(), "\n  cyclonedds "); n != 1 {
+		t.Errorf("cyclonedds has %d detail lines, want 1 (five repetitions grouped):\n%s", n, out.String())
 	}
 }

@@ -136,3 +136,105 @@ func TestRenderMiddlewares(t *testing.T) {
 		t.Error("comparison section rendered for a run without peer cases")
 	}
 }
+
+// repeatedResult is one shm cell run five times per middleware,
+// interleaved: iceoryx clearly slower than hilrig, cyclonedds overlapping
+// it run for run.
+func repeatedResult() *report.Result {
+	r := report.NewResult(report.RunInfo{Rack: "sim"})
+	bases := map[string][]int64{
+		"hilrig":     {20_000, 21_000, 19_000, 22_000, 20_500},
+		"iceoryx":    {40_000, 41_000, 39_000, 45_000, 42_000},
+		"cyclonedds": {19_500, 23_000, 21_000, 21_500, 18_000},
+	}
+	for k := 1; k <= 5; k++ {
+		for _, mw := range []string{"hilrig", "iceoryx", "cyclonedds"} {
+			h := report.NewHistogram()
+			for i := int64(0); i < 2000; i++ {
+				h.Record(bases[mw][k-1] + i*bases[mw][k-1]/2000)
+			}
+			c := report.NewCase(&report.Route{From: "board-a", To: "board-b", SameKernel: true, Class: report.ClassSharedMemory},
+				report.CaseSpec{Suite: "latency", Name: report.RepName(mw+" shm-copy reliable 64B @ 1000 Hz one-way", k), Transport: "shm-copy",
+					Middleware: kind.Middleware(mw), PayloadBytes: 64, RateHz: 1000, Reliability: "reliable", Subscribers: 1, Repetition: k,
+					Method: report.Method{Kind: report.OneWay, Clocks: "CLOCK_MONOTONIC of one kernel"}},
+				report.Results{Sent: 2000, Delivered: 2000, Histogram: h})
+			c.Finalize()
+			r.Cases = append(r.Cases, *c)
+		}
+	}
+	return r
+}
+
+// TestRenderMiddlewareMatrix: the first screen answers "which bus is
+// faster" in one matrix before any detail table: scenario × middleware,
+// the row's best marked, differences that are not significant greyed,
+// and a run without repetitions says it can call nothing.
+func TestRenderMiddlewareMatrix(t *testing.T) {
+	var out bytes.Buffer
+	if err := reporthtml.Render(&out, reporthtml.Input{Result: repeatedResult()}); err != nil {
+		t.Fatal(err)
+	}
+	root := doc(t, out.Bytes())
+	first, m := byID(root, "first-screen"), byID(root, "mw-matrix")
+	if first == nil || m == nil {
+		t.Fatal("no matrix")
+	}
+	inFirst := false
+	walk(first, func(n *html.Node) { inFirst = inFirst || n == m })
+	page := out.String()
+	if !inFirst || strings.Index(page, `id="mw-matrix"`) > strings.Index(page, `id="summary"`) || strings.Index(page, `id="mw-matrix"`) > strings.Index(page, `id="middlewares"`) {
+		t.Error("matrix not on the first screen before the detail tables")
+	}
+	var heads []string
+	for _, th := range elems(m, "th") {
+		heads = append(heads, text(th))
+	}
+	if got := strings.Join(heads, ","); got != "scenario,hilrig,iceoryx,cyclonedds" {
+		t.Errorf("matrix columns %s", got)
+	}
+	trs := elems(elems(m, "tbody")[0], "tr")
+	if len(trs) != 1 {
+		t.Fatalf("%d matrix rows, want 1", len(trs))
+	}
+	tds := elems(trs[0], "td")
+	if len(tds) != 4 || attr(elems(tds[0], "a")[0], "href") != "#mw-row-0" {
+		t.Fatalf("%d cells, want scenario + 3, linked to the detail", len(tds))
+	}
+	// Each cell: a p50 and a p99 line.
+	span := func(col, stat int) *html.Node { return elems(tds[col], "span")[stat] }
+	for stat := range 2 {
+		h, ice, cyc := span(1, stat), span(2, stat), span(3, stat)
+		if !strings.Contains(attr(h, "class"), "best") || strings.Contains(attr(h, "class"), "grey") {
+			t.Errorf("stat %d: hilrig %q class %q, want best and not grey (iceoryx differs)", stat, text(h), attr(h, "class"))
+		}
+		if strings.Contains(attr(ice, "class"), "grey") || !strings.Contains(text(ice), "hilrig faster") || !strings.Contains(attr(ice, "title"), "95 % interval") {
+			t.Errorf("stat %d: iceoryx %q class %q title %q, want a significant call", stat, text(ice), attr(ice, "class"), attr(ice, "title"))
+		}
+		if !strings.Contains(attr(cyc, "class"), "grey") || !strings.Contains(text(cyc), "≈") {
+			t.Errorf("stat %d: cyclonedds %q class %q, want greyed, indistinguishable", stat, text(cyc), attr(cyc, "class"))
+		}
+	}
+	if !strings.Contains(text(span(1, 0)), "[") {
+		t.Errorf("hilrig p50 %q lacks its spread over the repetitions", text(span(1, 0)))
+	}
+	// The detail table groups the repetitions: one line per middleware.
+	if rows := mwRows(root); len(rows) != 1 || len(elems(elems(rows[0], "tbody")[0], "tr")) != 3 {
+		t.Errorf("detail: %d rows", len(rows))
+	}
+
+	// One run per middleware (today's results): shown, nothing called.
+	out.Reset()
+	if err := reporthtml.Render(&out, reporthtml.Input{Result: peerResult()}); err != nil {
+		t.Fatal(err)
+	}
+	root = doc(t, out.Bytes())
+	if m = byID(root, "mw-matrix"); m == nil || !strings.Contains(text(byID(root, "first-screen")), "one run (no repetitions") {
+		t.Fatal("single-run result: no matrix or no word that nothing can be called")
+	}
+	for _, sp := range elems(m, "span") {
+		if text(sp) != "p50 —" && text(sp) != "p99 —" && !strings.Contains(text(sp), "=") && !strings.Contains(attr(sp, "class"), "grey") {
+			t.Errorf("single run: peer cell %q class %q not greyed", text(sp), attr(sp, "class"))
+		}
+	}
+	checkMiddlewareSection(t, root)
+}

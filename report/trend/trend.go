@@ -33,6 +33,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/hilrig/hilrig/report"
 	"github.com/hilrig/hilrig/report/store"
 )
 
@@ -235,52 +236,12 @@ func mean(xs []float64) float64 {
 	return s / float64(len(xs))
 }
 
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
-}
+// median is report.Median (one implementation for the trend and the
+// middleware comparison).
+func median(xs []float64) float64 { return report.Median(xs) }
 
 // nullCDF returns P(U ≤ u) for u = 0..w², U the Mann–Whitney statistic of
-// two samples of size w under the null hypothesis (no ties), computed
-// exactly by counting arrangements: N(m, n, u) = N(m−1, n, u−n) + N(m, n−1, u).
-func nullCDF(w int) []float64 {
-	// cnt[m][n] is the count distribution for sizes m, n.
-	cnt := make([][][]float64, w+1)
-	for m := range cnt {
-		cnt[m] = make([][]float64, w+1)
-		for n := range cnt[m] {
-			d := make([]float64, m*n+1)
-			switch {
-			case m == 0 || n == 0:
-				d[0] = 1
-			default:
-				for u := range d {
-					if u-n >= 0 && u-n < len(cnt[m-1][n]) {
-						d[u] += cnt[m-1][n][u-n]
-					}
-					if u < len(cnt[m][n-1]) {
-						d[u] += cnt[m][n-1][u]
-					}
-				}
-			}
-			cnt[m][n] = d
-		}
-	}
-	d := cnt[w][w]
-	var total float64
-	for _, v := range d {
-		total += v
-	}
-	cdf := make([]float64, len(d))
-	var acc float64
-	for u, v := range d {
-		acc += v
-		cdf[u] = acc / total
-	}
-	return cdf
-}
+// two samples of size w under the null hypothesis (no ties): the exact
+// distribution report.RankNullCDF counts, shared with the middleware
+// comparison's rank test.
+func nullCDF(w int) []float64 { return report.RankNullCDF(w, w) }

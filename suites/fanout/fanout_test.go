@@ -45,79 +45,89 @@ var _ = Describe("fanout", Ordered, ContinueOnFailure, Label(labels.Latency), fu
 	tc := harness.Context()
 
 	// hilrig's shm copy path and UDP, and beside them every peer of
-	// ginkgo.config's middlewares in the same class (docs/peers.md).
-	for _, tr := range steps.Beside(steps.ShmCopy, steps.UDP) {
-		var one *report.Case // the 1-subscriber case, for the 10-subscriber comparison
-		count := uint64(messages)
-		if tr.IsPeer() {
-			count = peerMessages
-		}
-		for _, n := range []int{1, 10} {
-			name := tr.Named(fmt.Sprintf("%s reliable 1KiB @ 1000 Hz, %d subscriber(s)", tr, n))
-			It(name, func(ctx SpecContext) {
-				if r := steps.Unrunnable(tc, tr); r != "" {
-					Skip(r)
-				}
-				p := steps.Params{Path: tr, Payload: payload, RateHz: rateHz, Count: count, WarmUp: 100, Subscribers: n, Window: window}
-				measure := steps.MeasureJudged
-				if tr.IsPeer() {
-					measure = steps.Measure // not judged against hilrig's bounds: nothing to re-measure
-				}
-				ran, err := measure(ctx, env, name, p)
-				if steps.NotOnRack(err) {
-					Skip(err.Error())
-				}
-				Expect(err).NotTo(HaveOccurred())
-				c := ran.Case
-				subs := ran.Result.Windows
-				pubw := ran.Flow.Publisher.Windows()
-				rss, rssWho := memGrowth(subs, pubw, func(w agentproto.Window) int64 { return w.RSSBytes })
-				heap, heapWho := memGrowth(subs, pubw, func(w agentproto.Window) int64 { return w.HeapLiveBytes })
-				if c.Extra == nil {
-					c.Extra = map[string]float64{} // a peer's holds its discovery time already
-				}
-				c.Extra["RSS floor growth, middle → last third (bytes)"] = float64(rss)
-				c.Extra["Go live heap floor growth, middle → last third (bytes)"] = float64(heap)
-				if b, ok := allocPerDelivery(subs); ok {
-					c.Extra["subscriber agent Go allocation per delivery, last two thirds (bytes)"] = b
-				}
-				c.Notes = append(c.Notes, fmt.Sprintf("memory is per agent process (subscribers on one board share it), floor of the run's middle third to floor of its last third: live Go heap growth ≤ %d MiB (largest: %s), RSS growth ≤ %d MiB (largest: %s)", heapSlack>>20, heapWho, rssSlack>>20, rssWho))
-				var incBound time.Duration
-				if n > 1 && one != nil && !tr.IsPeer() && c.Bounds != nil && c.Bounds.P99 > 0 {
-					incBound = c.Bounds.P99
-					c.Extra["p99 increase vs 1 subscriber (ns)"] = float64(c.Histogram.Summary().P99 - one.Summary.P99)
-					c.Notes = append(c.Notes, fmt.Sprintf("p99 increase from 1 to %d subscribers bounded by the profile's p99 (%v)", n, incBound))
-				}
-				if tr.IsPeer() {
-					if n > 1 && one != nil {
-						c.Extra["p99 increase vs 1 subscriber (ns)"] = float64(c.Histogram.Summary().P99 - one.Summary.P99)
-					}
-					c.Notes = append(c.Notes, fmt.Sprintf("peer: %d messages (hilrig's case: %d); memory growth and the p99 increase from 1 to %d subscribers are reported, not bounded — a run this short has no steady-state floor, and RSS includes the peer library's own memory", count, messages, n))
-				}
-				c = steps.AsPeerCase(c)
-				Expect(harness.Record(c)).To(Succeed())
-				if n == 1 {
-					one = c
-				}
-				Expect(c).To(reportmatch.HaveNoLoss())
-				Expect(c.Delivered).To(BeNumerically("==", int64(n)*c.Sent), "every subscriber gets every message")
-				if tr.IsPeer() {
-					return // loss and delivery only: see the note above
-				}
-				Expect(heap).To(BeNumerically("<=", heapSlack), "live Go heap of %s grew by %d bytes", heapWho, heap)
-				Expect(rss).To(BeNumerically("<=", rssSlack), "RSS of %s grew by %d bytes", rssWho, rss)
-				if n > 1 {
-					Expect(one).NotTo(BeNil(), "the 1-subscriber case did not run")
-					if incBound > 0 {
-						Expect(time.Duration(c.Summary.P99-one.Summary.P99)).To(BeNumerically("<=", incBound),
-							"p99 grew from %s (1 subscriber) to %s (%d)", report.FormatNs(one.Summary.P99), report.FormatNs(c.Summary.P99), n)
-					}
-				}
-				Expect(c).To(reportmatch.MeetBounds())
-			}, SpecTimeout(2*time.Minute))
+	// ginkgo.config's middlewares in the same class (docs/peers.md); each
+	// tc.Repetitions times, interleaved (steps.Rep), so the report can
+	// call the differences.
+	for rep := 1; rep <= tc.Repetitions; rep++ {
+		for _, tr := range steps.Beside(steps.ShmCopy, steps.UDP) {
+			fanout(env, tc, tr, rep)
 		}
 	}
 })
+
+// fanout registers repetition rep of tr's 1- and 10-subscriber cases.
+func fanout(env *steps.Env, tc *harness.TestContext, tr steps.Path, rep int) {
+	var one *report.Case // the 1-subscriber case, for the 10-subscriber comparison
+	count := uint64(messages)
+	if tr.IsPeer() {
+		count = peerMessages
+	}
+	for _, n := range []int{1, 10} {
+		name, repIdx := steps.Rep(tr.Named(fmt.Sprintf("%s reliable 1KiB @ 1000 Hz, %d subscriber(s)", tr, n)), rep, tc.Repetitions)
+		It(name, func(ctx SpecContext) {
+			if r := steps.Unrunnable(tc, tr); r != "" {
+				Skip(r)
+			}
+			p := steps.Params{Path: tr, Payload: payload, RateHz: rateHz, Count: count, WarmUp: 100, Subscribers: n, Window: window}
+			measure := steps.MeasureJudged
+			if tr.IsPeer() {
+				measure = steps.Measure // not judged against hilrig's bounds: nothing to re-measure
+			}
+			ran, err := measure(ctx, env, name, p)
+			if steps.NotOnRack(err) {
+				Skip(err.Error())
+			}
+			Expect(err).NotTo(HaveOccurred())
+			c := ran.Case
+			subs := ran.Result.Windows
+			pubw := ran.Flow.Publisher.Windows()
+			rss, rssWho := memGrowth(subs, pubw, func(w agentproto.Window) int64 { return w.RSSBytes })
+			heap, heapWho := memGrowth(subs, pubw, func(w agentproto.Window) int64 { return w.HeapLiveBytes })
+			if c.Extra == nil {
+				c.Extra = map[string]float64{} // a peer's holds its discovery time already
+			}
+			c.Extra["RSS floor growth, middle → last third (bytes)"] = float64(rss)
+			c.Extra["Go live heap floor growth, middle → last third (bytes)"] = float64(heap)
+			if b, ok := allocPerDelivery(subs); ok {
+				c.Extra["subscriber agent Go allocation per delivery, last two thirds (bytes)"] = b
+			}
+			c.Notes = append(c.Notes, fmt.Sprintf("memory is per agent process (subscribers on one board share it), floor of the run's middle third to floor of its last third: live Go heap growth ≤ %d MiB (largest: %s), RSS growth ≤ %d MiB (largest: %s)", heapSlack>>20, heapWho, rssSlack>>20, rssWho))
+			var incBound time.Duration
+			if n > 1 && one != nil && !tr.IsPeer() && c.Bounds != nil && c.Bounds.P99 > 0 {
+				incBound = c.Bounds.P99
+				c.Extra["p99 increase vs 1 subscriber (ns)"] = float64(c.Histogram.Summary().P99 - one.Summary.P99)
+				c.Notes = append(c.Notes, fmt.Sprintf("p99 increase from 1 to %d subscribers bounded by the profile's p99 (%v)", n, incBound))
+			}
+			if tr.IsPeer() {
+				if n > 1 && one != nil {
+					c.Extra["p99 increase vs 1 subscriber (ns)"] = float64(c.Histogram.Summary().P99 - one.Summary.P99)
+				}
+				c.Notes = append(c.Notes, fmt.Sprintf("peer: %d messages (hilrig's case: %d); memory growth and the p99 increase from 1 to %d subscribers are reported, not bounded — a run this short has no steady-state floor, and RSS includes the peer library's own memory", count, messages, n))
+			}
+			c = steps.AsPeerCase(c)
+			c.Repetition = repIdx
+			Expect(harness.Record(c)).To(Succeed())
+			if n == 1 {
+				one = c
+			}
+			Expect(c).To(reportmatch.HaveNoLoss())
+			Expect(c.Delivered).To(BeNumerically("==", int64(n)*c.Sent), "every subscriber gets every message")
+			if tr.IsPeer() {
+				return // loss and delivery only: see the note above
+			}
+			Expect(heap).To(BeNumerically("<=", heapSlack), "live Go heap of %s grew by %d bytes", heapWho, heap)
+			Expect(rss).To(BeNumerically("<=", rssSlack), "RSS of %s grew by %d bytes", rssWho, rss)
+			if n > 1 {
+				Expect(one).NotTo(BeNil(), "the 1-subscriber case did not run")
+				if incBound > 0 {
+					Expect(time.Duration(c.Summary.P99-one.Summary.P99)).To(BeNumerically("<=", incBound),
+						"p99 grew from %s (1 subscriber) to %s (%d)", report.FormatNs(one.Summary.P99), report.FormatNs(c.Summary.P99), n)
+				}
+			}
+			Expect(c).To(reportmatch.MeetBounds())
+		}, SpecTimeout(2*time.Minute))
+	}
+}
 
 // memGrowth is the largest growth of one memory reading (of) of any
 // endpoint over the second half of its run, and which endpoint it was:

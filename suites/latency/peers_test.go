@@ -12,6 +12,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/hilrig/hilrig/fixtures"
 	"github.com/hilrig/hilrig/report"
 	"github.com/hilrig/hilrig/report/reportmatch"
 	"github.com/hilrig/hilrig/rig"
@@ -53,54 +54,27 @@ var _ = Describe("latency over each middleware", Ordered, ContinueOnFailure, Lab
 		}
 	}
 
+	// Each cell (size, rate) runs every middleware tc.Repetitions times,
+	// interleaved (steps.Rep); the report calls a difference from the
+	// spread between repetitions.
 	for _, size := range tc.Config.PayloadSizes {
 		for _, rate := range tc.Config.RatesHz {
 			if rate <= 0 {
 				continue
 			}
-			for _, path := range runs {
-				name := fmt.Sprintf("%s %s reliable %s @ %g Hz one-way", path.MiddlewareName(), path, steps.SizeName(int(size)), rate)
-				n, _ := tc.Messages(rate)
-				warm := tc.WarmUp(n)
-				timeout := time.Duration(float64(n+warm)/rate*float64(time.Second)) + 2*time.Minute
-				It(name, func(ctx SpecContext) {
-					skip(path)
-					if bw := float64(size) * rate; bw > steps.BandwidthCap {
-						Skip(fmt.Sprintf("%s × %g Hz = %.0f MB/s exceeds the latency sweep's %.0f MB/s cap (throughput suite)", size, rate, bw/1e6, steps.BandwidthCap/1e6))
-					}
-					ran, err := steps.Measure(ctx, env, name, steps.Params{Path: path, Payload: int(size), RateHz: rate, Count: n, WarmUp: warm})
-					if steps.NotOnRack(err) {
-						Skip(err.Error())
-					}
-					Expect(err).NotTo(HaveOccurred())
-					c := steps.AsPeerCase(ran.Case)
-					Expect(harness.Record(c)).To(Succeed())
-					cmp.add(c)
-					Expect(c).To(reportmatch.HaveNoLoss())
-				}, SpecTimeout(timeout))
+			for rep := 1; rep <= tc.Repetitions; rep++ {
+				for _, path := range runs {
+					oneWay(tc, env, cmp, skip, path, size, rate, rep)
+				}
 			}
 		}
 	}
 
 	for _, size := range tc.Config.PayloadSizes {
-		for _, path := range runs {
-			name := fmt.Sprintf("%s %s reliable %s round trip", path.MiddlewareName(), path, steps.SizeName(int(size)))
-			It(name, func(ctx SpecContext) {
-				skip(path)
-				n := RoundTrips
-				if size > 64<<10 {
-					n = RoundTrips / 5 // bulk payloads: copying dominates, fewer suffice
-				}
-				c, err := steps.RoundTrip(ctx, env, name, path, true, int(size), n)
-				if steps.NotOnRack(err) {
-					Skip(err.Error())
-				}
-				Expect(err).NotTo(HaveOccurred())
-				c = steps.AsPeerCase(c)
-				Expect(harness.Record(c)).To(Succeed())
-				cmp.add(c)
-				Expect(c).To(reportmatch.HaveNoLoss())
-			}, SpecTimeout(5*time.Minute))
+		for rep := 1; rep <= tc.Repetitions; rep++ {
+			for _, path := range runs {
+				roundTrip(tc, env, cmp, skip, path, size, rep)
+			}
 		}
 	}
 
@@ -115,8 +89,54 @@ var _ = Describe("latency over each middleware", Ordered, ContinueOnFailure, Lab
 	})
 })
 
+// oneWay registers repetition rep of path's one-way case of a cell.
+func oneWay(tc *harness.TestContext, env *steps.Env, cmp *comparison, skip func(steps.Path), path steps.Path, size fixtures.ByteSize, rate float64, rep int) {
+	name, repIdx := steps.Rep(fmt.Sprintf("%s %s reliable %s @ %g Hz one-way", path.MiddlewareName(), path, steps.SizeName(int(size)), rate), rep, tc.Repetitions)
+	n, _ := tc.Messages(rate)
+	warm := tc.WarmUp(n)
+	timeout := time.Duration(float64(n+warm)/rate*float64(time.Second)) + 2*time.Minute
+	It(name, func(ctx SpecContext) {
+		skip(path)
+		if bw := float64(size) * rate; bw > steps.BandwidthCap {
+			Skip(fmt.Sprintf("%s × %g Hz = %.0f MB/s exceeds the latency sweep's %.0f MB/s cap (throughput suite)", size, rate, bw/1e6, steps.BandwidthCap/1e6))
+		}
+		ran, err := steps.Measure(ctx, env, name, steps.Params{Path: path, Payload: int(size), RateHz: rate, Count: n, WarmUp: warm})
+		if steps.NotOnRack(err) {
+			Skip(err.Error())
+		}
+		Expect(err).NotTo(HaveOccurred())
+		c := steps.AsPeerCase(ran.Case)
+		c.Repetition = repIdx
+		Expect(harness.Record(c)).To(Succeed())
+		cmp.add(c)
+		Expect(c).To(reportmatch.HaveNoLoss())
+	}, SpecTimeout(timeout))
+}
+
+// roundTrip registers repetition rep of path's round-trip case of a cell.
+func roundTrip(tc *harness.TestContext, env *steps.Env, cmp *comparison, skip func(steps.Path), path steps.Path, size fixtures.ByteSize, rep int) {
+	name, repIdx := steps.Rep(fmt.Sprintf("%s %s reliable %s round trip", path.MiddlewareName(), path, steps.SizeName(int(size))), rep, tc.Repetitions)
+	It(name, func(ctx SpecContext) {
+		skip(path)
+		n := RoundTrips
+		if size > 64<<10 {
+			n = RoundTrips / 5 // bulk payloads: copying dominates, fewer suffice
+		}
+		c, err := steps.RoundTrip(ctx, env, name, path, true, int(size), n)
+		if steps.NotOnRack(err) {
+			Skip(err.Error())
+		}
+		Expect(err).NotTo(HaveOccurred())
+		c = steps.AsPeerCase(c)
+		c.Repetition = repIdx
+		Expect(harness.Record(c)).To(Succeed())
+		cmp.add(c)
+		Expect(c).To(reportmatch.HaveNoLoss())
+	}, SpecTimeout(5*time.Minute))
+}
+
 // table is the comparison in markdown: per kind (one-way, round trip),
-// transport class, payload and rate, each middleware's p50, p99, p99.9,
+// transport class, payload, rate and repetition, each middleware's p50, p99, p99.9,
 // max, jitter, loss, CPU, RSS and discovery, with the ratios hilrig/peer
 // (below 1: hilrig is faster), then each peer's configuration line.
 func (c *comparison) table() string {
@@ -126,13 +146,15 @@ func (c *comparison) table() string {
 		return ""
 	}
 	kind := func(x *report.Case) string {
-		if strings.HasSuffix(x.Name, "round trip") {
+		if x.Method.Kind == report.RTTHalf {
 			return "round trip (RTT/2)"
 		}
 		return "one-way"
 	}
 	key := func(x *report.Case) string {
-		return fmt.Sprintf("%s|%s|%d|%g", kind(x), x.Transport, x.PayloadBytes, x.RateHz)
+		// Each repetition's peers against hilrig's of the same
+		// repetition (they ran side by side, interleaved).
+		return fmt.Sprintf("%s|%s|%d|%g|%03d", kind(x), x.Transport, x.PayloadBytes, x.RateHz, x.Repetition)
 	}
 	base := map[string]*report.Case{}
 	for _, x := range c.cases {
@@ -151,8 +173,8 @@ func (c *comparison) table() string {
 	}
 	var b strings.Builder
 	b.WriteString("# Peer comparison (latency suite, same run)\n\n")
-	b.WriteString("| kind | class | payload | rate Hz | middleware | p50 µs | p99 µs | p99.9 µs | max µs | jitter µs | lost/sent | CPU % | RSS MiB | discovery ms | hilrig/peer p50 | hilrig/peer p99 |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| kind | class | payload | rate Hz | rep | middleware | p50 µs | p99 µs | p99.9 µs | max µs | jitter µs | lost/sent | CPU % | RSS MiB | discovery ms | hilrig/peer p50 | hilrig/peer p99 |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	notes := map[string]string{}
 	for _, x := range sorted {
 		s := x.Summary
@@ -160,8 +182,8 @@ func (c *comparison) table() string {
 		if h := base[key(x)]; h != nil && h != x {
 			r50, r99 = ratio(h.Summary.P50, s.P50), ratio(h.Summary.P99, s.P99)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %g | %s | %s | %s | %s | %s | %s | %d/%d | %.0f | %.1f | %.1f | %s | %s |\n",
-			kind(x), x.Transport, steps.SizeName(int(x.PayloadBytes)), x.RateHz, x.Middleware,
+		fmt.Fprintf(&b, "| %s | %s | %s | %g | %d | %s | %s | %s | %s | %s | %s | %d/%d | %.0f | %.1f | %.1f | %s | %s |\n",
+			kind(x), x.Transport, steps.SizeName(int(x.PayloadBytes)), x.RateHz, x.Repetition, x.Middleware,
 			us(s.P50), us(s.P99), us(s.P999), us(s.Max), us(s.Jitter), x.Lost, x.Sent, x.CPUPercent,
 			float64(x.RSSBytes)/(1<<20), x.Extra[steps.ExtraDiscovery]/1e6, r50, r99)
 		for _, n := range x.Notes {
@@ -170,7 +192,8 @@ func (c *comparison) table() string {
 			}
 		}
 	}
-	b.WriteString("\nRatios are hilrig/peer of the same kind, class, payload and rate: below 1 hilrig is faster.\n\n")
+	b.WriteString("\nRatios are hilrig/peer of the same kind, class, payload, rate and repetition (rep 0: the cell ran once): below 1 hilrig is faster. " +
+		"Which differences are real across the repetitions: the HTML report's first screen, or `hilrig report compare --by middleware result.json`.\n\n")
 	for _, mw := range slices.Sorted(func(yield func(string) bool) {
 		for k := range notes {
 			if !yield(k) {

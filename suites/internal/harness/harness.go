@@ -59,6 +59,10 @@ type TestContext struct {
 	ReportDir, RunDir, RunID string
 	// CaseBudget bounds one latency case's measuring time.
 	CaseBudget time.Duration
+	// Repetitions is how many times a side-by-side comparison cell runs
+	// each middleware, interleaved (ginkgo.config repetitions, or
+	// short_repetitions in the short form: see ShortForm).
+	Repetitions int
 	// Log receives rig progress (Ginkgo writer with -hilrig.verbose, else
 	// discarded).
 	Log *slog.Logger
@@ -129,6 +133,7 @@ func Load(suite, dir string) (*TestContext, error) {
 		tc.ReportDir = abs
 	}
 	tc.Middlewares, tc.PeerTags, tc.PeerSkips = resolveMiddlewares(cfg)
+	tc.Repetitions = cfg.RepetitionsFor(ShortForm(rack.Name))
 	tc.RunID = RunID()
 	tc.RunDir = filepath.Join(tc.ReportDir, "runs", tc.RunID)
 	return tc, nil
@@ -248,6 +253,22 @@ func (tc *TestContext) Messages(rateHz float64) (n uint64, limited bool) {
 		return max(fit, MinMessages), true
 	}
 	return n, false
+}
+
+// ShortForm says whether the suites run in their short form: on the
+// embedded sim rack (as CI runs them, and as the soak suite picks its
+// smoke profile there) or under `go test -short`. The short form runs
+// comparison cells short_repetitions times instead of repetitions.
+func ShortForm(rackName string) bool {
+	if rackName == "sim" {
+		return true
+	}
+	// testing.Short panics before the test flags are parsed (a binary
+	// that is not a test, or a call during init).
+	if flag.Lookup("test.short") == nil || !flag.Parsed() {
+		return false
+	}
+	return testing.Short()
 }
 
 // RunID names the current run: $HILRIG_RUN_ID, else the parent process's

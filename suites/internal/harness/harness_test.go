@@ -288,3 +288,48 @@ func TestLabelError(t *testing.T) {
 		}
 	}
 }
+
+// TestRepetitionsShortForm: on the sim rack (CI's short form) a
+// comparison cell runs short_repetitions times, on a lab rack
+// repetitions times.
+func TestRepetitionsShortForm(t *testing.T) {
+	dir := t.TempDir()
+	base := "payload_sizes: [64]\nrates_hz: [1000]\nmessages: 100\nrepetitions: 6\nshort_repetitions: 3\n"
+	for _, tc := range []struct {
+		rack string
+		want int
+	}{
+		{"sim", 3},
+		{mustAbs(t, "../../../fixtures/examples/vm-pair.yaml"), 6},
+	} {
+		p := filepath.Join(dir, "ginkgo.config")
+		if err := os.WriteFile(p, []byte("rack: "+tc.rack+"\n"+base), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Setenv(fixtures.ConfigEnv, p)
+		ctx, err := harness.Load("latency", dir)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.rack, err)
+		}
+		// go test -short makes every rack short.
+		want := tc.want
+		if testing.Short() {
+			want = 3
+		}
+		if ctx.Repetitions != want {
+			t.Errorf("rack %s: %d repetitions, want %d", tc.rack, ctx.Repetitions, want)
+		}
+	}
+	if !harness.ShortForm("sim") {
+		t.Error("the sim rack is not the short form")
+	}
+}
+
+func mustAbs(t *testing.T, p string) string {
+	t.Helper()
+	a, err := filepath.Abs(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}

@@ -47,6 +47,20 @@ func Beside(classes ...Path) []Path {
 	return out
 }
 
+// Rep names run rep (1-based) of a comparison cell that runs every
+// middleware reps times: the case name report.RepName(name, rep) and its
+// repetition index, or name unchanged and 0 when the cell runs once (so
+// its cases keep their names and history in the results store). Callers
+// loop repetitions outside middlewares — A B C A B C …, not A A A B B B —
+// so a drift of the shared machine over the cell lands on every
+// middleware alike, and set the case's Repetition to the index.
+func Rep(name string, rep, reps int) (string, int) {
+	if reps <= 1 {
+		return name, 0
+	}
+	return report.RepName(name, rep), rep
+}
+
 // IsPeer reports whether p runs on a peer middleware.
 func (p Path) IsPeer() bool { return p.Middleware != "" }
 

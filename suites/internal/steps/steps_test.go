@@ -3,12 +3,14 @@ package steps_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/hilrig/hilrig/fixtures"
+	"github.com/hilrig/hilrig/internal/kind"
 	"github.com/hilrig/hilrig/report"
 	"github.com/hilrig/hilrig/suites/internal/steps"
 )
@@ -128,5 +130,31 @@ func TestAsPeerCase(t *testing.T) {
 	}
 	if !slices.Contains(p.Notes, steps.PeerUnjudged) {
 		t.Errorf("peer case notes %q do not say it is not judged", p.Notes)
+	}
+}
+
+// TestRep: a cell run once keeps its case names (and their history); run
+// R times, each repetition has its own name and index, and the report
+// groups them back into one entry.
+func TestRep(t *testing.T) {
+	if n, i := steps.Rep("hilrig udp reliable 64B round trip", 1, 1); n != "hilrig udp reliable 64B round trip" || i != 0 {
+		t.Errorf("R=1: %q, %d", n, i)
+	}
+	r := report.NewResult(report.RunInfo{})
+	for rep := 1; rep <= 3; rep++ {
+		for _, mw := range []string{"hilrig", "cyclonedds"} {
+			n, i := steps.Rep(mw+" udp reliable 64B round trip", rep, 3)
+			if i != rep || n != fmt.Sprintf("%s udp reliable 64B round trip (rep %d)", mw, rep) {
+				t.Errorf("rep %d: %q, %d", rep, n, i)
+			}
+			c := report.NewCase(&report.Route{Class: report.ClassUDPOneHost}, report.CaseSpec{Suite: "latency", Name: n, Transport: "udp",
+				Middleware: kind.Middleware(mw), PayloadBytes: 64, Repetition: i, Method: report.Method{Kind: report.RTTHalf}},
+				report.Results{Summary: report.Summary{Count: 1000, P50: int64(1000 * rep), P99: int64(2000 * rep)}})
+			r.Cases = append(r.Cases, *c)
+		}
+	}
+	rows := report.CompareMiddlewares(r)
+	if len(rows) != 1 || len(rows[0].Entries) != 2 || len(rows[0].Entries[1].Reps) != 3 {
+		t.Fatalf("rows %+v, want one row, two entries of three repetitions", rows)
 	}
 }

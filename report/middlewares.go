@@ -133,7 +133,7 @@ func CompareMiddlewares(rs ...*Result) []MiddlewareRow {
 					RateHz: c.RateHz, Reliability: c.Reliability, Subscribers: c.Subscribers, Baseline: -1})
 			}
 			e := MiddlewareEntry{Middleware: c.Middleware.Name(), Run: ri, Case: c}
-			if d, ok := c.Extra["discovery_ns"]; ok {
+			if d, ok := c.Extra[ExtraDiscovery]; ok {
 				e.DiscoveryNs, e.HasDiscovery = d, true
 			}
 			// The first "peer: " note is the configuration the agent

@@ -48,8 +48,8 @@ type Results struct {
 
 // NewCase is the one constructor of a Case: where the traffic ran (route,
 // as the rig decided it; nil for a case without traffic), what ran (spec)
-// and what it measured (res). Callers add notes, checks and figures, then
-// Finalize. No other package composes a Case literal (TestOneCaseConstructor
+// and what it measured (res). Callers add notes, checks and figures with
+// Add (which records who added them), then Finalize. No other package composes a Case literal (TestOneCaseConstructor
 // in cmd/hilrig), so every case's facts arrive through these three typed
 // values rather than being set field by field.
 func NewCase(route *Route, spec CaseSpec, res Results) *Case {

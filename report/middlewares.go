@@ -178,7 +178,7 @@ func CompareMiddlewares(rs ...*Result) []MiddlewareRow {
 			}
 			entries[ek] = [2]int{j, len(rows[j].Entries)}
 			e := MiddlewareEntry{Middleware: c.Middleware.Name(), Run: ri, Case: c, Reps: []*Case{c}}
-			if d, ok := c.Extra["discovery_ns"]; ok {
+			if d, ok := c.Extra[ExtraDiscovery]; ok {
 				e.DiscoveryNs, e.HasDiscovery = d, true
 			}
 			// The first "peer: " note is the configuration the agent

@@ -36,7 +36,7 @@ func peerCase(name, mw, transport string, mk kind.MethodKind, payload int64, rat
 	}
 	if mw != "hilrig" {
 		c.Notes = append(c.Notes, "peer: "+mw+" 1.0, lo only", "peer: a remark of the suite, not the configuration")
-		c.Extra = map[string]float64{"discovery_ns": 2e6}
+		c.Extra = map[report.ExtraKey]float64{report.ExtraDiscovery: 2e6}
 	}
 	c.Finalize()
 	return c

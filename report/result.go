@@ -177,12 +177,16 @@ type Case struct {
 	Verdict Verdict          `json:"verdict"`
 	Scope   *ScopeComparison `json:"scope,omitempty"`
 	// Extra holds named side-by-side numbers (e.g. "batching off p99") that
-	// a suite wants in the report without a model change.
-	Extra map[string]float64 `json:"extra,omitempty"`
+	// a suite wants in the report without a model change; the keys a build
+	// writes are the ExtraKey constants, a file may hold others.
+	Extra map[ExtraKey]float64 `json:"extra,omitempty"`
 	// Failure is the reason a case could not be measured (e.g. "scope
 	// disconnected"); such a case fails.
 	Failure string   `json:"failure,omitempty"`
 	Notes   []string `json:"notes,omitempty"`
+	// Additions records who added which notes, figures and checks after
+	// the case was built (Add), in order; absent in files written before.
+	Additions []Added `json:"additions,omitempty"`
 
 	// Trace is the kernel trace kept for the window that broke a bound
 	// (or the worst window) when tracing was asked for.

@@ -49,13 +49,13 @@ func (res *FlowResult) explain(c *report.Case, spec FlowSpec) {
 	// The figures of a traced case were taken with the trace armed, kept
 	// snapshot or not: say so, since arming costs latency.
 	if spec.Trace != nil && c.Trace == nil {
-		c.Notes = append(c.Notes, fmt.Sprintf("measured with the kernel trace armed (%s, %d KiB per CPU); no window kept a snapshot; what arming costs: docs/report.md, Explaining a tail", spec.Trace.Mode, spec.Trace.BufferKB))
+		c.Add(report.Noted("rig.explain", fmt.Sprintf("measured with the kernel trace armed (%s, %d KiB per CPU); no window kept a snapshot; what arming costs: docs/report.md, Explaining a tail", spec.Trace.Mode, spec.Trace.BufferKB)))
 	}
 	for _, p := range res.pins {
-		c.Notes = append(c.Notes, report.IRQOverlaps(p.tuning, []report.PinnedEndpoint{p.ep})...)
+		c.Add(report.Noted("rig.explain", report.IRQOverlaps(p.tuning, []report.PinnedEndpoint{p.ep})...))
 	}
 	if spec.Stages {
-		c.Notes = append(c.Notes, "measured with the shared-memory stage stamps on (up to four CLOCK_MONOTONIC reads per message, more while a subscriber spins)")
+		c.Add(report.Noted("rig.explain", "measured with the shared-memory stage stamps on (up to four CLOCK_MONOTONIC reads per message, more while a subscriber spins)"))
 	}
 	if res.Publisher != nil && res.Publisher.Stages != nil {
 		subs := make([]*agentproto.StageStamps, 0, len(res.Subscribers))

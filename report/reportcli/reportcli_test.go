@@ -131,7 +131,7 @@ func writePeerResult(t *testing.T, dir, name, peer string, peerBase int64) strin
 			Route:  &report.Route{From: "controller host", To: "controller host", SameKernel: true, Class: report.ClassUDPOneHost}}
 		if mc.mw != "hilrig" {
 			c.Notes = []string{"peer: " + mc.mw + " 0.10.2, lo only"}
-			c.Extra = map[string]float64{"discovery_ns": 5e6}
+			c.Extra = map[report.ExtraKey]float64{report.ExtraDiscovery: 5e6}
 		}
 		c.Finalize()
 		r.Cases = append(r.Cases, c)

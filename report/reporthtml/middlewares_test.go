@@ -36,7 +36,7 @@ func peerResult() *report.Result {
 		}
 		if mw != "hilrig" {
 			c.Notes = append(c.Notes, "peer: "+mw+" <v1> on lo")
-			c.Extra = map[string]float64{"discovery_ns": 3e6}
+			c.Extra = map[report.ExtraKey]float64{report.ExtraDiscovery: 3e6}
 		}
 		c.Finalize()
 		r.Cases = append(r.Cases, c)

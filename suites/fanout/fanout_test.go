@@ -83,27 +83,26 @@ func fanout(env *steps.Env, tc *harness.TestContext, tr steps.Path, rep int) {
 			pubw := ran.Flow.Publisher.Windows()
 			rss, rssWho := memGrowth(subs, pubw, func(w agentproto.Window) int64 { return w.RSSBytes })
 			heap, heapWho := memGrowth(subs, pubw, func(w agentproto.Window) int64 { return w.HeapLiveBytes })
-			if c.Extra == nil {
-				c.Extra = map[string]float64{} // a peer's holds its discovery time already
-			}
-			c.Extra["RSS floor growth, middle → last third (bytes)"] = float64(rss)
-			c.Extra["Go live heap floor growth, middle → last third (bytes)"] = float64(heap)
+			// A peer's Extra holds its discovery time already: Add keeps it.
+			add := report.Addition{By: "fanout spec", Extra: map[report.ExtraKey]float64{
+				report.ExtraRSSGrowth: float64(rss), report.ExtraHeapGrowth: float64(heap)}}
 			if b, ok := allocPerDelivery(subs); ok {
-				c.Extra["subscriber agent Go allocation per delivery, last two thirds (bytes)"] = b
+				add.Extra[report.ExtraAllocPerDelivery] = b
 			}
-			c.Notes = append(c.Notes, fmt.Sprintf("memory is per agent process (subscribers on one board share it), floor of the run's middle third to floor of its last third: live Go heap growth ≤ %d MiB (largest: %s), RSS growth ≤ %d MiB (largest: %s)", heapSlack>>20, heapWho, rssSlack>>20, rssWho))
+			add.Notes = append(add.Notes, fmt.Sprintf("memory is per agent process (subscribers on one board share it), floor of the run's middle third to floor of its last third: live Go heap growth ≤ %d MiB (largest: %s), RSS growth ≤ %d MiB (largest: %s)", heapSlack>>20, heapWho, rssSlack>>20, rssWho))
 			var incBound time.Duration
 			if n > 1 && one != nil && !tr.IsPeer() && c.Bounds != nil && c.Bounds.P99 > 0 {
 				incBound = c.Bounds.P99
-				c.Extra["p99 increase vs 1 subscriber (ns)"] = float64(c.Histogram.Summary().P99 - one.Summary.P99)
-				c.Notes = append(c.Notes, fmt.Sprintf("p99 increase from 1 to %d subscribers bounded by the profile's p99 (%v)", n, incBound))
+				add.Extra[report.ExtraP99IncreaseVsOne] = float64(c.Histogram.Summary().P99 - one.Summary.P99)
+				add.Notes = append(add.Notes, fmt.Sprintf("p99 increase from 1 to %d subscribers bounded by the profile's p99 (%v)", n, incBound))
 			}
 			if tr.IsPeer() {
 				if n > 1 && one != nil {
-					c.Extra["p99 increase vs 1 subscriber (ns)"] = float64(c.Histogram.Summary().P99 - one.Summary.P99)
+					add.Extra[report.ExtraP99IncreaseVsOne] = float64(c.Histogram.Summary().P99 - one.Summary.P99)
 				}
-				c.Notes = append(c.Notes, fmt.Sprintf("peer: %d messages (hilrig's case: %d); memory growth and the p99 increase from 1 to %d subscribers are reported, not bounded — a run this short has no steady-state floor, and RSS includes the peer library's own memory", count, messages, n))
+				add.Notes = append(add.Notes, fmt.Sprintf("peer: %d messages (hilrig's case: %d); memory growth and the p99 increase from 1 to %d subscribers are reported, not bounded — a run this short has no steady-state floor, and RSS includes the peer library's own memory", count, messages, n))
 			}
+			c.Add(add)
 			c = steps.AsPeerCase(c)
 			c.Repetition = repIdx
 			Expect(harness.Record(c)).To(Succeed())

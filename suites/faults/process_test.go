@@ -107,7 +107,7 @@ var _ = Describe("process faults", Label(labels.Faults, labels.Smoke), func() {
 			AddReportEntry("publisher restart", fmt.Sprintf("dead epoch %d: published %d, delivered %d, lost %d; new epoch %d first delivery %v after its publisher process was started",
 				es[0].Epoch, published, es[0].Delivered, es[0].Lost, es[1].Epoch, resume))
 			c := shmCase("publisher SIGKILL + restart (shm 1KiB reliable 2kHz)", w, int64(published)+int64(es[1].Delivered))
-			c.Extra = map[string]float64{"resume_ns": float64(resume), "dead epoch published": float64(published)}
+			c.Add(report.Addition{By: "faults spec", Extra: map[report.ExtraKey]float64{report.ExtraResumeNs: float64(resume), report.ExtraDeadEpochPublished: float64(published)}})
 			Expect(harness.Record(c)).To(Succeed())
 			Expect(w.Err()).NotTo(HaveOccurred())
 			for _, e := range es {
@@ -205,7 +205,7 @@ var _ = Describe("process faults", Label(labels.Faults, labels.Smoke), func() {
 			}
 			es := w.Epochs()
 			c := shmCase("subscriber SIGKILL: live best-effort subscriber", w, int64(seq))
-			c.Extra = map[string]float64{"reliable release after kill ns": float64(released)}
+			c.Add(report.Addition{By: "faults spec", Extra: map[report.ExtraKey]float64{report.ExtraReliableReleaseAfterKill: float64(released)}})
 			Expect(harness.Record(c)).To(Succeed())
 			Expect(es).To(HaveLen(1))
 			Expect(es[0].Lost).To(BeZero())

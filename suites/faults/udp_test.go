@@ -247,16 +247,15 @@ func forgedFragmentFlood(ctx SpecContext) {
 	c := udpCase("udp reliable 500 Hz under 10k/s forged first fragments", p, 2*perPhase)
 	c.RateHz = rate
 	c.MsgsPerSec = flooded
-	c.Extra = map[string]float64{
-		"idle msgs/s": idle, "flood msgs/s": flooded, "flood/idle": ratio,
-		"forged datagrams/s": fr.rate, "forged sent": float64(fl.Sent),
-		"receiver unconfirmed": float64(st.Unconfirmed - base.Unconfirmed), "receiver unknown writer": float64(st.UnknownWriter - base.UnknownWriter),
-		"receiver pool exhausted": float64(st.PoolExhausted - base.PoolExhausted), "receiver evicted": float64(st.Evicted - base.Evicted),
-		"challenges sent": float64(st.Challenges - base.Challenges), "publisher timeouts": float64(ps.Timeouts),
-		"publisher retransmits": float64(ps.Retransmits),
-	}
-	c.Notes = append(c.Notes, "throughput = messages per second from a phase's first send to its last delivery; the topic is paced at 500 Hz, so the idle figure is ~500",
-		"the forged fragments carry valid CRCs and made-up epochs; none was confirmed, so none was delivered or NACKed (docs/security.md, UDP)")
+	c.Add(report.Addition{By: "faults spec", Extra: map[report.ExtraKey]float64{
+		report.ExtraIdleMsgsPerSec: idle, report.ExtraFloodMsgsPerSec: flooded, report.ExtraFloodIdleRatio: ratio,
+		report.ExtraForgedPerSec: fr.rate, report.ExtraForgedSent: float64(fl.Sent),
+		report.ExtraReceiverUnconfirmed: float64(st.Unconfirmed - base.Unconfirmed), report.ExtraReceiverUnknownWriter: float64(st.UnknownWriter - base.UnknownWriter),
+		report.ExtraReceiverPoolExhausted: float64(st.PoolExhausted - base.PoolExhausted), report.ExtraReceiverEvicted: float64(st.Evicted - base.Evicted),
+		report.ExtraChallengesSent: float64(st.Challenges - base.Challenges), report.ExtraPublisherTimeouts: float64(ps.Timeouts),
+		report.ExtraPublisherRetransmits: float64(ps.Retransmits),
+	}, Notes: []string{"throughput = messages per second from a phase's first send to its last delivery; the topic is paced at 500 Hz, so the idle figure is ~500",
+		"the forged fragments carry valid CRCs and made-up epochs; none was confirmed, so none was delivered or NACKed (docs/security.md, UDP)"}})
 	AddReportEntry("forged fragment flood", fmt.Sprintf("idle %.1f msg/s, flooded %.1f msg/s (%.4f×) under %.0f forged datagrams/s (%d sent); receiver %+v; publisher timeouts %d retransmits %d",
 		idle, flooded, ratio, fr.rate, fl.Sent, st, ps.Timeouts, ps.Retransmits))
 	Expect(harness.Record(c)).To(Succeed())
@@ -292,8 +291,8 @@ func udpCase(name string, p udpPair, n int) *report.Case {
 
 func recordUDP(name string, p udpPair, n int, fs middleware.UDPPublisherStats) error {
 	c := udpCase(name, p, n)
-	c.Extra = map[string]float64{"fault dropped": float64(fs.Fault.Dropped), "fault duplicated": float64(fs.Fault.Duplicated),
-		"fault reordered": float64(fs.Fault.Reordered)}
-	c.Notes = append(c.Notes, "loss here is injected by the seeded fault layer; judged by the spec, not by bounds")
+	c.Add(report.Addition{By: "faults spec", Extra: map[report.ExtraKey]float64{report.ExtraFaultDropped: float64(fs.Fault.Dropped),
+		report.ExtraFaultDuplicated: float64(fs.Fault.Duplicated), report.ExtraFaultReordered: float64(fs.Fault.Reordered)},
+		Notes: []string{"loss here is injected by the seeded fault layer; judged by the spec, not by bounds"}})
 	return harness.Record(c)
 }

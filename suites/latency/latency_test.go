@@ -50,7 +50,7 @@ var _ = Describe("latency", Ordered, ContinueOnFailure, Label(labels.Latency), f
 						Expect(err).NotTo(HaveOccurred())
 						c := ran.Case
 						if limited {
-							c.Notes = append(c.Notes, fmt.Sprintf("%d messages: the configured %d do not fit the %v case budget at %g Hz", n, tc.Config.Messages, tc.CaseBudget, rate))
+							c.Add(report.Noted("latency spec", fmt.Sprintf("%d messages: the configured %d do not fit the %v case budget at %g Hz", n, tc.Config.Messages, tc.CaseBudget, rate)))
 						}
 						Expect(harness.Record(c)).To(Succeed())
 						if reliable {

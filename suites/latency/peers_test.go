@@ -185,7 +185,7 @@ func (c *comparison) table() string {
 		fmt.Fprintf(&b, "| %s | %s | %s | %g | %d | %s | %s | %s | %s | %s | %s | %d/%d | %.0f | %.1f | %.1f | %s | %s |\n",
 			kind(x), x.Transport, steps.SizeName(int(x.PayloadBytes)), x.RateHz, x.Repetition, x.Middleware,
 			us(s.P50), us(s.P99), us(s.P999), us(s.Max), us(s.Jitter), x.Lost, x.Sent, x.CPUPercent,
-			float64(x.RSSBytes)/(1<<20), x.Extra[steps.ExtraDiscovery]/1e6, r50, r99)
+			float64(x.RSSBytes)/(1<<20), x.Extra[report.ExtraDiscovery]/1e6, r50, r99)
 		for _, n := range x.Notes {
 			if strings.HasPrefix(n, "peer: ") {
 				notes[string(x.Middleware)] = strings.TrimPrefix(n, "peer: ")

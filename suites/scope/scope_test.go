@@ -83,11 +83,11 @@ var _ = Describe("scope", Ordered, ContinueOnFailure, Label(labels.Latency, labe
 				// This suite judges agreement (steps.JudgeScope); latency is
 				// the latency suite's.
 				if b := c.Bounds; b != nil && b.ScopeTolerance == 0 {
-					c.Notes = append(c.Notes, "bounds profile sets no scope_tolerance: the difference is reported, not judged")
+					c.Add(report.Noted("scope spec", "bounds profile sets no scope_tolerance: the difference is reported, not judged"))
 				}
-				c.Notes = append(c.Notes, "judged on scope agreement and loss only; the latency bounds are the latency suite's (markers add their own cost)")
-				c.Notes = append(c.Notes, "markers toggle per message: the scope times rising→rising edges (every other message); the software mean is over all messages",
-					"no warm-up: the scope and the software see the same messages")
+				c.Add(report.Noted("scope spec", "judged on scope agreement and loss only; the latency bounds are the latency suite's (markers add their own cost)"))
+				c.Add(report.Noted("scope spec", "markers toggle per message: the scope times rising→rising edges (every other message); the software mean is over all messages",
+					"no warm-up: the scope and the software see the same messages"))
 				Expect(harness.Record(c)).To(Succeed())
 				Expect(c.Scope.Scope.MeanNs).NotTo(BeNil(), "the scope reported no mean: %s", c.Scope.Note)
 				if c.Scope.ToleranceNs > 0 {
@@ -135,8 +135,8 @@ var _ = Describe("scope", Ordered, ContinueOnFailure, Label(labels.Latency, labe
 		c.Scope = capture.Compare(st, 1, 2)
 		dist, err := capture.Distribution(ctx, c)
 		Expect(err).NotTo(HaveOccurred())
-		c.Notes = append(c.Notes, "judged on scope agreement (mean, p50, p99 within scope_tolerance) and loss; KS distance reported, not judged",
-			"toggle markers: the capture pairs both edges, one delay per message, as the software samples are")
+		c.Add(report.Noted("scope spec", "judged on scope agreement (mean, p50, p99 within scope_tolerance) and loss; KS distance reported, not judged",
+			"toggle markers: the capture pairs both edges, one delay per message, as the software samples are"))
 		Expect(harness.Record(c)).To(Succeed())
 		Expect(dist).NotTo(BeNil(), "the capture fetches per-message delays")
 		p := capture.Capture.Pairing()

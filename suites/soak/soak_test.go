@@ -138,9 +138,9 @@ func runSoakOn(ctx context.Context, profile string, peer steps.Path) {
 	for _, c := range soakrun.Cases("soak", name, lg, v, plan.Bounds) {
 		if peer.IsPeer() {
 			c.Middleware = kind.Middleware(peer.Middleware)
-			c.Notes = append(c.Notes, fmt.Sprintf("%s's smoke soak: the traffic mix's %s flows on %s, %v, churn every %v; bounds are the soak's (loss, window max)", peer.Middleware, peer.Transport, peer.Middleware, plan.Duration, plan.Churn))
+			c.Add(report.Noted("soak spec", fmt.Sprintf("%s's smoke soak: the traffic mix's %s flows on %s, %v, churn every %v; bounds are the soak's (loss, window max)", peer.Middleware, peer.Transport, peer.Middleware, plan.Duration, plan.Churn)))
 			for _, d := range feed.PeerDescriptions() {
-				c.Notes = append(c.Notes, "peer: "+d)
+				c.Add(report.Noted("soak spec", "peer: "+d))
 			}
 		}
 		Expect(harness.Record(&c)).To(Succeed())

@@ -50,7 +50,7 @@ var _ = Describe("startup", Ordered, ContinueOnFailure, Label(labels.Latency), f
 			}
 			Expect(err).NotTo(HaveOccurred())
 			if tr.IsPeer() {
-				Expect(c.Extra).To(HaveKey(steps.ExtraDiscovery), "the peer reported no discovery time")
+				Expect(c.Extra).To(HaveKey(report.ExtraDiscovery), "the peer reported no discovery time")
 			}
 			c = steps.AsPeerCase(c)
 			Expect(harness.Record(c)).To(Succeed())

@@ -98,7 +98,7 @@ var _ = Describe("throughput", Ordered, ContinueOnFailure, Label(labels.Throughp
 			}
 			c := measure(ctx, name, steps.Params{Path: tr, BestEffort: true, Payload: payload, Count: n, WarmUp: warm})
 			if tr.IsPeer() {
-				c.Notes = append(c.Notes, fmt.Sprintf("peer: %d B per message, its in-band header (sequence number and stamps) alone — the smallest message a peer sends; hilrig's 16 B case carries the same fields out of band", payload))
+				c.Add(report.Noted("throughput spec", fmt.Sprintf("peer: %d B per message, its in-band header (sequence number and stamps) alone — the smallest message a peer sends; hilrig's 16 B case carries the same fields out of band", payload)))
 			}
 			c = steps.AsPeerCase(c)
 			Expect(harness.Record(c)).To(Succeed())
@@ -120,7 +120,7 @@ var _ = Describe("throughput", Ordered, ContinueOnFailure, Label(labels.Throughp
 		It(name, func(ctx SpecContext) {
 			runnable(tr)
 			c := measure(ctx, name, steps.Params{Path: tr, BestEffort: true, Payload: agentproto.PeerHeaderBytes, Count: peerSmallMessages, WarmUp: 200})
-			c.Notes = append(c.Notes, fmt.Sprintf("hilrig at %d B, the peers' smallest message (their in-band header alone), %d messages as theirs: the row the middleware comparison pairs", agentproto.PeerHeaderBytes, peerSmallMessages))
+			c.Add(report.Noted("throughput spec", fmt.Sprintf("hilrig at %d B, the peers' smallest message (their in-band header alone), %d messages as theirs: the row the middleware comparison pairs", agentproto.PeerHeaderBytes, peerSmallMessages)))
 			Expect(harness.Record(c)).To(Succeed())
 			AddReportEntry(name, fmt.Sprintf("%.0f msg/s delivered, %d of %d lost, %.0f%% CPU", c.MsgsPerSec, c.Lost, c.Sent, c.CPUPercent))
 			Expect(c.MsgsPerSec).To(BeNumerically(">", 0), "nothing delivered")
@@ -148,15 +148,14 @@ var _ = Describe("throughput", Ordered, ContinueOnFailure, Label(labels.Throughp
 			Expect(err).NotTo(HaveOccurred())
 			c := ran.Case
 			if on {
-				c.Notes = append(c.Notes, fmt.Sprintf("a %d B batch holds %d message(s) of 1 KiB with its 68 B header (link MTU − 28)", batch, batch/(1024+68)))
+				c.Add(report.Noted("throughput spec", fmt.Sprintf("a %d B batch holds %d message(s) of 1 KiB with its 68 B header (link MTU − 28)", batch, batch/(1024+68))))
 				if off := batchOff; off != nil {
 					p99 := c.Histogram.Summary().P99
-					c.Extra = map[string]float64{
-						"batching off p99 (ns)": float64(off.Summary.P99), "batching on p99 (ns)": float64(p99),
-						"batching off CPU (%)": off.CPUPercent, "batching on CPU (%)": c.CPUPercent,
-					}
-					c.Notes = append(c.Notes, fmt.Sprintf("side by side (off → on): p99 %s → %s, CPU %.1f%% → %.1f%%",
-						report.FormatNs(off.Summary.P99), report.FormatNs(p99), off.CPUPercent, c.CPUPercent))
+					c.Add(report.Addition{By: "throughput spec", Extra: map[report.ExtraKey]float64{
+						report.ExtraBatchingOffP99: float64(off.Summary.P99), report.ExtraBatchingOnP99: float64(p99),
+						report.ExtraBatchingOffCPU: off.CPUPercent, report.ExtraBatchingOnCPU: c.CPUPercent,
+					}, Notes: []string{fmt.Sprintf("side by side (off → on): p99 %s → %s, CPU %.1f%% → %.1f%%",
+						report.FormatNs(off.Summary.P99), report.FormatNs(p99), off.CPUPercent, c.CPUPercent)}})
 				}
 			}
 			Expect(harness.Record(c)).To(Succeed())

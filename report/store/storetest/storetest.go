@@ -127,7 +127,7 @@ func Conformance(t *testing.T, open Opener, exec Exec) {
 		}
 		// The soak part fails while writing: a case that cannot be encoded
 		// after one that can. Nothing of the part may land.
-		b.Cases[1].Extra = map[string]float64{"bad": math.NaN()}
+		b.Cases[1].Extra = map[report.ExtraKey]float64{"bad": math.NaN()}
 		if err := s.Put(ctx, b, "soak"); err == nil || !strings.Contains(err.Error(), s.Name()) {
 			t.Fatalf("put of an unencodable case: err = %v, want an error naming %s", err, s.Name())
 		}

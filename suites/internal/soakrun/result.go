@@ -61,42 +61,44 @@ func Cases(suite, name string, lg *soak.Log, v soak.Verdicts, b soak.Bounds) []r
 			c.Duration = span
 			c.MsgsPerSec = float64(c.Delivered) / span.Seconds()
 		}
-		c.Notes = append(c.Notes, fmt.Sprintf("soak checkpoint %s, %d windows", lg.Path, len(lg.Windows)))
+		add := report.Noted("soakrun.Cases", fmt.Sprintf("soak checkpoint %s, %d windows", lg.Path, len(lg.Windows)))
 		// Messages published while a churned subscriber was being
 		// restarted reach no subscriber: neither delivered nor lost by
 		// sequence number. Say how many, so sent − delivered adds up.
 		if un := c.Sent - c.Delivered - c.Lost; un != 0 {
-			c.Extra = map[string]float64{"sent but not observed (restart gaps, in flight at window edges)": float64(un)}
+			add.Extra = map[report.ExtraKey]float64{report.ExtraUnobserved: float64(un)}
 		}
 		if v.FaultWindows > 0 {
-			if c.Extra == nil {
-				c.Extra = map[string]float64{}
+			if add.Extra == nil {
+				add.Extra = map[report.ExtraKey]float64{}
 			}
-			c.Extra["lost in fault windows (board outages, not judged)"] = float64(faultLost[k])
-			c.Notes = append(c.Notes, fmt.Sprintf("%d fault windows (board outages) excluded: see the verdicts case", v.FaultWindows))
+			add.Extra[report.ExtraFaultWindowLost] = float64(faultLost[k])
+			add.Notes = append(add.Notes, fmt.Sprintf("%d fault windows (board outages) excluded: see the verdicts case", v.FaultWindows))
 		}
+		c.Add(add)
 		out = append(out, c)
 	}
 	vc := *report.NewCase(nil, report.CaseSpec{Suite: suite, Name: name + " verdicts"},
 		report.Results{Delivered: sumMap(delivered), Sent: sumMap(sent), Lost: sumMap(lost)})
-	vc.Extra = map[string]float64{"windows": float64(v.Windows), "unlocked_windows": float64(v.UnlockedWindows)}
-	vc.Checks = append(vc.Checks, v.Checks...)
+	add := report.Addition{By: "soakrun.Cases", Checks: v.Checks,
+		Extra: map[report.ExtraKey]float64{report.ExtraWindows: float64(v.Windows), report.ExtraUnlockedWindows: float64(v.UnlockedWindows)}}
 	if v.FaultWindows > 0 {
-		vc.Extra["fault_windows"] = float64(v.FaultWindows)
+		add.Extra[report.ExtraFaultWindows] = float64(v.FaultWindows)
 	}
 	for _, f := range v.Faults {
 		n := fmt.Sprintf("fault window %s → %s: %s; %s", f.From.UTC().Format(time.RFC3339), f.To.UTC().Format(time.RFC3339), f.Cause, f.Recovery)
 		if f.Console != "" {
 			n += "\nconsole:\n" + f.Console
 		}
-		vc.Notes = append(vc.Notes, n)
+		add.Notes = append(add.Notes, n)
 	}
 	for _, tr := range v.Trends {
-		vc.Extra["trend "+tr.Subject+" ("+tr.Unit+")"] = tr.Slope
+		add.Extra[report.TrendKey(tr.Subject, tr.Unit)] = tr.Slope
 		if tr.Note != "" {
-			vc.Notes = append(vc.Notes, "trend "+tr.Subject+": "+tr.Note)
+			add.Notes = append(add.Notes, "trend "+tr.Subject+": "+tr.Note)
 		}
 	}
+	vc.Add(add)
 	if v.Verdict == report.Fail && len(FailedChecks(v)) == 0 {
 		vc.Failure = "soak verdict failed" // no failed check to say why: keep the verdict
 	}

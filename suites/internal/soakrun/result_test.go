@@ -102,11 +102,11 @@ func TestCasesExcludeFaultWindows(t *testing.T) {
 		cases[i].Finalize()
 	}
 	stream, vc := cases[0], cases[len(cases)-1]
-	if stream.Verdict != report.Pass || stream.Lost != 0 || stream.Extra["lost in fault windows (board outages, not judged)"] != 60 {
+	if stream.Verdict != report.Pass || stream.Lost != 0 || stream.Extra[report.ExtraFaultWindowLost] != 60 {
 		t.Errorf("stream case: verdict %s, lost %d, extra %v; want pass, 0 lost, 60 lost in fault windows", stream.Verdict, stream.Lost, stream.Extra)
 	}
 	notes := strings.Join(vc.Notes, "\n")
-	if vc.Verdict != report.Pass || vc.Extra["fault_windows"] != 1 || !strings.Contains(notes, "board b sent no agent window") || !strings.Contains(notes, "Kernel panic") {
+	if vc.Verdict != report.Pass || vc.Extra[report.ExtraFaultWindows] != 1 || !strings.Contains(notes, "board b sent no agent window") || !strings.Contains(notes, "Kernel panic") {
 		t.Errorf("verdicts case: verdict %s, extra %v, notes %q; want pass, 1 fault window, its cause and console", vc.Verdict, vc.Extra, notes)
 	}
 }

@@ -29,7 +29,7 @@ func finish(env *Env, c *report.Case) *report.Case {
 	c.Finalize()
 	if c.Verdict == report.Fail && env.Rig != nil {
 		if con := env.Rig.ConsoleReport(20); con != "" {
-			c.Notes = append(c.Notes, con)
+			c.Add(report.Noted("steps.finish", con))
 		}
 	}
 	return c
@@ -74,18 +74,18 @@ func flowCase(env *Env, name string, p Params, run *Ran, g *gateOutcome, werr er
 	if b, note, ok := bounds(env, p.Path, p.Payload); ok {
 		if p.BestEffort {
 			b.MaxLost = nil
-			c.Notes = append(c.Notes, "best effort: loss is reported, not bounded")
+			c.Add(report.Noted("steps.flowCase", "best effort: loss is reported, not bounded"))
 		}
 		c.Bounds = &b
 	} else {
-		c.Notes = append(c.Notes, note)
+		c.Add(report.Noted("steps.flowCase", note))
 	}
-	c.Notes = append(c.Notes, fmt.Sprintf("publisher on %s, subscriber(s) on %s", run.From, run.To))
+	c.Add(report.Noted("steps.flowCase", fmt.Sprintf("publisher on %s, subscriber(s) on %s", run.From, run.To)))
 	if n := peerRouteNote(p.Path, run.From, run.To); n != "" {
-		c.Notes = append(c.Notes, n)
+		c.Add(report.Noted("steps.flowCase", n))
 	}
 	if p.WarmUp > 0 {
-		c.Notes = append(c.Notes, fmt.Sprintf("%d warm-up messages sent first, not in the distribution", p.WarmUp))
+		c.Add(report.Noted("steps.flowCase", fmt.Sprintf("%d warm-up messages sent first, not in the distribution", p.WarmUp)))
 	}
 	if werr != nil {
 		c.Failure = werr.Error()
@@ -100,9 +100,9 @@ func flowCase(env *Env, name string, p Params, run *Ran, g *gateOutcome, werr er
 			}
 			c.Bounds = &out
 		}
-		c.Notes = append(c.Notes, "as fast as the publisher can send; latency here is queueing under saturation and is reported, not judged")
+		c.Add(report.Noted("steps.flowCase", "as fast as the publisher can send; latency here is queueing under saturation and is reported, not judged"))
 		if p.Path == ShmLoan {
-			c.Notes = append(c.Notes, "loan path: the publisher writes 8 B (the sequence number) into each loaned slot; MB/s counts payload bytes handed over without a copy, not bytes produced")
+			c.Add(report.Noted("steps.flowCase", "loan path: the publisher writes 8 B (the sequence number) into each loaned slot; MB/s counts payload bytes handed over without a copy, not bytes produced"))
 		}
 	case JudgeScope:
 		if b := c.Bounds; b != nil {
@@ -141,24 +141,23 @@ func applyGate(c *report.Case, res GateResult, h *report.Histogram, boards []str
 	c.Histogram = h
 	c.Excluded += res.ExcludedSamples
 	c.Method.UncertaintyNs = res.UncertaintyNs
-	c.Notes = append(c.Notes, res.note(boards))
+	c.Add(report.Noted("steps.applyGate", res.note(boards)))
 }
 
 // judgedCase adds to c what MeasureJudged's host probe saw (its p99 and
 // max in Extra) and the attempts before this one.
 func judgedCase(env *Env, c *report.Case, host *report.Histogram, history []string, attempt int, disturbed bool, why string) *report.Case {
 	if host != nil && host.Count() > 0 {
-		if c.Extra == nil {
-			c.Extra = map[string]float64{}
-		}
-		c.Extra[ExtraHostWakeP99] = float64(host.ValueAtQuantile(99))
-		c.Extra[ExtraHostWakeMax] = float64(host.ValueAtQuantile(100))
+		c.Add(report.Addition{By: "steps.judgedCase", Extra: map[report.ExtraKey]float64{
+			report.ExtraHostWakeP99: float64(host.ValueAtQuantile(99)),
+			report.ExtraHostWakeMax: float64(host.ValueAtQuantile(100)),
+		}})
 	}
 	if len(history) > 0 {
-		c.Notes = append(c.Notes, fmt.Sprintf("measured %d times: earlier attempts failed only where the host itself was late — %s", attempt, strings.Join(history, "; ")))
+		c.Add(report.Noted("steps.judgedCase", fmt.Sprintf("measured %d times: earlier attempts failed only where the host itself was late — %s", attempt, strings.Join(history, "; "))))
 	}
 	if disturbed {
-		c.Notes = append(c.Notes, fmt.Sprintf("still disturbed after %d attempts (%s): the verdict stands; rerun on a quieter host", attempt, why))
+		c.Add(report.Noted("steps.judgedCase", fmt.Sprintf("still disturbed after %d attempts (%s): the verdict stands; rerun on a quieter host", attempt, why)))
 	}
 	return finish(env, c)
 }
@@ -170,28 +169,27 @@ func judgedCase(env *Env, c *report.Case, host *report.Histogram, history []stri
 func annotateLoaded(u *UnderLoad, profile string, reliable bool) {
 	ic, lc := u.Idle.Case, u.Loaded.Case
 	ic.Finalize()
-	lc.Bounds, lc.Checks = nil, nil // no idle bound checks carried over
+	lc.Add(report.Addition{By: "steps.annotateLoaded", Unjudged: true}) // no idle bound checks carried over
 	lc.Finalize()
 	rep := u.Load.Load
-	if lc.Extra == nil {
-		lc.Extra = map[string]float64{}
-	}
 	is, ls := ic.Summary, lc.Summary
-	lc.Extra[ExtraIdleP50], lc.Extra[ExtraIdleP99] = float64(is.P50), float64(is.P99)
+	add := report.Addition{By: "steps.annotateLoaded", Extra: map[report.ExtraKey]float64{
+		report.ExtraIdleP50: float64(is.P50), report.ExtraIdleP99: float64(is.P99),
+	}}
 	if is.P50 > 0 && is.P99 > 0 {
 		u.P50Ratio, u.P99Ratio = float64(ls.P50)/float64(is.P50), float64(ls.P99)/float64(is.P99)
-		lc.Extra[ExtraP50Ratio], lc.Extra[ExtraP99Ratio] = u.P50Ratio, u.P99Ratio
+		add.Extra[report.ExtraP50Ratio], add.Extra[report.ExtraP99Ratio] = u.P50Ratio, u.P99Ratio
 	}
-	lc.Extra[ExtraLoadThreads] = float64(rep.Threads)
-	lc.Extra[ExtraLoadCPUSec] = float64(rep.CPUNs) / 1e9
-	lc.Extra[ExtraLoadWallSec] = float64(rep.WallNs) / 1e9
-	lc.Extra[ExtraLoadCPUShare] = u.Share
-	lc.Notes = append(lc.Notes,
-		fmt.Sprintf("%s (bounds profile %s)", NoteLoadedUnbounded, profile),
+	add.Extra[report.ExtraLoadThreads] = float64(rep.Threads)
+	add.Extra[report.ExtraLoadCPUSec] = float64(rep.CPUNs) / 1e9
+	add.Extra[report.ExtraLoadWallSec] = float64(rep.WallNs) / 1e9
+	add.Extra[report.ExtraLoadCPUShare] = u.Share
+	add.Notes = append(add.Notes, fmt.Sprintf("%s (bounds profile %s)", NoteLoadedUnbounded, profile),
 		fmt.Sprintf("load: %d %s threads (one per CPU of %s), unpinned, SCHED_OTHER, running from before the flow's first message to after its last; consumed %.2f CPU-s over %.2f s wall = %.0f%% of %d cores",
 			rep.Threads, rep.Kind, u.Board, float64(rep.CPUNs)/1e9, float64(rep.WallNs)/1e9, 100*u.Share, rep.Threads),
 		fmt.Sprintf("vs idle (%s): p50 %s → %s (×%.2f), p99 %s → %s (×%.2f)", ic.Name,
 			report.FormatNs(is.P50), report.FormatNs(ls.P50), u.P50Ratio, report.FormatNs(is.P99), report.FormatNs(ls.P99), u.P99Ratio))
+	lc.Add(add)
 	switch {
 	case lc.Failure != "":
 		// the flow's own failure stands
@@ -213,15 +211,15 @@ func rttCase(env *Env, name string, path Path, reliable bool, payload, warm int,
 	rtt := c.Histogram.Summary() // the full round trip
 	c.Transport = path.String()
 	c.Histogram = HalveHistogram(c.Histogram) // Finalize summarises RTT/2
-	c.Extra = map[string]float64{"rtt_p50_ns": float64(rtt.P50), "rtt_p99_ns": float64(rtt.P99),
-		"rtt_p999_ns": float64(rtt.P999), "rtt_max_ns": float64(rtt.Max)}
+	c.Add(report.Addition{By: "steps.rttCase", Extra: map[report.ExtraKey]float64{report.ExtraRTTP50: float64(rtt.P50), report.ExtraRTTP99: float64(rtt.P99),
+		report.ExtraRTTP999: float64(rtt.P999), report.ExtraRTTMax: float64(rtt.Max)}})
 	peerNotes(c, path, f.Pinger)
 	c.Method = report.Method{Kind: report.RTTHalf,
 		Clocks: fmt.Sprintf("CLOCK_MONOTONIC of the pinging board (%s); no clock sync", from)}
 	if b, err := env.Rack.Board(from); err == nil && b.OnController() {
 		c.Method.UncertaintyNs = rig.ClockReadNs()
 	} else {
-		c.Notes = append(c.Notes, "clock-read uncertainty not quantified: it was measured on the controller host, not on "+from)
+		c.Add(report.Noted("steps.rttCase", "clock-read uncertainty not quantified: it was measured on the controller host, not on "+from))
 	}
 	where := fmt.Sprintf("pinger on %s, echo on %s", from, to)
 	if n := peerRouteNote(path, from, to); n != "" {
@@ -229,26 +227,25 @@ func rttCase(env *Env, name string, path Path, reliable bool, payload, warm int,
 	} else if from == to {
 		where = fmt.Sprintf("pinger and echo in the one agent on %s (intra-process path)", from)
 	}
-	c.Notes = append(c.Notes,
-		"round trip between the rack's boards: "+where+"; the echo republishes each ping at once on a reply topic (copy path) carrying the ping's sequence number and send stamp",
+	c.Add(report.Noted("steps.rttCase", "round trip between the rack's boards: "+where+"; the echo republishes each ping at once on a reply topic (copy path) carrying the ping's sequence number and send stamp",
 		fmt.Sprintf("RTT/2: every sample is half of reply receipt − ping send stamp on the pinger's CLOCK_MONOTONIC, which assumes the two directions are symmetric; full RTT p50 %s, p99 %s (Extra)", report.FormatNs(rtt.P50), report.FormatNs(rtt.P99)),
 		fmt.Sprintf("back-to-back pings with one in flight (no rate limit), %s wait, %d warm-up pings sent first, not in the distribution", spec.Wait, warm),
-		"loss is pings never answered, counted by sequence number at the pinger")
+		"loss is pings never answered, counted by sequence number at the pinger"))
 	if spec.Payload != payload {
-		c.Notes = append(c.Notes, fmt.Sprintf("payload padded from %d to %d B: the reply carries the ping's sequence number and send stamp", payload, spec.Payload))
+		c.Add(report.Noted("steps.rttCase", fmt.Sprintf("payload padded from %d to %d B: the reply carries the ping's sequence number and send stamp", payload, spec.Payload)))
 	}
 	if path == ShmLoan {
-		c.Notes = append(c.Notes, "pings are sent on the loan (zero-copy) path; the echo replies on the copy path")
+		c.Add(report.Noted("steps.rttCase", "pings are sent on the loan (zero-copy) path; the echo replies on the copy path"))
 	}
 	if b, note, ok := bounds(env, path, payload); ok {
 		b.Jitter = 0 // jitter of RTT/2 mixes both directions' wake-ups: reported, not bounded
 		if !reliable {
 			b.MaxLost = nil
-			c.Notes = append(c.Notes, "best effort: loss is reported, not bounded")
+			c.Add(report.Noted("steps.rttCase", "best effort: loss is reported, not bounded"))
 		}
 		c.Bounds = &b
 	} else {
-		c.Notes = append(c.Notes, note)
+		c.Add(report.Noted("steps.rttCase", note))
 	}
 	if werr != nil && c.Failure == "" {
 		c.Failure = werr.Error()
@@ -268,9 +265,9 @@ func hostRTTCase(env *Env, name string, path Path, reliable bool, payload int, s
 	if spec.NetNS {
 		where += ", in two network namespaces joined by a veth pair"
 	}
-	c.Notes = append(c.Notes, fmt.Sprintf("FALLBACK: rack %s has fewer than two boards, so the round trip ran by `hilrig bench` ping-pong (%s), NOT on the rack's boards", env.Rack.Name, where),
+	c.Add(report.Noted("steps.hostRTTCase", fmt.Sprintf("FALLBACK: rack %s has fewer than two boards, so the round trip ran by `hilrig bench` ping-pong (%s), NOT on the rack's boards", env.Rack.Name, where),
 		fmt.Sprintf("back-to-back round trips (no rate limit), futex wait, %d warm-up round trips", spec.Warmup),
-		"percentiles only: mean and stddev are not reported by the ping-pong, so no histogram plot")
+		"percentiles only: mean and stddev are not reported by the ping-pong, so no histogram plot"))
 	if b, _, ok := bounds(env, path, payload); ok {
 		b.MaxLost, b.Jitter = nil, 0 // the ping-pong counts no loss; jitter not bounded for RTT/2
 		c.Bounds = &b
@@ -311,22 +308,23 @@ func startCase(env *Env, name string, path Path, payload, n int, bound time.Dura
 			Method: report.Method{Kind: report.OneWay,
 				Clocks: "controller CLOCK_MONOTONIC from the start requests to the publisher's started ack, plus message 1's one-way latency on " + Method(env.Rack, t.from, t.to).Clocks}},
 		report.Results{Histogram: t.hist, Sent: t.sent, Delivered: t.delivered, Lost: t.lost})
-	c.Notes = append(c.Notes, fmt.Sprintf("%d starts of a fresh subscriber node on %s and publisher node on %s, one %d B message each", n, t.to, t.from, payload),
-		"includes the controller↔agent pipe round trips of the start requests (an upper bound by that much)")
+	c.Add(report.Noted("steps.startCase", fmt.Sprintf("%d starts of a fresh subscriber node on %s and publisher node on %s, one %d B message each", n, t.to, t.from, payload),
+		"includes the controller↔agent pipe round trips of the start requests (an upper bound by that much)"))
 	if note := peerRouteNote(path, t.from, t.to); note != "" {
-		c.Notes = append(c.Notes, note)
+		c.Add(report.Noted("steps.startCase", note))
 	}
 	peerNotes(c, path, t.pub)
 	if path.IsPeer() && t.discovery != nil && t.discovery.Count() > 0 {
-		c.Extra[ExtraDiscovery] = float64(t.discovery.ValueAtQuantile(50))
-		c.Extra[ExtraDiscoveryMax] = float64(t.discovery.ValueAtQuantile(100))
 		how := fmt.Sprintf("every endpoint opened a participant of its own and closed it at its end, so each start includes the peer's participant discovery (cold; %d of %d starts)", t.cold, n)
 		if t.cold < n {
 			how = fmt.Sprintf("not cold in %d of %d starts: %s keeps one runtime per process (docs/peers.md), so those starts discovered new endpoints of an existing runtime", n-t.cold, n, path.Middleware)
 		}
-		c.Extra["cold_starts"] = float64(t.cold)
-		c.Notes = append(c.Notes, fmt.Sprintf("discovery (seed 002: endpoints created → first message delivered): the time above; of it, the publisher's wait for its first matched reader: p50 %s, max %s (Extra); %s",
-			report.FormatNs(t.discovery.ValueAtQuantile(50)), report.FormatNs(t.discovery.ValueAtQuantile(100)), how))
+		c.Add(report.Addition{By: "steps.startCase", Extra: map[report.ExtraKey]float64{
+			report.ExtraDiscovery:    float64(t.discovery.ValueAtQuantile(50)),
+			report.ExtraDiscoveryMax: float64(t.discovery.ValueAtQuantile(100)),
+			report.ExtraColdStarts:   float64(t.cold),
+		}, Notes: []string{fmt.Sprintf("discovery (seed 002: endpoints created → first message delivered): the time above; of it, the publisher's wait for its first matched reader: p50 %s, max %s (Extra); %s",
+			report.FormatNs(t.discovery.ValueAtQuantile(50)), report.FormatNs(t.discovery.ValueAtQuantile(100)), how)}})
 	}
 	return finish(env, c)
 }
@@ -348,11 +346,11 @@ func restartCase(env *Env, name string, path Path, payload, k int, bound time.Du
 			RateHz: 1000, Reliability: kind.Reliable, Subscribers: 1, Bounds: &report.Bounds{Max: bound}},
 		report.Results{Histogram: t.hist, Sent: t.sent, Delivered: t.delivered, Lost: t.lost, Failure: t.failure})
 	if t.epochs > 0 {
-		c.Notes = append(c.Notes, fmt.Sprintf("subscriber saw %d publisher epoch change(s)", t.epochs))
+		c.Add(report.Noted("steps.restartCase", fmt.Sprintf("subscriber saw %d publisher epoch change(s)", t.epochs)))
 	}
 	c.Method = report.Method{Kind: report.OneWay, UncertaintyNs: int64(t.window),
 		Clocks: "upper bound: controller CLOCK_MONOTONIC restart request → started ack + max latency of the subscriber's first 10 ms window after it, or that window's end (CLOCK_REALTIME, same host)"}
-	c.Notes = append(c.Notes, fmt.Sprintf("%d restarts of the publisher on %s, subscriber on %s kept running; loss across restarts is not judged", k, t.from, t.to))
+	c.Add(report.Noted("steps.restartCase", fmt.Sprintf("%d restarts of the publisher on %s, subscriber on %s kept running; loss across restarts is not judged", k, t.from, t.to)))
 	return finish(env, c)
 }
 
@@ -374,7 +372,7 @@ func (s *Scope) Distribution(ctx context.Context, c *report.Case) (*scopes.Distr
 	d, skip, err := s.distribution(ctx, c.Histogram, tol)
 	if err != nil || d == nil {
 		if skip != "" {
-			c.Notes = append(c.Notes, skip)
+			c.Add(report.Noted("steps.Distribution", skip))
 		}
 		return nil, err
 	}
@@ -390,9 +388,9 @@ func (s *Scope) Distribution(ctx context.Context, c *report.Case) (*scopes.Distr
 		// Delays from sampled records are only as fine as the sample
 		// interval: say so when that is coarser than 0.1 % of the delay.
 		if res, p50 := r.DelayResolution(), math.Abs(d.Rows[0].Scope); res > scopes.FineResolution*p50 {
-			c.Extra["scope delay resolution ns"] = res * 1e9
-			c.Notes = append(c.Notes, fmt.Sprintf("scope per-message delays resolve to %s, coarser than 0.1 %% of their p50 %s: differences below that are not resolved",
-				scopes.FormatSeconds(res), scopes.FormatSeconds(p50)))
+			c.Add(report.Addition{By: "steps.Distribution", Extra: map[report.ExtraKey]float64{report.ExtraScopeResolution: res * 1e9},
+				Notes: []string{fmt.Sprintf("scope per-message delays resolve to %s, coarser than 0.1 %% of their p50 %s: differences below that are not resolved",
+					scopes.FormatSeconds(res), scopes.FormatSeconds(p50))}})
 		}
 	}
 	return d, nil
@@ -402,40 +400,38 @@ func (s *Scope) Distribution(ctx context.Context, c *report.Case) (*scopes.Distr
 // in c: figures in Extra, the explanation in Notes and, when tol is set,
 // the scope_p50/scope_p99 checks.
 func applyDistribution(c *report.Case, d scopes.DistributionCheck, tol time.Duration, pairing string, p *pairingCounts) {
-	if c.Extra == nil {
-		c.Extra = map[string]float64{}
-	}
-	c.Extra["scope delays"] = float64(d.NScope)
+	add := report.Addition{By: "steps.applyDistribution", Extra: map[report.ExtraKey]float64{report.ExtraScopeDelays: float64(d.NScope)}}
 	if len(d.Rows) == 2 {
-		c.Extra["scope p50 ns"] = d.Rows[0].Scope * 1e9
-		c.Extra["scope p99 ns"] = d.Rows[1].Scope * 1e9
-		c.Extra["scope − software p50 ns"] = d.Rows[0].Diff * 1e9
-		c.Extra["scope − software p99 ns"] = d.Rows[1].Diff * 1e9
-		c.Extra["scope KS distance"] = d.KS
-		c.Extra["scope KS critical (α=0.05)"] = d.KSCritical
+		add.Extra[report.ExtraScopeP50] = d.Rows[0].Scope * 1e9
+		add.Extra[report.ExtraScopeP99] = d.Rows[1].Scope * 1e9
+		add.Extra[report.ExtraScopeDiffP50] = d.Rows[0].Diff * 1e9
+		add.Extra[report.ExtraScopeDiffP99] = d.Rows[1].Diff * 1e9
+		add.Extra[report.ExtraScopeKS] = d.KS
+		add.Extra[report.ExtraScopeKSCritical] = d.KSCritical
 	}
-	c.Notes = append(c.Notes, "scope vs software distribution: "+d.Explanation)
+	add.Notes = append(add.Notes, "scope vs software distribution: "+d.Explanation)
 	if p != nil {
-		c.Extra["capture unmatched edges"] = float64(p.unmatched)
-		c.Extra["capture dropped edges"] = float64(p.dropped)
-		c.Extra["capture merged edges"] = float64(p.merged)
-		c.Notes = append(c.Notes, "gpio-capture pairing: "+pairing)
+		add.Extra[report.ExtraCaptureUnmatched] = float64(p.unmatched)
+		add.Extra[report.ExtraCaptureDropped] = float64(p.dropped)
+		add.Extra[report.ExtraCaptureMerged] = float64(p.merged)
+		add.Notes = append(add.Notes, "gpio-capture pairing: "+pairing)
 	}
 	switch {
 	case len(d.Rows) != 2:
 	case tol == 0:
-		c.Notes = append(c.Notes, "bounds profile sets no scope_tolerance: the quantile differences are reported, not judged")
+		add.Notes = append(add.Notes, "bounds profile sets no scope_tolerance: the quantile differences are reported, not judged")
 	default:
 		for _, r := range d.Rows {
 			v := report.Pass
 			if !r.Agree {
 				v = report.Fail
 			}
-			c.Checks = append(c.Checks, report.Check{Bound: "scope_" + r.Name, Unit: "ns", Limit: float64(tol.Nanoseconds()),
+			add.Checks = append(add.Checks, report.Check{Bound: "scope_" + r.Name, Unit: "ns", Limit: float64(tol.Nanoseconds()),
 				Measured: math.Abs(r.Diff) * 1e9, Verdict: v,
 				Note: fmt.Sprintf("|scope %s − software %s| (scope %s, software %s)", r.Name, r.Name, scopes.FormatSeconds(r.Scope), scopes.FormatSeconds(r.Software))})
 		}
 	}
+	c.Add(add)
 }
 
 // pairingCounts are a gpio-capture's unpaired edges.
@@ -450,19 +446,9 @@ func peerNotes(c *report.Case, path Path, ep *rig.Endpoint) {
 		return
 	}
 	st := ep.Started()
+	add := report.Addition{By: "steps.peerNotes", Extra: map[report.ExtraKey]float64{report.ExtraDiscovery: float64(st.DiscoveryNs)}}
 	if st.Peer != "" {
-		c.Notes = append(c.Notes, "peer: "+st.Peer)
+		add.Notes = []string{"peer: " + st.Peer}
 	}
-	if c.Extra == nil {
-		c.Extra = map[string]float64{}
-	}
-	c.Extra[ExtraDiscovery] = float64(st.DiscoveryNs)
+	c.Add(add)
 }
-
-// ExtraDiscovery is the Extra key of a peer case's discovery time (ns):
-// the publisher's wait for its first matched reader before message 1.
-const ExtraDiscovery = "discovery_ns"
-
-// ExtraDiscoveryMax is the largest discovery wait of a start-up case's
-// starts (ns).
-const ExtraDiscoveryMax = "discovery_max_ns"

@@ -19,12 +19,6 @@ const DisturbedAttempts = 3
 // be one.
 const hostProbePeriod = time.Millisecond
 
-// Extra keys MeasureJudged adds to a case.
-const (
-	ExtraHostWakeP99 = "host timer wake-up lateness during the case, p99 (ns)"
-	ExtraHostWakeMax = "host timer wake-up lateness during the case, max (ns)"
-)
-
 // tailBounds are the checks a host stall can fail on its own: one late
 // wake-up moves them, it does not move p50 or loss.
 var tailBounds = map[string]bool{"p99": true, "p99.9": true, "max": true, "jitter": true}

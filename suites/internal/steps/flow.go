@@ -200,8 +200,8 @@ func traceOverhead(c *report.Case, ref report.Summary) {
 		c.Trace.Overhead = o
 		return
 	}
-	c.Notes = append(c.Notes, fmt.Sprintf("tracing overhead in this run: p50 %s off → %s armed, p99 %s off → %s armed (%s)",
-		report.FormatNs(o.OffP50Ns), report.FormatNs(o.ArmedP50Ns), report.FormatNs(o.OffP99Ns), report.FormatNs(o.ArmedP99Ns), o.Method))
+	c.Add(report.Noted("steps.traceOverhead", fmt.Sprintf("tracing overhead in this run: p50 %s off → %s armed, p99 %s off → %s armed (%s)",
+		report.FormatNs(o.OffP50Ns), report.FormatNs(o.ArmedP50Ns), report.FormatNs(o.OffP99Ns), report.FormatNs(o.ArmedP99Ns), o.Method)))
 }
 
 // LatencyClock is the clocks a flow from → to measures latency on: one

@@ -23,18 +23,6 @@ const MinLoadShare = 0.2
 // profile states idle bounds only.
 const NoteLoadedUnbounded = "latency under load: reported, not bounded; the rack states no loaded bounds"
 
-// Extra keys MeasureUnderLoad adds to the loaded case.
-const (
-	ExtraIdleP50      = "idle p50 (ns)"
-	ExtraIdleP99      = "idle p99 (ns)"
-	ExtraP50Ratio     = "p50 loaded/idle"
-	ExtraP99Ratio     = "p99 loaded/idle"
-	ExtraLoadThreads  = "load threads"
-	ExtraLoadCPUSec   = "load CPU time consumed (s)"
-	ExtraLoadWallSec  = "load wall time (s)"
-	ExtraLoadCPUShare = "load CPU share (CPU time / threads × wall)"
-)
-
 // UnderLoad is one flow measured idle, then with a CPU load on the
 // subscriber's board.
 type UnderLoad struct {

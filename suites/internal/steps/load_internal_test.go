@@ -53,10 +53,10 @@ func TestAnnotateLoaded(t *testing.T) {
 			for _, ck := range lc.Checks {
 				t.Errorf("loaded case carries check %s", ck.String())
 			}
-			if u.P50Ratio < 9 || u.P50Ratio > 11 || lc.Extra[ExtraP50Ratio] != u.P50Ratio || lc.Extra[ExtraP99Ratio] != u.P99Ratio {
+			if u.P50Ratio < 9 || u.P50Ratio > 11 || lc.Extra[report.ExtraP50Ratio] != u.P50Ratio || lc.Extra[report.ExtraP99Ratio] != u.P99Ratio {
 				t.Errorf("ratios p50 %.2f p99 %.2f extra %v, want ≈10", u.P50Ratio, u.P99Ratio, lc.Extra)
 			}
-			if lc.Extra[ExtraLoadThreads] != 2 || lc.Extra[ExtraLoadCPUShare] != u.Share {
+			if lc.Extra[report.ExtraLoadThreads] != 2 || lc.Extra[report.ExtraLoadCPUShare] != u.Share {
 				t.Errorf("load extras %v", lc.Extra)
 			}
 			if !strings.Contains(strings.Join(lc.Notes, "\n"), NoteLoadedUnbounded) {

@@ -85,8 +85,7 @@ func AsPeerCase(c *report.Case) *report.Case {
 	if c == nil || c.Middleware == "" || c.Middleware == agentproto.MiddlewareHilrig {
 		return c
 	}
-	c.Bounds, c.Checks = nil, nil
-	c.Notes = append(c.Notes, PeerUnjudged)
+	c.Add(report.Addition{By: "steps.AsPeerCase", Unjudged: true, Notes: []string{PeerUnjudged}})
 	c.Finalize()
 	return c
 }

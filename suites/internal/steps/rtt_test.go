@@ -87,7 +87,7 @@ func TestRoundTripBetweenBoards(t *testing.T) {
 			if c.Sent != n+warm || c.Delivered != n+warm || c.Lost != 0 || c.Summary.Count != n || c.Summary.Min <= 0 {
 				t.Errorf("sent %d delivered %d lost %d summary %+v", c.Sent, c.Delivered, c.Lost, c.Summary)
 			}
-			if p50 := c.Extra["rtt_p50_ns"]; math.Abs(p50-2*float64(c.Summary.P50)) > 0.01*p50 {
+			if p50 := c.Extra[report.ExtraRTTP50]; math.Abs(p50-2*float64(c.Summary.P50)) > 0.01*p50 {
 				t.Errorf("RTT p50 %v ns is not twice the RTT/2 p50 %d ns", p50, c.Summary.P50)
 			}
 			where := "pinger on " + from + ", echo on " + to
@@ -100,7 +100,7 @@ func TestRoundTripBetweenBoards(t *testing.T) {
 			if c.Bounds == nil || c.Verdict != report.Pass {
 				t.Errorf("verdict %s checks %+v", c.Verdict, c.Checks)
 			}
-			t.Logf("%s RTT/2 %s → %s: %s (RTT p50 %s)", tr, from, to, c.Summary.Line(), report.FormatNs(int64(c.Extra["rtt_p50_ns"])))
+			t.Logf("%s RTT/2 %s → %s: %s (RTT p50 %s)", tr, from, to, c.Summary.Line(), report.FormatNs(int64(c.Extra[report.ExtraRTTP50])))
 		})
 	}
 }

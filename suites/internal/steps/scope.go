@@ -232,7 +232,7 @@ func (s *Scope) Reading(ctx context.Context, c *report.Case, src, dst int, want 
 	}
 	c.Scope = s.Compare(st, src, dst)
 	if st.Count.OK && st.Count.N*10 < want*9 {
-		c.Notes = append(c.Notes, fmt.Sprintf("scope count %d is below the %d rising edges the messages made: acquisitions were missed or the statistics were cleared before the first read", st.Count.N, want))
+		c.Add(report.Noted("steps.Reading", fmt.Sprintf("scope count %d is below the %d rising edges the messages made: acquisitions were missed or the statistics were cleared before the first read", st.Count.N, want)))
 	}
 	return st, nil
 }

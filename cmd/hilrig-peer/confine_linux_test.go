@@ -21,6 +21,7 @@ import (
 
 	"github.com/hilrig/hilrig/agentproto"
 	"github.com/hilrig/hilrig/internal/ddsshm"
+	"github.com/hilrig/hilrig/internal/kind"
 	"github.com/hilrig/hilrig/peers/peerbench"
 )
 
@@ -56,7 +57,7 @@ func TestDDSConfinement(t *testing.T) {
 			tx0 := ns.txPackets(t)
 			var got []procNet
 			var inspectErr error
-			o := peerbench.Options{Exe: wrapper, Count: 2000, WarmUp: 10, Wait: "futex", Reliable: true,
+			o := peerbench.Options{Exe: wrapper, Count: 2000, WarmUp: 10, Wait: kind.WaitFutex, Reliable: true,
 				// Called once both endpoints run and pings flow:
 				// discovery is done and the data path is open.
 				Started: func(echo, pinger *os.Process) {
@@ -147,7 +148,7 @@ func TestDDSConfinementVeth(t *testing.T) {
 			txA, txB := nsA.txPackets(t), nsB.txPackets(t)
 			var got []procNet
 			var inspectErr error
-			o := peerbench.Options{EchoExe: wA, PingerExe: wB, Count: 2000, WarmUp: 10, Wait: "futex", Reliable: true,
+			o := peerbench.Options{EchoExe: wA, PingerExe: wB, Count: 2000, WarmUp: 10, Wait: kind.WaitFutex, Reliable: true,
 				EchoNet:   &agentproto.PeerNet{Address: addrA.String(), Peers: []string{addrB.String()}},
 				PingerNet: &agentproto.PeerNet{Address: addrB.String(), Peers: []string{addrA.String()}},
 				Started: func(echo, pinger *os.Process) {
@@ -557,7 +558,7 @@ func TestFastDDSShmLeftovers(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			var segs []string
 			var ierr error
-			o := peerbench.Options{Exe: os.Args[0], Count: 300, Wait: "futex", Reliable: true,
+			o := peerbench.Options{Exe: os.Args[0], Count: 300, Wait: kind.WaitFutex, Reliable: true,
 				// As the rig records them: once the endpoints started.
 				Started: func(echo, pinger *os.Process) {
 					for _, p := range []*os.Process{echo, pinger} {

@@ -1,11 +1,9 @@
-package testkit_test
+package testkit
 
 import (
 	"os"
 	"slices"
 	"testing"
-
-	"github.com/hilrig/hilrig/internal/testkit"
 )
 
 // PIDs lists this process when keep takes it, and only what keep takes.
@@ -15,7 +13,7 @@ func TestPIDsKeepsWhatKeepTakes(t *testing.T) {
 	}
 	me := os.Getpid()
 	seen := 0
-	got := testkit.PIDs(t, func(pid int) bool { seen++; return pid == me })
+	got := PIDs(t, func(pid int) bool { seen++; return pid == me })
 	if !slices.Equal(got, []int{me}) {
 		t.Fatalf("PIDs keeping only %d = %v", me, got)
 	}

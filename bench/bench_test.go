@@ -166,16 +166,25 @@ func runMain(t *testing.T, args ...string) (string, error) {
 	return out.String(), err
 }
 
-func TestPingPongJSON(t *testing.T) {
-	noLeftovers(t)
-	out, err := runMain(t, "pingpong", "--transport", "raw-spin", "--size", "16", "--size", "1KiB", "-n", "200", "--warmup", "20", "--json", "--pin")
+// runJSON runs bench.Main with args (which ask for --json) and decodes
+// its report; the test fails, naming args, if the run fails, and shows the
+// output if it does not parse.
+func runJSON(t *testing.T, args ...string) bench.Report {
+	t.Helper()
+	out, err := runMain(t, args...)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v: %v", args, err)
 	}
 	var rep bench.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("--json output does not parse: %v\n%s", err, out)
 	}
+	return rep
+}
+
+func TestPingPongJSON(t *testing.T) {
+	noLeftovers(t)
+	rep := runJSON(t, "pingpong", "--transport", "raw-spin", "--size", "16", "--size", "1KiB", "-n", "200", "--warmup", "20", "--json", "--pin")
 	if len(rep.Results) != 2 || rep.Results[1].Size != 1024 || rep.Results[0].RTT.Count != 200 {
 		t.Fatalf("unexpected report: %+v", rep)
 	}
@@ -228,15 +237,8 @@ func TestUsageErrors(t *testing.T) {
 // keyed rows udp+key.
 func TestCompareAuth(t *testing.T) {
 	noLeftovers(t)
-	out, err := runMain(t, "pingpong", "--transport", "udp", "--compare-auth", "--rounds", "2",
+	rep := runJSON(t, "pingpong", "--transport", "udp", "--compare-auth", "--rounds", "2",
 		"-n", "200", "--warmup", "50", "--size", "16", "--json", "--probe=false")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep bench.Report
-	if err := json.Unmarshal([]byte(out), &rep); err != nil {
-		t.Fatal(err)
-	}
 	if len(rep.Ratios) != 1 || rep.Ratios[0].Middleware != "udp+key" || rep.Ratios[0].Baseline != "udp" || rep.Ratios[0].P50 <= 0 {
 		t.Fatalf("want one udp+key / udp ratio, got %+v", rep.Ratios)
 	}
@@ -370,15 +372,8 @@ func TestUDPAcrossNamespaces(t *testing.T) {
 
 func TestCompareRatio(t *testing.T) {
 	noLeftovers(t)
-	out, err := runMain(t, "pingpong", "--transport", "shm", "--wait", "spin", "--compare", "--rounds", "2",
+	rep := runJSON(t, "pingpong", "--transport", "shm", "--wait", "spin", "--compare", "--rounds", "2",
 		"-n", "400", "--warmup", "100", "--size", "16", "--json", "--pin")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep bench.Report
-	if err := json.Unmarshal([]byte(out), &rep); err != nil {
-		t.Fatal(err)
-	}
 	if len(rep.Ratios) != 1 {
 		t.Fatalf("want one ratio, got %+v", rep.Ratios)
 	}
@@ -391,7 +386,7 @@ func TestCompareRatio(t *testing.T) {
 		t.Fatalf("compare results: %+v", rep.Results)
 	}
 	// The table form prints the ratio line.
-	out, err = runMain(t, "pingpong", "--transport", "shm", "--compare", "--rounds", "2", "-n", "200", "--probe=false", "--pin")
+	out, err := runMain(t, "pingpong", "--transport", "shm", "--compare", "--rounds", "2", "-n", "200", "--probe=false", "--pin")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -457,14 +452,7 @@ func TestRawUDPGSOFlag(t *testing.T) {
 	} {
 		args := append([]string{"pingpong", "--transport", "raw-udp", "--datagram", "1472", "--size", "16KiB",
 			"-n", "100", "--warmup", "10", "--probe=false", "--json"}, tc.args...)
-		out, err := runMain(t, args...)
-		if err != nil {
-			t.Fatalf("%v: %v", tc.args, err)
-		}
-		var rep bench.Report
-		if err := json.Unmarshal([]byte(out), &rep); err != nil {
-			t.Fatal(err)
-		}
+		rep := runJSON(t, args...)
 		if len(rep.Results) != 1 || rep.Results[0].GSO != tc.gso {
 			t.Errorf("%v: results %+v, want one with gso=%t", tc.args, rep.Results, tc.gso)
 			continue

@@ -380,15 +380,11 @@ func (c *ThroughputConfig) stream(ctx context.Context, t string, size int, relia
 		me := newMWEnd(node, o)
 		me.ownNode = true
 		snd = mwSender{me}
-		p, err := startPeer(ctx, c.Launcher, nil, spec, nil, cancel)
+		p, r, err := c.startSink(ctx, spec, cancel)
 		if err != nil {
 			return fail(err)
 		}
 		defer p.kill()
-		r, err := p.ready(30 * time.Second)
-		if err != nil {
-			return fail(err)
-		}
 		var udp middleware.UDPConfig
 		if t == TUDP {
 			udp.Peers = []string{r.Addr}
@@ -407,15 +403,11 @@ func (c *ThroughputConfig) stream(ctx context.Context, t string, size int, relia
 		return fail(err)
 	}
 	snd = &rawUDPSender{u: &udpMsg{s: sock, dgram: c.Datagram}, buf: make([]byte, size)}
-	p, err := startPeer(ctx, c.Launcher, nil, spec, nil, cancel)
+	p, r, err := c.startSink(ctx, spec, cancel)
 	if err != nil {
 		return fail(err)
 	}
 	defer p.kill()
-	r, err := p.ready(30 * time.Second)
-	if err != nil {
-		return fail(err)
-	}
 	ap, err := netip.ParseAddrPort(r.Addr)
 	if err != nil {
 		return fail(fmt.Errorf("%w: bad sink address %q", ErrPeer, r.Addr))
@@ -424,6 +416,22 @@ func (c *ThroughputConfig) stream(ctx context.Context, t string, size int, relia
 		return fail(err)
 	}
 	return c.drive(runCtx, res, snd, p, d)
+}
+
+// startSink starts the sink child (onExit runs when it exits) and waits up
+// to 30 s for its ready message. On success the caller kills the peer; on
+// an error none is left running.
+func (c *ThroughputConfig) startSink(ctx context.Context, spec childSpec, onExit func()) (*peer, readyMsg, error) {
+	p, err := startPeer(ctx, c.Launcher, nil, spec, nil, onExit)
+	if err != nil {
+		return nil, readyMsg{}, err
+	}
+	r, err := p.ready(30 * time.Second)
+	if err != nil {
+		p.kill()
+		return nil, r, err
+	}
+	return p, r, nil
 }
 
 // drive sends as fast as the transport allows for Duration on a pinned

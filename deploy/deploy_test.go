@@ -16,6 +16,7 @@ import (
 	"github.com/hilrig/hilrig/deploy"
 	"github.com/hilrig/hilrig/deploy/deploytest"
 	"github.com/hilrig/hilrig/internal/safefile"
+	"github.com/hilrig/hilrig/internal/safefile/safefiletest"
 	"github.com/hilrig/hilrig/internal/testkit"
 	"github.com/hilrig/hilrig/netns"
 )
@@ -196,10 +197,7 @@ func TestDialSSHErrors(t *testing.T) {
 // OpenSSH refuses it: each is now refused at once, naming the file.
 func TestDialSSHRefusesHostileKeyFiles(t *testing.T) {
 	dir := t.TempDir()
-	fifo := filepath.Join(dir, "fifo")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	fifo := safefiletest.FIFO(t, dir, "fifo")
 	open := filepath.Join(dir, "open")
 	if err := os.WriteFile(open, []byte("key"), 0o644); err != nil {
 		t.Fatal(err)
@@ -253,10 +251,7 @@ func TestCheckBinaryNamesArch(t *testing.T) {
 // memory. Both are refused at once, naming the file, before the session is
 // used (so a client without a connection shows it).
 func TestUploadRefusesNonRegular(t *testing.T) {
-	fifo := filepath.Join(t.TempDir(), "fifo")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	fifo := safefiletest.FIFO(t, t.TempDir(), "fifo")
 	for _, local := range []string{fifo, "/dev/zero"} {
 		done := make(chan error, 1)
 		go func() {

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/hilrig/hilrig/internal/testkit"
 	"github.com/hilrig/hilrig/middleware"
 )
 
@@ -57,9 +58,7 @@ func enterContainer(string) error {
 
 func needRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (CLONE_NEWPID|CLONE_NEWNS and mounts in the child)")
-	}
+	testkit.NeedRoot(t, "needs root (CLONE_NEWPID|CLONE_NEWNS and mounts in the child)")
 }
 
 // A Reliable topic between the host and a container, both ways and

@@ -2,13 +2,12 @@ package report_test
 
 import (
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/hilrig/hilrig/internal/safefile"
+	"github.com/hilrig/hilrig/internal/safefile/safefiletest"
 	"github.com/hilrig/hilrig/report"
 )
 
@@ -18,17 +17,9 @@ import (
 // fstat, before any read (the test's one is sparse).
 func TestReadFileBounded(t *testing.T) {
 	dir := t.TempDir()
-	fifo := filepath.Join(dir, "fifo.json")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	fifo := safefiletest.FIFO(t, dir, "fifo.json")
 	big := filepath.Join(dir, "big.json")
-	if err := os.WriteFile(big, []byte(`{"schema_version": 1}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Truncate(big, report.MaxResultFile+1); err != nil {
-		t.Fatal(err)
-	}
+	safefiletest.Sparse(t, big, []byte(`{"schema_version": 1}`), report.MaxResultFile+1)
 	for _, c := range []struct {
 		name, path string
 		kind       error

@@ -11,6 +11,7 @@ import (
 	"github.com/hilrig/hilrig/agentproto"
 	"github.com/hilrig/hilrig/deploy"
 	"github.com/hilrig/hilrig/fixtures"
+	"github.com/hilrig/hilrig/internal/testkit"
 	"github.com/hilrig/hilrig/rig"
 )
 
@@ -103,20 +104,8 @@ func TestVMPairUDP1k(t *testing.T) {
 // (a rig's segment group is unique to it).
 func qemuWith(t *testing.T, s string) []int {
 	t.Helper()
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pids []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		cmd, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err == nil && bytes.HasPrefix(cmd, []byte("qemu-system")) && bytes.Contains(cmd, []byte("mcast="+s)) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
+	return testkit.PIDs(t, func(pid int) bool {
+		cmd, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+		return err == nil && bytes.HasPrefix(cmd, []byte("qemu-system")) && bytes.Contains(cmd, []byte("mcast="+s))
+	})
 }

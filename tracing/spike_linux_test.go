@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/hilrig/hilrig/internal/testkit"
 	"github.com/hilrig/hilrig/tracing/tracetest"
 )
 
@@ -60,9 +61,7 @@ func TestMain(m *testing.M) {
 
 func needTrace(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("tracefs needs root")
-	}
+	testkit.NeedRoot(t, "tracefs needs root")
 }
 
 // TestSpikeSnapshotNamesHog induces a 5 ms SCHED_FIFO hog on the

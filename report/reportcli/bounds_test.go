@@ -5,10 +5,10 @@ import (
 	"context"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/hilrig/hilrig/internal/safefile/safefiletest"
 	"github.com/hilrig/hilrig/report/reportcli"
 	"github.com/hilrig/hilrig/report/store/storetest"
 )
@@ -20,10 +20,7 @@ import (
 // negative count is refused, naming the field.
 func TestHTMLAndImportRefuseUnboundedInput(t *testing.T) {
 	dir := t.TempDir()
-	fifo := filepath.Join(dir, "fifo.json")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	fifo := safefiletest.FIFO(t, dir, "fifo.json")
 	zeroSoak := storetest.Run("sim", 1, 1, 1000)
 	zeroSoak.SoakCheckpoint = "/dev/zero"
 	zeroSoakFile := filepath.Join(dir, "zero-soak.json")

@@ -8,11 +8,11 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/hilrig/hilrig/internal/safefile"
+	"github.com/hilrig/hilrig/internal/safefile/safefiletest"
 	"github.com/hilrig/hilrig/report/soak"
 )
 
@@ -23,10 +23,7 @@ const header = `{"kind":"header","header":{"schema_version":1}}` + "\n"
 // regular file. /dev/zero used to be read until out of memory (2.29 GB),
 // and a FIFO blocked for ever, deaf to SIGTERM and SIGINT.
 func TestReadRefusesNonRegular(t *testing.T) {
-	fifo := filepath.Join(t.TempDir(), "soak.jsonl")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	fifo := safefiletest.FIFO(t, t.TempDir(), "soak.jsonl")
 	for _, path := range []string{"/dev/zero", fifo} {
 		if _, err := soak.Read(path); !errors.Is(err, safefile.ErrNotRegular) || !strings.Contains(err.Error(), path) {
 			t.Errorf("Read(%s) = %v, want ErrNotRegular naming it", path, err)
@@ -47,12 +44,7 @@ func TestReadRefusesNonRegular(t *testing.T) {
 func TestReadEndlessLineBounded(t *testing.T) {
 	const size = 128 << 20
 	path := filepath.Join(t.TempDir(), "soak.jsonl")
-	if err := os.WriteFile(path, []byte(header+`{"kind":"window","window":{"index":0}}`+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Truncate(path, size); err != nil { // sparse: NULs, no disk
-		t.Fatal(err)
-	}
+	safefiletest.Sparse(t, path, []byte(header+`{"kind":"window","window":{"index":0}}`+"\n"), size)
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	lg, err := soak.Read(path)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hilrig/hilrig/internal/testkit"
 	"github.com/hilrig/hilrig/rig/lease"
 )
 
@@ -20,9 +21,7 @@ const nobody = 65534
 
 func needRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (another user's files, PID namespaces)")
-	}
+	testkit.NeedRoot(t, "needs root (another user's files, PID namespaces)")
 }
 
 // TestHolderInAnotherPIDNamespace (issue 31, finding 4a): a live holder in

@@ -168,16 +168,26 @@ func input(stdin io.Reader, o *opts, what string) ([]byte, error) {
 	return b, nil
 }
 
-func encode(stdin io.Reader, args []string, stdout, stderr io.Writer) error {
-	o, err := parse("encode", args, stderr, true)
+// codecInput parses cmd's flags (with --raw), reads its input (what names
+// the input in usage errors: JSON or HEX) and looks up the codec of TYPE.
+func codecInput(cmd string, stdin io.Reader, args []string, stderr io.Writer, what string) (*opts, *rosmsg.Codec, []byte, error) {
+	o, err := parse(cmd, args, stderr, true)
 	if err != nil {
-		return err
+		return nil, nil, nil, err
 	}
-	in, err := input(stdin, o, "JSON")
+	in, err := input(stdin, o, what)
 	if err != nil {
-		return err
+		return nil, nil, nil, err
 	}
 	c, err := o.reg.Codec(o.args[0])
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return o, c, in, nil
+}
+
+func encode(stdin io.Reader, args []string, stdout, stderr io.Writer) error {
+	o, c, in, err := codecInput("encode", stdin, args, stderr, "JSON")
 	if err != nil {
 		return err
 	}
@@ -198,15 +208,7 @@ func encode(stdin io.Reader, args []string, stdout, stderr io.Writer) error {
 }
 
 func decode(stdin io.Reader, args []string, stdout, stderr io.Writer) error {
-	o, err := parse("decode", args, stderr, true)
-	if err != nil {
-		return err
-	}
-	in, err := input(stdin, o, "HEX")
-	if err != nil {
-		return err
-	}
-	c, err := o.reg.Codec(o.args[0])
+	o, c, in, err := codecInput("decode", stdin, args, stderr, "HEX")
 	if err != nil {
 		return err
 	}

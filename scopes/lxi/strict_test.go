@@ -24,6 +24,22 @@ func openSim(t *testing.T, r *simRig, driver string) lxi.Instrument {
 	return inst
 }
 
+// fromReset starts the simulator (idn as in startSim), opens its driver
+// (one-second command timeout), configures a CH1→CH2 delay and resets the
+// statistics; no pulse is fed yet.
+func fromReset(t *testing.T, d scopesim.Dialect, idn string) (*simRig, lxi.Instrument) {
+	t.Helper()
+	r := startSim(t, d, idn)
+	inst := openSim(t, r, d.String())
+	if err := inst.ConfigureDelay(t.Context(), scopes.DelayConfig{Source: 1, Dest: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if err := inst.ResetStats(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return r, inst
+}
+
 // Each Rigol family gets its own command table: on an MSO5000 or a DHO,
 // which have no :MEASure:STATistic:MODE, the DS1000Z command made every
 // configuration fail with -113 Undefined header.
@@ -231,14 +247,7 @@ func TestStatsFromOneMoment(t *testing.T) {
 		idn string
 	}{{scopesim.Tek, ""}, {scopesim.Rigol, ""}, {scopesim.Rigol, rigolDS1054Z}, {scopesim.Siglent, ""}, {scopesim.Keysight, ""}} {
 		t.Run(tc.d.String()+tc.idn, func(t *testing.T) {
-			r := startSim(t, tc.d, tc.idn)
-			inst := openSim(t, r, tc.d.String())
-			if err := inst.ConfigureDelay(t.Context(), scopes.DelayConfig{Source: 1, Dest: 2}); err != nil {
-				t.Fatal(err)
-			}
-			if err := inst.ResetStats(t.Context()); err != nil {
-				t.Fatal(err)
-			}
+			r, inst := fromReset(t, tc.d, tc.idn)
 			if err := r.feed(t.Context(), []int64{10_000, 20_000, 30_000}); err != nil {
 				t.Fatal(err)
 			}
@@ -300,14 +309,7 @@ func TestStatsFromOneMoment(t *testing.T) {
 // by default, so the count stops at 1000 however long the case runs; the
 // driver widens it and says what the numbers cover.
 func TestRigolRollingWindowReported(t *testing.T) {
-	r := startSim(t, scopesim.Rigol, "")
-	inst := openSim(t, r, "rigol")
-	if err := inst.ConfigureDelay(t.Context(), scopes.DelayConfig{Source: 1, Dest: 2}); err != nil {
-		t.Fatal(err)
-	}
-	if err := inst.ResetStats(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	r, inst := fromReset(t, scopesim.Rigol, "")
 	delays := make([]int64, 1200)
 	for i := range delays {
 		delays[i] = 5_000

@@ -214,14 +214,7 @@ func TestResetByOtherClientSeen(t *testing.T) {
 		idn string
 	}{{d: scopesim.Tek}, {d: scopesim.Keysight}, {d: scopesim.Rigol}, {d: scopesim.Rigol, idn: rigolDS1054Z}, {d: scopesim.Siglent}} {
 		t.Run(caseName(tc.d, tc.idn), func(t *testing.T) {
-			r := startSim(t, tc.d, tc.idn)
-			inst := openSim(t, r, tc.d.String())
-			if err := inst.ConfigureDelay(t.Context(), scopes.DelayConfig{Source: 1, Dest: 2}); err != nil {
-				t.Fatal(err)
-			}
-			if err := inst.ResetStats(t.Context()); err != nil {
-				t.Fatal(err)
-			}
+			r, inst := fromReset(t, tc.d, tc.idn)
 			var w scopes.ResetWatch
 			read := func(delays ...int64) error {
 				t.Helper()

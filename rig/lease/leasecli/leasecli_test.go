@@ -92,30 +92,18 @@ func TestLeaseStatusRelease(t *testing.T) {
 // that have not exited (zombies excluded).
 func keepers(t *testing.T) []int {
 	t.Helper()
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pids []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
+	return testkit.PIDs(t, func(pid int) bool {
 		stat, err1 := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 		cmdline, err2 := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 		if err1 != nil || err2 != nil {
-			continue
+			return false
 		}
 		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
 		if len(f) < 2 || f[0] == "Z" || f[1] != strconv.Itoa(os.Getpid()) {
-			continue
+			return false
 		}
-		if strings.HasSuffix(string(cmdline), "\x00rack\x00keep\x00") {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
+		return strings.HasSuffix(string(cmdline), "\x00rack\x00keep\x00")
+	})
 }
 
 // TestKeeperHoldsUntilRelease: `rack lease` returns while its keeper

@@ -12,8 +12,10 @@ require (
 	github.com/creack/pty v1.1.24
 	github.com/facebook/time v0.0.0-20260822211804-f81aedc1c1e3
 	github.com/jackc/pgx/v5 v5.13.0
+	github.com/klauspost/compress v1.20.1
 	github.com/onsi/ginkgo/v2 v2.34.0
 	github.com/onsi/gomega v1.44.0
+	github.com/pierrec/lz4/v4 v4.1.33
 	github.com/prometheus/client_golang v1.25.0
 	github.com/warthog618/go-gpiocdev v0.9.1
 	github.com/warthog618/go-gpiosim v0.1.1

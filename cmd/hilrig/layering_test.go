@@ -72,7 +72,7 @@ func TestLayering(t *testing.T) {
 	underAny := func(p string, dirs []string) bool {
 		return slices.ContainsFunc(dirs, func(d string) bool { return under(p, d) })
 	}
-	harness := []string{"gpio", "timesync", "scopes", "fixtures", "suites", "report", "rig", "agent", "agentproto", "deploy", "vmboard", "hostinfo", "bench", "ros2"}
+	harness := []string{"gpio", "timesync", "scopes", "fixtures", "suites", "report", "rig", "agent", "agentproto", "deploy", "vmboard", "hostinfo", "bench", "ros2", "recording"}
 	// Package tree → trees it must not import (the flow's left-hand side).
 	upstream := map[string][]string{
 		"fixtures":   {"rig", "deploy", "agent", "agentproto", "vmboard", "middleware", "gpio", "timesync", "scopes", "suites"},
@@ -91,7 +91,10 @@ func TestLayering(t *testing.T) {
 		"ros2":       {"rig", "deploy", "vmboard", "fixtures", "scopes", "suites"},
 		// The codec is a leaf: the ROS 2 peers and bridge build on it.
 		"ros2/rosmsg": {"rig", "deploy", "agent", "agentproto", "vmboard", "fixtures", "middleware", "gpio", "timesync", "scopes", "report", "suites", "peers", "netns", "hostinfo", "bench"},
-		"netns":       {"rig", "deploy", "agent", "agentproto", "vmboard", "fixtures", "middleware", "gpio", "timesync", "scopes", "report", "suites"},
+		// Recordings (MCAP) are a leaf beside the codec: the CLI decodes
+		// ROS 2 payloads with ros2/rosmsg, nothing else of the harness.
+		"recording": {"rig", "deploy", "agent", "agentproto", "vmboard", "fixtures", "middleware", "gpio", "timesync", "scopes", "report", "suites", "peers", "netns", "hostinfo", "bench", "ros2/ros2cli"},
+		"netns":     {"rig", "deploy", "agent", "agentproto", "vmboard", "fixtures", "middleware", "gpio", "timesync", "scopes", "report", "suites"},
 	}
 	// Below suites/, boards are reached only through the rig: no deployer,
 	// agent, QEMU board or middleware directly. faultkit is the one named
@@ -123,6 +126,8 @@ func TestLayering(t *testing.T) {
 		"modernc.org/sqlite":                {"report/store/sqlite"},
 		"github.com/jackc/pgx":              {"report/store/postgres", "report/store/pgtest"},
 		"github.com/prometheus/":            {"report/live"},
+		"github.com/klauspost/compress":     {"recording/mcap"},
+		"github.com/pierrec/lz4":            {"recording/mcap"},
 	}
 	for _, p := range pkgs {
 		for _, imp := range allImports(p) {

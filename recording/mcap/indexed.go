@@ -1,0 +1,398 @@
+package mcap
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"slices"
+)
+
+// ErrNoSummary is returned by NewIndexedReader for a file without a
+// summary section (written without one, or cut short): read it with a
+// StreamReader, or Recover it.
+var ErrNoSummary = errors.New("mcap: file has no summary")
+
+// ErrNotIndexed is returned by IndexedReader.Next for a file whose
+// summary counts messages but indexes no chunk (messages written outside
+// chunks cannot be indexed): read it with a StreamReader.
+var ErrNotIndexed = errors.New("mcap: messages are not in indexed chunks")
+
+// IndexedReader reads an MCAP file through its summary: the footer, the
+// summary section (CRC checked), then chunk by chunk through the chunk and
+// message indexes, every offset and length checked against the file and
+// Limits. Messages come chunk by chunk (chunks in order of their first log
+// time), each chunk's in log-time order. Its memory is the summary and one
+// chunk. Not safe for concurrent use.
+type IndexedReader struct {
+	r        io.ReaderAt
+	size     uint64
+	lim      Limits
+	header   Header
+	footer   Footer
+	schemas  map[uint16]*Schema
+	channels map[uint16]*Channel
+	chunks   []ChunkIndex
+	stats    *Statistics
+	offsets  []SummaryOffset
+	dataEnd  uint64 // offset of the Data End record
+	dataCRC  uint32
+	dec      decompressor
+	buf      []byte
+	idxBuf   []byte
+	entries  []indexEntry
+	next     int // next chunk
+	recs     []byte
+	pos      int // next entry
+	msg      Message
+	chunkAt  uint64
+	err      error
+}
+
+// NewIndexedReader reads the header, footer and summary of the size-byte
+// file r. A file without a summary returns ErrNoSummary.
+func NewIndexedReader(r io.ReaderAt, size int64, lim Limits) (*IndexedReader, error) {
+	lim = lim.withDefaults()
+	x := &IndexedReader{r: r, size: uint64(max(size, 0)), lim: lim, schemas: map[uint16]*Schema{},
+		channels: map[uint16]*Channel{}, dec: decompressor{max: lim.MaxChunk}}
+	if err := x.open(); err != nil {
+		return nil, fmt.Errorf("mcap: %w", err)
+	}
+	return x, nil
+}
+
+func (x *IndexedReader) readAt(off, n uint64, buf []byte, what string) ([]byte, error) {
+	if off > x.size || n > x.size-off {
+		return nil, fmt.Errorf("%s at offset %d, %d bytes: past the file's end (%d): %w", what, off, n, x.size, ErrFormat)
+	}
+	buf = slices.Grow(buf[:0], int(n))[:n]
+	if _, err := x.r.ReadAt(buf, int64(off)); err != nil {
+		return nil, fmt.Errorf("%s at offset %d: %w", what, off, err)
+	}
+	return buf, nil
+}
+
+func (x *IndexedReader) open() error {
+	h, err := readStart(&lexer{r: io.NewSectionReader(x.r, 0, int64(x.size)), max: x.lim.MaxRecord})
+	if err != nil {
+		return err
+	}
+	x.header = h
+	if x.size < 8+footerLen+8 {
+		return fmt.Errorf("file of %d bytes has no room for a footer: %w", x.size, ErrNoSummary)
+	}
+	footAt := x.size - 8 - footerLen
+	tail, err := x.readAt(footAt, footerLen+8, nil, "footer")
+	if err != nil {
+		return err
+	}
+	if [8]byte(tail[footerLen:]) != Magic {
+		return fmt.Errorf("offset %d: no closing magic (a file cut short?): %w", footAt+footerLen, ErrNoSummary)
+	}
+	if Opcode(tail[0]) != OpFooter || leU64(tail[1:]) != footerLen-recordHeaderLen {
+		return fmt.Errorf("offset %d: no Footer record before the closing magic: %w", footAt, ErrFormat)
+	}
+	f, _ := parseFooter(tail[recordHeaderLen:])
+	x.footer = f
+	if f.SummaryStart == 0 {
+		return ErrNoSummary
+	}
+	if f.SummaryStart < 8+dataEndLen || f.SummaryStart > footAt || f.SummaryOffsetStart != 0 && (f.SummaryOffsetStart < f.SummaryStart || f.SummaryOffsetStart > footAt) {
+		return fmt.Errorf("footer at %d: summary_start %d / summary_offset_start %d out of the file: %w", footAt, f.SummaryStart, f.SummaryOffsetStart, ErrFormat)
+	}
+	if n := footAt - f.SummaryStart; n > x.lim.MaxSummary {
+		return fmt.Errorf("summary of %d bytes over the cap %d (Limits.MaxSummary): %w", n, x.lim.MaxSummary, ErrFormat)
+	}
+	// The Data End record sits just before the summary.
+	x.dataEnd = f.SummaryStart - dataEndLen
+	sum, err := x.readAt(x.dataEnd, footAt-x.dataEnd, nil, "summary")
+	if err != nil {
+		return err
+	}
+	if Opcode(sum[0]) != OpDataEnd || leU64(sum[1:]) != 4 {
+		return fmt.Errorf("offset %d: no Data End record before the summary at %d: %w", x.dataEnd, f.SummaryStart, ErrFormat)
+	}
+	x.dataCRC = leU32(sum[recordHeaderLen:])
+	sum = sum[dataEndLen:]
+	if f.SummaryCRC != 0 {
+		crc := crc32.Update(crcOf(sum), crc32.IEEETable, tail[:footerLen-4])
+		if crc != f.SummaryCRC {
+			return fmt.Errorf("summary CRC %08x, footer says %08x: %w", crc, f.SummaryCRC, ErrFormat)
+		}
+	}
+	return x.summary(sum, f)
+}
+
+func leU32(b []byte) uint32 {
+	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
+}
+
+func (x *IndexedReader) summary(sum []byte, f Footer) error {
+	for pos := 0; pos < len(sum); {
+		at := f.SummaryStart + uint64(pos)
+		op, body, err := chunkRecord(sum, pos)
+		if err != nil {
+			return fmt.Errorf("summary at offset %d: %w", at, err)
+		}
+		pos += recordHeaderLen + len(body)
+		if err := x.summaryRecord(op, body, f, at); err != nil {
+			return fmt.Errorf("summary: offset %d: %v record: %w", at, op, err)
+		}
+	}
+	for i := range x.chunks {
+		if err := x.checkChunkIndex(&x.chunks[i]); err != nil {
+			return fmt.Errorf("summary: chunk index %d (chunk at %d): %w", i, x.chunks[i].ChunkStartOffset, err)
+		}
+	}
+	slices.SortStableFunc(x.chunks, func(a, b ChunkIndex) int {
+		return cmp.Or(cmp.Compare(a.MessageStartTime, b.MessageStartTime), cmp.Compare(a.ChunkStartOffset, b.ChunkStartOffset))
+	})
+	return nil
+}
+
+func (x *IndexedReader) summaryRecord(op Opcode, body []byte, f Footer, at uint64) error {
+	inOffsets := f.SummaryOffsetStart != 0 && at >= f.SummaryOffsetStart
+	if inOffsets != (op == OpSummaryOffset) {
+		return fmt.Errorf("in the wrong part of the summary (offsets start at %d): %w", f.SummaryOffsetStart, ErrFormat)
+	}
+	switch op {
+	case OpSchema:
+		s, err := parseSchema(body)
+		if err == nil && s.ID != 0 {
+			if old, ok := x.schemas[s.ID]; ok && !sameSchema(old, &s) {
+				return fmt.Errorf("schema %d twice, different: %w", s.ID, ErrFormat)
+			}
+			x.schemas[s.ID] = &s
+		}
+		return err
+	case OpChannel:
+		c, err := parseChannel(body)
+		if err == nil {
+			if old, ok := x.channels[c.ID]; ok && !sameChannel(old, &c) {
+				return fmt.Errorf("channel %d twice, different: %w", c.ID, ErrFormat)
+			}
+			x.channels[c.ID] = &c
+		}
+		return err
+	case OpChunkIndex:
+		ci, err := parseChunkIndex(body)
+		x.chunks = append(x.chunks, ci)
+		return err
+	case OpStatistics:
+		st, err := parseStatistics(body)
+		x.stats = &st
+		return err
+	case OpSummaryOffset:
+		so, err := parseSummaryOffset(body)
+		if err == nil && (so.GroupStart < f.SummaryStart || so.GroupStart > at || so.GroupLength > at-so.GroupStart) {
+			return fmt.Errorf("group of %v at %d+%d lies outside the summary: %w", so.GroupOpcode, so.GroupStart, so.GroupLength, ErrFormat)
+		}
+		x.offsets = append(x.offsets, so)
+		return err
+	case OpHeader, OpFooter, OpMessage, OpChunk, OpMessageIndex, OpAttachment, OpMetadata, OpDataEnd:
+		return fmt.Errorf("not allowed in the summary: %w", ErrFormat)
+	}
+	return nil
+}
+
+func (x *IndexedReader) checkChunkIndex(ci *ChunkIndex) error {
+	end := ci.ChunkStartOffset + ci.ChunkLength
+	if ci.ChunkStartOffset < 8 || ci.ChunkLength < recordHeaderLen || end < ci.ChunkStartOffset || end > x.dataEnd {
+		return fmt.Errorf("chunk at %d+%d lies outside the data section (ends at %d): %w", ci.ChunkStartOffset, ci.ChunkLength, x.dataEnd, ErrFormat)
+	}
+	if ci.ChunkLength-recordHeaderLen > x.lim.MaxRecord {
+		return fmt.Errorf("chunk of %d bytes over the cap %d (Limits.MaxRecord): %w", ci.ChunkLength, x.lim.MaxRecord, ErrFormat)
+	}
+	if ci.MessageIndexLength > x.dataEnd-end {
+		return fmt.Errorf("message indexes of %d bytes run past the data section: %w", ci.MessageIndexLength, ErrFormat)
+	}
+	for ch, off := range ci.MessageIndexOffsets {
+		if off < end || off >= end+ci.MessageIndexLength {
+			return fmt.Errorf("message index of channel %d at %d is not after the chunk (%d+%d): %w", ch, off, end, ci.MessageIndexLength, ErrFormat)
+		}
+		if _, ok := x.channels[ch]; !ok {
+			return fmt.Errorf("channel %d has no Channel record in the summary: %w", ch, ErrFormat)
+		}
+	}
+	return nil
+}
+
+// Header is the file's header record.
+func (x *IndexedReader) Header() Header { return x.header }
+
+// Footer is the file's footer record.
+func (x *IndexedReader) Footer() Footer { return x.footer }
+
+// Statistics is the summary's Statistics record, nil when it has none.
+func (x *IndexedReader) Statistics() *Statistics { return x.stats }
+
+// ChunkIndexes are the summary's chunk indexes, in reading order.
+func (x *IndexedReader) ChunkIndexes() []ChunkIndex { return x.chunks }
+
+// Channels returns the summary's channels, by ID.
+func (x *IndexedReader) Channels() []*Channel { return byID(x.channels) }
+
+// Schemas returns the summary's schemas, by ID.
+func (x *IndexedReader) Schemas() []*Schema { return byID(x.schemas) }
+
+// Channel returns a channel of the summary.
+func (x *IndexedReader) Channel(id uint16) (*Channel, bool) { c, ok := x.channels[id]; return c, ok }
+
+// Schema returns a schema of the summary.
+func (x *IndexedReader) Schema(id uint16) (*Schema, bool) { s, ok := x.schemas[id]; return s, ok }
+
+// Close releases the decompressors. It does not close the io.ReaderAt.
+func (x *IndexedReader) Close() { x.dec.close() }
+
+// VerifyDataCRC reads the data section (the leading magic to the Data End
+// record) and checks it against Data End's CRC; a CRC of 0 (not written)
+// passes. It reads the whole data section, in 1 MiB pieces.
+func (x *IndexedReader) VerifyDataCRC() error {
+	if x.dataCRC == 0 {
+		return nil
+	}
+	h := crc32.NewIEEE()
+	if _, err := io.CopyBuffer(h, io.NewSectionReader(x.r, 0, int64(x.dataEnd)), make([]byte, growStep)); err != nil {
+		return fmt.Errorf("mcap: data section: %w", err)
+	}
+	if got := h.Sum32(); got != x.dataCRC {
+		return fmt.Errorf("mcap: data section CRC %08x, Data End says %08x: %w", got, x.dataCRC, ErrFormat)
+	}
+	return nil
+}
+
+// Next returns the next message; its Data is valid until the next call.
+// At the end it returns io.EOF. An error sticks.
+func (x *IndexedReader) Next() (*Message, error) {
+	if x.err != nil {
+		return nil, x.err
+	}
+	if len(x.chunks) == 0 && x.stats != nil && x.stats.MessageCount > 0 {
+		x.err = ErrNotIndexed
+		return nil, x.err
+	}
+	for x.pos >= len(x.entries) {
+		if x.next >= len(x.chunks) {
+			return nil, io.EOF
+		}
+		ci := &x.chunks[x.next]
+		x.next++
+		if err := x.loadChunk(ci); err != nil {
+			x.err = fmt.Errorf("mcap: chunk at offset %d: %w", ci.ChunkStartOffset, err)
+			return nil, x.err
+		}
+	}
+	e := x.entries[x.pos]
+	x.pos++
+	_, body, _ := chunkRecord(x.recs, int(e.offset)) // checked by loadChunk
+	_ = parseMessage(body, &x.msg)
+	return &x.msg, nil
+}
+
+// loadChunk reads, checks and expands a chunk, and orders its messages
+// by its message indexes, checking that they index every message.
+func (x *IndexedReader) loadChunk(ci *ChunkIndex) error {
+	x.chunkAt = ci.ChunkStartOffset
+	b, err := x.readAt(ci.ChunkStartOffset, ci.ChunkLength, x.buf, "chunk")
+	if err != nil {
+		return err
+	}
+	x.buf = b
+	if Opcode(b[0]) != OpChunk || leU64(b[1:]) != ci.ChunkLength-recordHeaderLen {
+		return fmt.Errorf("the chunk index points at a %v record of %d bytes, not a Chunk of %d: %w", Opcode(b[0]), leU64(b[1:]), ci.ChunkLength-recordHeaderLen, ErrFormat)
+	}
+	h, err := parseChunk(b[recordHeaderLen:])
+	if err != nil {
+		return err
+	}
+	if h.compression != ci.Compression || h.usize != ci.UncompressedSize || uint64(len(h.records)) != ci.CompressedSize {
+		return fmt.Errorf("chunk (%v, %d→%d bytes) differs from its index (%v, %d→%d): %w", h.compression, len(h.records), h.usize, ci.Compression, ci.CompressedSize, ci.UncompressedSize, ErrFormat)
+	}
+	recs, err := expandChunk(&x.dec, h)
+	if err != nil {
+		return err
+	}
+	x.recs, x.pos = recs, 0
+	// Every message of the chunk, by a scan; the indexes must list them.
+	x.entries = x.entries[:0]
+	var m Message
+	for pos := 0; pos < len(recs); {
+		op, body, err := chunkRecord(recs, pos)
+		if err != nil {
+			return err
+		}
+		if op == OpMessage {
+			if err := parseMessage(body, &m); err != nil {
+				return fmt.Errorf("message at chunk offset %d: %w", pos, err)
+			}
+			if _, ok := x.channels[m.ChannelID]; !ok {
+				return fmt.Errorf("message at chunk offset %d on channel %d, which the summary lacks: %w", pos, m.ChannelID, ErrFormat)
+			}
+			x.entries = append(x.entries, indexEntry{logTime: m.LogTime, offset: uint64(pos)})
+		}
+		pos += recordHeaderLen + len(body)
+	}
+	if len(ci.MessageIndexOffsets) > 0 {
+		if err := x.checkIndexes(ci, recs); err != nil {
+			return err
+		}
+	}
+	slices.SortStableFunc(x.entries, func(a, b indexEntry) int {
+		return cmp.Or(cmp.Compare(a.logTime, b.logTime), cmp.Compare(a.offset, b.offset))
+	})
+	return nil
+}
+
+// checkIndexes reads the chunk's message indexes and checks that they
+// list exactly the messages the scan found, at their log times.
+func (x *IndexedReader) checkIndexes(ci *ChunkIndex, recs []byte) error {
+	start := ci.ChunkStartOffset + ci.ChunkLength
+	idx, err := x.readAt(start, ci.MessageIndexLength, x.idxBuf, "message indexes")
+	if err != nil {
+		return err
+	}
+	x.idxBuf = idx
+	byOffset := make(map[uint64]uint64, len(x.entries))
+	for _, e := range x.entries {
+		byOffset[e.offset] = e.logTime
+	}
+	n := 0
+	var entries []indexEntry
+	for pos := 0; pos < len(idx); {
+		at := start + uint64(pos)
+		op, body, err := chunkRecord(idx, pos)
+		if err != nil {
+			return fmt.Errorf("message indexes at %d: %w", at, err)
+		}
+		pos += recordHeaderLen + len(body)
+		if op != OpMessageIndex {
+			continue
+		}
+		var ch uint16
+		ch, entries, err = parseMessageIndex(body, entries[:0])
+		if err != nil {
+			return fmt.Errorf("message index at %d: %w", at, err)
+		}
+		if off, ok := ci.MessageIndexOffsets[ch]; !ok || off != at {
+			continue // not this chunk's index of ch (the chunk index names which)
+		}
+		for _, e := range entries {
+			lt, ok := byOffset[e.offset]
+			if !ok || lt != e.logTime {
+				return fmt.Errorf("message index of channel %d at %d: entry (%d, offset %d) is no message of the chunk: %w", ch, at, e.logTime, e.offset, ErrFormat)
+			}
+			var m Message
+			_, body, _ := chunkRecord(recs, int(e.offset))
+			_ = parseMessage(body, &m)
+			if m.ChannelID != ch {
+				return fmt.Errorf("message index of channel %d at %d: offset %d holds a message of channel %d: %w", ch, at, e.offset, m.ChannelID, ErrFormat)
+			}
+		}
+		n += len(entries)
+	}
+	if n != len(x.entries) {
+		return fmt.Errorf("message indexes list %d messages, the chunk holds %d: %w", n, len(x.entries), ErrFormat)
+	}
+	return nil
+}

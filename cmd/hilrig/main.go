@@ -1,11 +1,12 @@
 // Command hilrig is the one binary of the rig: the agent that runs on boards
 // (hilrig agent) and the tools for humans (shm, bench, gpio, ptp, scope,
-// report, vm, rack, power, console, ros2).
+// report, vm, rack, power, console, ros2, mcap).
 //
 // main only dispatches (internal/cli): each sub-command's logic, flags and
 // usage live in its area's command package (gpio/gpiocli, timesync/ptpcli,
 // scopes/scopecli, report/reportcli, vmboard/vmcli, middleware/shmtool,
-// bench, ros2/ros2cli, agent), which all wrap the one cli.ErrUsage.
+// bench, ros2/ros2cli, recording/mcap/mcapcli, agent), which all wrap the
+// one cli.ErrUsage.
 package main
 
 import (
@@ -20,6 +21,7 @@ import (
 	"github.com/hilrig/hilrig/gpio/gpiocli"
 	"github.com/hilrig/hilrig/internal/cli"
 	"github.com/hilrig/hilrig/middleware/shmtool"
+	"github.com/hilrig/hilrig/recording/mcap/mcapcli"
 	"github.com/hilrig/hilrig/report"
 	"github.com/hilrig/hilrig/rig/console/consolecli"
 	"github.com/hilrig/hilrig/rig/lease/leasecli"
@@ -36,6 +38,7 @@ func commands() cli.Set {
 		{Name: "bench", Summary: "benchmarks: pingpong, throughput (with baselines in the same run)", Run: runBench},
 		{Name: "console", Summary: "follow a board's serial console (captured, stamped, flagged)", Run: consolecli.Run},
 		{Name: "gpio", Summary: "GPIO: ls, mark, watch", Run: gpiocli.Run},
+		{Name: "mcap", Summary: "MCAP recordings: info, cat, recover", Run: mcapcli.Run},
 		{Name: "power", Summary: "board power: on, off, cycle, status", Run: powercli.Run},
 		{Name: "ptp", Summary: "PTP status from ptp4l: status, watch", Run: ptpcli.Run},
 		{Name: "rack", Summary: "rack lease: status, lease, release", Run: leasecli.Run},

@@ -28,6 +28,7 @@ const usage = `usage:
   hilrig mcap info [--check] FILE
   hilrig mcap cat [--topic TOPIC ...] [--limit N] [--hex] FILE
   hilrig mcap recover IN OUT
+  hilrig mcap sample [--duration D] [--seed N] [--compression none|zstd|lz4] OUT
 
 info prints the header, the message count and time range, the chunks by
 compression, the channels with their message counts and the schemas,
@@ -38,7 +39,11 @@ sequence, and the payload: ROS 2 CDR (schema ros2msg) and JSON as JSON,
 anything else (or with --hex) as hex, the first 64 bytes.
 recover writes to OUT (which must not exist) IN's data section up to its
 last complete chunk, with a new summary: a recording cut short by a killed
-run becomes a whole file.`
+run becomes a whole file.
+sample writes OUT (which must not exist): a ROS 2 recording of a small
+robot, IMU 200 Hz, camera 15 Hz (160x120 rgb8), lidar 10 Hz (16x256
+points), cmd_vel 20 Hz, for D (default 10s); the replay suite's default
+load. The same flags give the same bytes.`
 
 // Run executes "hilrig mcap <sub> …". Commands block on file I/O only.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -46,6 +51,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		{Name: "info", Run: info},
 		{Name: "cat", Run: cat},
 		{Name: "recover", Run: recoverCmd},
+		{Name: "sample", Run: sample},
 	}}.Run(ctx, args, stdout, stderr)
 }
 
@@ -391,5 +397,37 @@ func recoverCmd(_ context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintln(stdout, "the data section was whole; summary rewritten")
 	}
 	fmt.Fprintf(stdout, "wrote %s\n", files[1])
+	return nil
+}
+
+func sample(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flags("sample", stderr)
+	o := ros2mcap.MixOptions{Compression: mcap.CompressZstd}
+	fs.DurationVar(&o.Duration, "duration", 10*time.Second, "length of the recording")
+	fs.Uint64Var(&o.Seed, "seed", 1, "jitter and sensor noise seed")
+	fs.TextVar(&o.Compression, "compression", mcap.CompressZstd, "chunk compression: none, zstd or lz4")
+	files, err := parse(fs, args, 1)
+	if err != nil {
+		return err
+	}
+	if o.Duration <= 0 || o.Duration > time.Hour {
+		return fmt.Errorf("%w: --duration %v: want 0 < D <= 1h", cli.ErrUsage, o.Duration)
+	}
+	out, err := os.OpenFile(files[0], os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	st, err := ros2mcap.WriteMix(out, o)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(files[0])
+		return err
+	}
+	for _, t := range ros2mcap.MixTopics {
+		fmt.Fprintf(stdout, "%-20s %-28s %5d messages, %s\n", t.Topic, t.Type, st.Messages[t.Topic], bytesize.Approx(int64(st.Bytes[t.Topic]), " "))
+	}
+	fmt.Fprintf(stdout, "wrote %s\n", files[0])
 	return nil
 }

@@ -145,3 +145,25 @@ func TestUsage(t *testing.T) {
 		}
 	}
 }
+
+// sample writes the mix recording, which info then describes.
+func TestSample(t *testing.T) {
+	name := filepath.Join(t.TempDir(), "mix.mcap")
+	out, _, err := run("sample", "--duration", "1s", "--compression", "lz4", name)
+	if err != nil || !strings.Contains(out, "/lidar/points") {
+		t.Fatalf("sample: %v\n%s", err, out)
+	}
+	out, _, err = run("info", "--check", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"lz4", "/imu", "sensor_msgs/msg/Imu", "/camera/image_raw", "/cmd_vel", "geometry_msgs/msg/Twist", "ok"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("info lacks %q:\n%s", want, out)
+		}
+	}
+	t.Log("\n" + out)
+	if _, _, err := run("sample", "--duration", "-1s", name+"2"); !errors.Is(err, cli.ErrUsage) {
+		t.Errorf("negative duration: %v", err)
+	}
+}

@@ -9,10 +9,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/hilrig/hilrig/recording/mcap"
+	"github.com/hilrig/hilrig/recording/mcap/ros2mcap"
 )
 
 // The independent checks (issue 35, 4): Foxglove's TypeScript MCAP
@@ -308,4 +311,99 @@ func TestHilrigReadsMcapCore(t *testing.T) {
 			equalMsgs(t, "recovered", rgot, exp)
 		})
 	}
+}
+
+// The sample robot mix (ros2mcap.WriteMix) as Foxglove reads a ROS 2
+// recording: @mcap/core's stream reader and @foxglove/rosmsg2-serialization
+// decoding each payload with the ros2msg schema text the file carries.
+// Every message decodes, per topic counts are those written, and each
+// topic's first value equals hilrig's decoding of it.
+func TestFoxgloveDecodesMix(t *testing.T) {
+	var file bytes.Buffer
+	st, err := ros2mcap.WriteMix(&file, ros2mcap.MixOptions{Duration: time.Second, Seed: 3, Compression: mcap.CompressZstd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "mix.mcap")
+	if err := os.WriteFile(path, file.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		Results []struct {
+			Error string `json:"error"`
+			ROS2  map[string]struct {
+				Count int            `json:"count"`
+				First map[string]any `json:"first"`
+			} `json:"ros2"`
+		} `json:"results"`
+	}
+	mcapJS(t, map[string]any{"mode": "read", "files": []string{path}, "ros2": true}, &res)
+	if len(res.Results) != 1 || res.Results[0].Error != "" {
+		t.Fatalf("@mcap/core: %+v", res.Results)
+	}
+	fox := res.Results[0].ROS2
+	// hilrig's decoding of each topic's first message.
+	r, err := mcap.NewStreamReader(bytes.NewReader(file.Bytes()), mcap.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	first := map[string]map[string]any{}
+	for len(first) < len(ros2mcap.MixTopics) {
+		m, err := r.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ch, _ := r.Channel(m.ChannelID)
+		if first[ch.Topic] != nil {
+			continue
+		}
+		s, _ := r.Schema(ch.SchemaID)
+		c, err := ros2mcap.Codec(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := c.Decode(m.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		js, err := c.ToJSON(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var g map[string]any
+		if err := json.Unmarshal(js, &g); err != nil {
+			t.Fatal(err)
+		}
+		first[ch.Topic] = byteArraysAsCounts(g).(map[string]any)
+	}
+	for _, tp := range ros2mcap.MixTopics {
+		f := fox[tp.Topic]
+		if f.Count != st.Messages[tp.Topic] {
+			t.Errorf("%s: Foxglove decoded %d messages, %d written", tp.Topic, f.Count, st.Messages[tp.Topic])
+		}
+		if !reflect.DeepEqual(f.First, first[tp.Topic]) {
+			t.Errorf("%s: first value\nFoxglove %v\nhilrig   %v", tp.Topic, f.First, first[tp.Topic])
+		}
+	}
+}
+
+// byteArraysAsCounts replaces a "data" byte array by {"bytes": n}, as
+// check.js reports typed arrays.
+func byteArraysAsCounts(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if a, ok := e.([]any); ok && k == "data" {
+				x[k] = map[string]any{"bytes": float64(len(a))}
+				continue
+			}
+			x[k] = byteArraysAsCounts(e)
+		}
+	case []any:
+		for i := range x {
+			x[i] = byteArraysAsCounts(x[i])
+		}
+	}
+	return v
 }

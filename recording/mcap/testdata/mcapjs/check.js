@@ -7,6 +7,9 @@
 //     each file through McapStreamReader (validateCrcs) and
 //     McapIndexedReader (summary CRC, chunk CRCs), and the data-section
 //     CRC recomputed over every byte before Data End (node's zlib.crc32).
+//     With "ros2": true, every message of a channel with a ros2msg schema
+//     and cdr encoding is decoded by @foxglove/rosmsg2-serialization from
+//     the schema text in the file: per topic the count and the first value.
 //   {"mode": "write", "cases": [{file, chunked, chunkSize, compression,
 //     summary, header, schemas, channels, messages}]}
 //     each case written with McapWriter.
@@ -18,6 +21,8 @@ const { McapStreamReader, McapIndexedReader, McapWriter } = require("@mcap/core"
 const zstd = require("@foxglove/wasm-zstd");
 const lz4 = require("@foxglove/wasm-lz4");
 const lz4js = require("lz4js");
+const { parse } = require("@foxglove/rosmsg");
+const { MessageReader } = require("@foxglove/rosmsg2-serialization");
 
 const decompressHandlers = {
   zstd: (data, size) => zstd.decompress(data, Number(size)),
@@ -41,7 +46,38 @@ function dataEndAt(buf) {
   return { at, crc: dv.getUint32(at + 9, true) };
 }
 
-async function readFile(path) {
+// ros2Decoder decodes the messages of ros2msg/cdr channels with the
+// schema text the file carries, as Foxglove does.
+function ros2Decoder(schemasById, channelsById) {
+  const readers = new Map();
+  const topics = {};
+  return {
+    topics,
+    add(rec) {
+      const ch = channelsById.get(rec.channelId);
+      const sc = ch && schemasById.get(ch.schemaId);
+      if (!sc || sc.encoding !== "ros2msg" || ch.messageEncoding !== "cdr") return;
+      let r = readers.get(sc.id);
+      if (!r) {
+        r = new MessageReader(parse(new TextDecoder().decode(sc.data), { ros2: true }));
+        readers.set(sc.id, r);
+      }
+      const v = r.readMessage(rec.data);
+      const t = (topics[ch.topic] ??= { count: 0 });
+      t.count++;
+      // First value as JSON: uint64 as strings, byte arrays as their length,
+      // other typed arrays as arrays.
+      const plain = (k, x) =>
+        typeof x === "bigint" ? x.toString()
+        : x instanceof Uint8Array ? { bytes: x.length }
+        : ArrayBuffer.isView(x) ? Array.from(x)
+        : x;
+      if (t.count === 1) t.first = JSON.parse(JSON.stringify(v, plain));
+    },
+  };
+}
+
+async function readFile(path, ros2) {
   const buf = fs.readFileSync(path);
   const out = { file: path };
   // Stream reader: every record, chunk CRCs validated.
@@ -49,9 +85,17 @@ async function readFile(path) {
   sr.append(buf);
   const stream = [];
   const kinds = {};
+  const schemas = new Map();
+  const channels = new Map();
+  const dec = ros2Decoder(schemas, channels);
   for (let rec; (rec = sr.nextRecord()); ) {
     kinds[rec.type] = (kinds[rec.type] ?? 0) + 1;
-    if (rec.type === "Message") stream.push(msgOut(rec));
+    if (rec.type === "Schema") schemas.set(rec.id, rec);
+    if (rec.type === "Channel") channels.set(rec.id, rec);
+    if (rec.type === "Message") {
+      if (ros2) dec.add(rec);
+      else stream.push(msgOut(rec));
+    }
     if (rec.type === "Header") out.header = { profile: rec.profile, library: rec.library };
     if (rec.type === "Statistics") {
       out.statistics = {
@@ -67,6 +111,7 @@ async function readFile(path) {
   if (!sr.done()) throw new Error(`stream reader: not done (${sr.bytesRemaining()} bytes left)`);
   out.stream = stream;
   out.records = kinds;
+  if (ros2) out.ros2 = dec.topics;
   // The data-section CRC, recomputed.
   const de = dataEndAt(buf);
   out.dataCrc = { stored: de.crc, computed: zlib.crc32(buf.subarray(0, de.at)) };
@@ -78,7 +123,7 @@ async function readFile(path) {
     };
     const ir = await McapIndexedReader.Initialize({ readable, decompressHandlers });
     const indexed = [];
-    for await (const m of ir.readMessages({ validateCrcs: true })) indexed.push(msgOut(m));
+    for await (const m of ir.readMessages({ validateCrcs: true })) if (!ros2) indexed.push(msgOut(m));
     out.indexed = indexed;
     out.chunkIndexes = ir.chunkIndexes.map((c) => c.compression);
     out.channels = [...ir.channelsById.values()].map((c) => ({ id: c.id, topic: c.topic, schemaId: c.schemaId, encoding: c.messageEncoding, metadata: Object.fromEntries(c.metadata) }));
@@ -144,7 +189,7 @@ async function main() {
   const results = [];
   if (req.mode === "read") {
     for (const f of req.files) {
-      try { results.push(await readFile(f)); } catch (e) { results.push({ file: f, error: String(e && e.stack || e) }); }
+      try { results.push(await readFile(f, req.ros2)); } catch (e) { results.push({ file: f, error: String(e && e.stack || e) }); }
     }
   } else if (req.mode === "write") {
     for (const c of req.cases) {

@@ -26,7 +26,8 @@ type compressor struct {
 	kind Compression
 	zenc *zstd.Encoder
 	lzw  *lz4.Writer
-	buf  bytes.Buffer
+	buf  bytes.Buffer // lz4's output
+	zbuf []byte       // zstd's output
 }
 
 func newCompressor(kind Compression) (*compressor, error) {
@@ -54,10 +55,8 @@ func newCompressor(kind Compression) (*compressor, error) {
 func (c *compressor) compress(src []byte) ([]byte, error) {
 	switch c.kind {
 	case CompressZstd:
-		out := c.zenc.EncodeAll(src, c.buf.Bytes()[:0])
-		// Keep the grown buffer for the next chunk.
-		c.buf = *bytes.NewBuffer(out[:0])
-		return out, nil
+		c.zbuf = c.zenc.EncodeAll(src, c.zbuf[:0])
+		return c.zbuf, nil
 	case CompressLZ4:
 		c.buf.Reset()
 		c.lzw.Reset(&c.buf)

@@ -85,16 +85,8 @@ func (rc *recoverer) record(op Opcode, hdr, body []byte) error {
 	at := rc.out.n
 	var err error
 	switch op {
-	case OpSchema:
-		var s Schema
-		if s, err = parseSchema(body); err == nil && s.ID != 0 {
-			_, err = rc.t.addSchema(s)
-		}
-	case OpChannel:
-		var c Channel
-		if c, err = parseChannel(body); err == nil {
-			_, err = rc.t.addChannel(c)
-		}
+	case OpSchema, OpChannel:
+		err = rc.t.define(op, body)
 	case OpMessage:
 		err = rc.message(body)
 	case OpChunk:
@@ -174,16 +166,8 @@ func (rc *recoverer) chunk(body []byte, at, length uint64) error {
 		}
 		pos += recordHeaderLen + len(rb)
 		switch op {
-		case OpSchema:
-			var s Schema
-			if s, err = parseSchema(rb); err == nil && s.ID != 0 {
-				_, err = t.addSchema(s)
-			}
-		case OpChannel:
-			var c Channel
-			if c, err = parseChannel(rb); err == nil {
-				_, err = t.addChannel(c)
-			}
+		case OpSchema, OpChannel:
+			err = t.define(op, rb)
 		case OpMessage:
 			var m Message
 			if err = parseMessage(rb, &m); err == nil {
@@ -246,4 +230,21 @@ func (rc *recoverer) endChunk() {
 		clear(rc.open.MessageIndexOffsets)
 	}
 	rc.open, rc.chanSeen, rc.msgAt = nil, nil, nil
+}
+
+// define parses a Schema or Channel record and adds it (a schema of ID 0
+// is ignored, as the spec says).
+func (t *tally) define(op Opcode, body []byte) error {
+	if op == OpSchema {
+		s, err := parseSchema(body)
+		if err == nil && s.ID != 0 {
+			_, err = t.addSchema(s)
+		}
+		return err
+	}
+	c, err := parseChannel(body)
+	if err == nil {
+		_, err = t.addChannel(c)
+	}
+	return err
 }

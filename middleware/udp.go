@@ -379,7 +379,17 @@ func newUDPSubscriber(n *Node, c Contract, o *SubscriberOptions, inCB *atomic.In
 		wait = o.Wait
 	}
 	rcvbuf := c.UDP.RcvBuf
-	if rcvbuf == 0 {
+	queue := 0 // reliable: bounded by the send window, not here
+	switch {
+	case !p.reliable:
+		// Best effort keeps the contract's depth, no more: in the socket
+		// and in the receiver's queue (docs/udp.md, "Best effort: a
+		// bounded queue").
+		queue = max(p.depth, 1)
+		if rcvbuf == 0 {
+			rcvbuf = udp.BestEffortRcvBuf(queue, c.MaxPayload, p.fragSize)
+		}
+	case rcvbuf == 0:
 		rcvbuf = min(max(4<<20, 2*c.MaxPayload), 64<<20)
 	}
 	if !p.listen.IsValid() && p.group.IsValid() && p.announce.IsValid() && p.group.Port() == p.announce.Port() {
@@ -394,7 +404,7 @@ func newUDPSubscriber(n *Node, c Contract, o *SubscriberOptions, inCB *atomic.In
 		return nil, fmt.Errorf("topic %q: %w", c.Topic, mapUDPErr(err))
 	}
 	r, err := udp.NewReceiver(sock, udp.ReceiverConfig{
-		TopicID: p.topicID, MaxPayload: c.MaxPayload, Reliable: p.reliable, Depth: p.depth, KeepLast: c.UDP.KeepLast,
+		TopicID: p.topicID, MaxPayload: c.MaxPayload, Reliable: p.reliable, Depth: p.depth, KeepLast: c.UDP.KeepLast, Queue: queue,
 		ReassemblyBytes: c.UDP.ReassemblyBytes, ReassemblyTimeout: c.UDP.ReassemblyTimeout,
 		NackInterval: c.UDP.NackInterval, AllowFrom: p.allow, Key: p.key, Logger: n.opts.Logger,
 	})

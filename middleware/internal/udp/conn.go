@@ -40,3 +40,25 @@ type segWriter interface {
 	// one datagram each; see (*Socket).WriteSegs for the rules. 0 allocs.
 	WriteSegs(hdrs []byte, hlen int, bodies [][]byte, to netip.AddrPort) error
 }
+
+// BestEffortRcvBuf is the SO_RCVBUF to request (SocketConfig.RcvBuf) for a
+// best-effort subscriber whose queue holds depth messages of up to
+// maxPayload bytes, sent in fragments of fragSize payload bytes: room for
+// depth such messages as the kernel charges them, and no more, so that a
+// publisher faster than its subscriber makes the kernel drop datagrams
+// (counted Lost by their sequence gap) instead of building a standing
+// queue in the socket (docs/udp.md, "Best effort: a bounded queue"). The
+// kernel charges a datagram its buffer's true size, measured on loopback
+// at 832 B for 92 B, 2,304 B for 1,472 B, 8,456 B for 4,000 B and
+// 66,052 B for 65,000 B: at most 2×len + 1 KiB, which is the estimate
+// used, so a whole message always fits. The kernel doubles the request
+// (bookkeeping) and enforces a minimum (2,304 B: two or three small
+// datagrams), so the result is half the estimate. Capped at 64 MiB, as the
+// reliable default.
+func BestEffortRcvBuf(depth, maxPayload, fragSize int) int {
+	depth, fragSize = max(depth, 1), max(fragSize, MinFragSize)
+	frags := FragCountFor(maxPayload, fragSize)
+	dgram := DataHeaderLen + min(max(maxPayload, 1), fragSize)
+	perMsg := frags * (2*dgram + 1024)
+	return min(depth*perMsg/2, 64<<20)
+}

@@ -38,6 +38,17 @@ type ReceiverConfig struct {
 	// KeepLast only sets the mode assumed for a stream before its first
 	// datagram.
 	KeepLast bool
+	// Queue (best effort only) bounds the completed messages waiting for
+	// the consumer: when one more completes, the oldest waiting ones are
+	// discarded (Dropped) so that at most Queue wait, and their loss is
+	// reported with the next delivery (Delivery.Lost, Lost), as a
+	// keep-last reader history of depth Queue does. Messages completed
+	// by the same datagram (a BATCH) are never discarded for each other,
+	// only for a later datagram. 0: no bound but the reassembly pool (a
+	// standing queue of up to Slots messages when the consumer is slow).
+	// The middleware sets the contract's depth (docs/udp.md, "Best effort:
+	// a bounded queue"). Ignored when Reliable.
+	Queue int
 	// ReassemblyBytes bounds the reassembly pool: it holds
 	// ReassemblyBytes/MaxPayload slots (2..4096), each MaxPayload bytes plus
 	// a fragment bitmap, allocated on first use and never more. Default
@@ -87,6 +98,12 @@ func (c *ReceiverConfig) withDefaults() (ReceiverConfig, error) {
 	}
 	if !o.Reliable {
 		o.KeepLast = false
+	}
+	if o.Queue < 0 {
+		return o, fmt.Errorf("%w: Queue %d negative", ErrConfig, o.Queue)
+	}
+	if o.Reliable {
+		o.Queue = 0
 	}
 	if o.ReassemblyBytes == 0 {
 		o.ReassemblyBytes = max(4*o.MaxPayload, 1<<20)
@@ -163,6 +180,9 @@ type ReceiverStats struct {
 	// Replayed counts authenticated datagrams whose counter was seen
 	// before (or is older than the replay window) for their writer.
 	Replayed uint64
+	// Dropped counts completed best-effort messages discarded undelivered
+	// because Queue newer ones completed while they waited (also in Lost).
+	Dropped uint64
 }
 
 // Delivery is one received message as handed to Next's callback. Payload
@@ -332,9 +352,14 @@ type Receiver struct {
 		datagrams, bytes, malformed, unknownTopic, unknownSource, forged, duplicates,
 		overruns, exhausted, evicted, timeouts, nacks, acks, delivered, lost, epochs,
 		unknownWriter, stamped, stackSum, stackMax, poolBytes, unconfirmed, confirmed,
-		challenges, unauth, replayed atomic.Uint64
+		challenges, unauth, replayed, dropped atomic.Uint64
 	}
 	msg Delivery // Next's view, reused
+	// newer is how many messages the datagram being handled completed
+	// (mu): enqueue never discards those for each other. qbuf is
+	// enqueue's scratch (Queue > 0 only).
+	newer int
+	qbuf  []int32
 }
 
 // NewReceiver starts a receiver on conn (which it owns and closes).
@@ -372,6 +397,9 @@ func newReceiver(conn Conn, cfg ReceiverConfig, start bool) (*Receiver, error) {
 	r.maxFrags = FragCountFor(c.MaxPayload, MinFragSize)
 	r.rbuf = make([]byte, MaxDatagram+1)
 	r.wbuf = make([]byte, AckNackHeaderLen+MaxNackEntries*NackEntryLen+AuthLen)
+	if c.Queue > 0 {
+		r.qbuf = make([]int32, 0, n+1)
+	}
 	r.share = max(n/4, 1)
 	r.cseed = maphash.MakeSeed()
 	r.mac = c.Key.newMAC(uint64(time.Now().UnixNano()))
@@ -413,7 +441,7 @@ func (r *Receiver) Stats() ReceiverStats {
 		UnknownWriter: s.unknownWriter.Load(), RxStamped: s.stamped.Load(), StackDelaySum: s.stackSum.Load(),
 		StackDelayMax: s.stackMax.Load(), PoolBytes: s.poolBytes.Load(), PoolLimit: uint64(r.PoolLimit()),
 		Unconfirmed: s.unconfirmed.Load(), Confirmed: s.confirmed.Load(), Challenges: s.challenges.Load(),
-		Unauthenticated: s.unauth.Load(), Replayed: s.replayed.Load(),
+		Unauthenticated: s.unauth.Load(), Replayed: s.replayed.Load(), Dropped: s.dropped.Load(),
 	}
 }
 
@@ -719,6 +747,7 @@ func (r *Receiver) allowed(a netip.Addr) bool {
 // handle processes one datagram. Nothing touches state before the datagram
 // is fully validated.
 func (r *Receiver) handle(b []byte, from netip.AddrPort, rx int64, now int64) {
+	r.newer = 0
 	r.st.datagrams.Add(1)
 	r.st.bytes.Add(uint64(len(b)))
 	if !r.allowed(from.Addr()) {
@@ -1058,7 +1087,7 @@ func (r *Receiver) confirm(si int, token uint64) {
 		r.slots[idx].state = slotReady
 		st.held--
 		r.st.lost.Add(r.slots[idx].lost)
-		r.ready <- idx // never blocks: capacity == slots
+		r.enqueue(idx)
 	}
 	st.heldQ = st.heldQ[:0]
 	r.drain(si)
@@ -1347,6 +1376,49 @@ func (r *Receiver) allocSlot(s *slot) {
 	r.st.poolBytes.Store(uint64(r.poolBytes))
 }
 
+// enqueue hands the complete message idx to the consumer (mu held). With
+// a Queue bound, the oldest waiting messages not completed by the current
+// datagram are discarded first, so that at most Queue wait (more only
+// when one datagram completed more). Their loss goes to the oldest one
+// kept. The waiting ones are taken out of the channel and put back, so
+// the consumer (which takes from it without mu) never sees a slot whose
+// loss count is being changed; it only finds the queue empty meanwhile
+// and then waits for mu. Never blocks: ready's capacity is the slots.
+func (r *Receiver) enqueue(idx int32) {
+	if q := r.cfg.Queue; q > 0 && len(r.ready) >= q && len(r.ready) > r.newer {
+		held := r.qbuf[:0]
+	take:
+		for {
+			select {
+			case i := <-r.ready:
+				held = append(held, i)
+			default:
+				break take
+			}
+		}
+		// The consumer may have taken some meanwhile: what is left of the
+		// older datagrams' messages is at most len(held)−newer.
+		drop := max(0, min(len(held)+1-q, len(held)-r.newer))
+		var carry uint64
+		for _, i := range held[:drop] {
+			s := &r.slots[i]
+			carry += s.lost + 1
+			s.state = slotFree
+			r.free <- i
+		}
+		held = append(held[drop:], idx)
+		r.slots[held[0]].lost += carry
+		r.st.lost.Add(uint64(drop))
+		r.st.dropped.Add(uint64(drop))
+		for _, i := range held {
+			r.ready <- i
+		}
+	} else {
+		r.ready <- idx
+	}
+	r.newer++
+}
+
 // drain hands complete messages from st.next on to the caller, in order.
 func (r *Receiver) drain(si int) {
 	st := &r.streams[si]
@@ -1374,7 +1446,7 @@ func (r *Receiver) drain(si int) {
 			r.st.lost.Add(s.lost)
 			s.state = slotReady
 			st.held--
-			r.ready <- idx // never blocks: capacity == slots
+			r.enqueue(idx)
 		} else {
 			// Not handed out before the writer is confirmed.
 			s.state = slotHeld
@@ -1483,6 +1555,7 @@ func (r *Receiver) skipTo(si int, seq uint64) {
 // tick runs timers: NACKs, reassembly timeouts, heartbeat tail loss, stale
 // streams.
 func (r *Receiver) tick(now int64) {
+	r.newer = 0 // what a tick completes (a skip) came with no datagram
 	for si := range r.streams {
 		st := &r.streams[si]
 		if !st.used {

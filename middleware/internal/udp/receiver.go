@@ -316,9 +316,7 @@ type Receiver struct {
 	// and ACKNACKs going when nobody calls Next.
 	dc       directConn // nil: conn has no direct read (fallback: goroutine only)
 	mu       sync.Mutex
-	want     atomic.Bool  // a consumer waits for mu: the goroutine must let go
-	inRead   atomic.Bool  // a consumer holds mu
-	touched  atomic.Int64 // r.now() when a consumer last released mu
+	lease    readLease // the consumer's hold on mu (consumerLease)
 	nextTick int64
 	deadline int64 // the read deadline the goroutine last set (0: unknown)
 	// lastRx is the kernel receive stamp of the latest stamped datagram
@@ -378,7 +376,7 @@ func newReceiver(conn Conn, cfg ReceiverConfig, start bool) (*Receiver, error) {
 	n := min(max(c.ReassemblyBytes/slotBytes, 2), 4096)
 	r := &Receiver{cfg: c, conn: conn, base: time.Now(), done: make(chan struct{}), intr: make(chan struct{})}
 	r.dc = asDirect(conn)
-	r.touched.Store(-int64(consumerLease))
+	r.lease.init(consumerLease)
 	r.nextTick = int64(c.Tick)
 	r.slots = make([]slot, n)
 	r.ready = make(chan int32, n)
@@ -516,20 +514,11 @@ const (
 // message is ready (block) or the socket is empty (!block), running the
 // receive timers as they fall due. ctx may be nil when !block.
 func (r *Receiver) readDirect(ctx context.Context, block bool) error {
-	r.inRead.Store(true)
-	if !r.mu.TryLock() {
-		// The background goroutine is reading through the netpoller:
-		// make it let go. Only on a hand-over, never per message.
-		r.want.Store(true)
-		_ = r.conn.SetReadDeadline(time.Unix(1, 0))
-		r.mu.Lock()
-		r.want.Store(false)
+	if r.lease.take(&r.mu, r.conn) {
 		r.deadline = 0 // the goroutine must set its deadline again
 	}
 	err := r.readLocked(ctx, block)
-	r.touched.Store(r.now())
-	r.mu.Unlock()
-	r.inRead.Store(false)
+	r.lease.release(&r.mu, r.now())
 	return err
 }
 
@@ -580,18 +569,6 @@ func (r *Receiver) timers(now int64) {
 		r.tick(now)
 		r.nextTick = now + int64(r.cfg.Tick)
 	}
-}
-
-// consumerActive reports whether a consumer reads the socket now or did
-// within consumerLease, and if so how long the goroutine should stay away.
-func (r *Receiver) consumerActive(now int64) (bool, time.Duration) {
-	if r.want.Load() || r.inRead.Load() {
-		return true, consumerLease
-	}
-	if left := r.touched.Load() + int64(consumerLease) - now; left > 0 {
-		return true, time.Duration(left)
-	}
-	return false, 0
 }
 
 // directConn is a Conn the consumer can read on its own thread (*Socket).
@@ -647,28 +624,19 @@ func (r *Receiver) now() int64 { return int64(time.Since(r.base)) }
 
 func (r *Receiver) loop() {
 	defer r.wg.Done()
-	var sleep *time.Timer
 	for {
-		if active, d := r.consumerActive(r.now()); active {
+		if active, d := r.lease.active(r.now()); active {
 			// A consumer owns the socket: wake once per lease to see
 			// whether it is gone (a slow callback, nobody calling Next).
-			if sleep == nil {
-				sleep = time.NewTimer(d)
-			} else {
-				sleep.Reset(d)
-			}
-			select {
-			case <-r.done:
-				sleep.Stop()
+			if !r.lease.pause(d, r.done) {
 				return
-			case <-sleep.C:
 			}
 			continue
 		}
 		if !r.mu.TryLock() {
-			continue // a consumer just took it; consumerActive now says so
+			continue // a consumer just took it; lease.active now says so
 		}
-		if active, _ := r.consumerActive(r.now()); active {
+		if active, _ := r.lease.active(r.now()); active {
 			r.mu.Unlock()
 			continue
 		}
@@ -694,7 +662,7 @@ func (r *Receiver) serve() bool {
 	}
 	// A consumer that arrives from here on sets want and then pushes the
 	// deadline into the past, which ends the read below at once.
-	if r.want.Load() {
+	if r.lease.want.Load() {
 		return false
 	}
 	n, from, rx, err := r.conn.ReadFrom(r.rbuf)

@@ -298,18 +298,8 @@ type Sender struct {
 	// rmu holding mu (a sender releases mu first, see readInline), and
 	// the goroutine takes mu only after releasing rmu.
 	rmu sync.Mutex
-	// want: a sender waits for rmu (the goroutine must let go); inRead:
-	// a sender holds or wants rmu; touched: ns since base when a sender
-	// last read. All three are read by the goroutine without a lock;
-	// sequentially consistent atomics, so the goroutine's "set deadline,
-	// then check want" and the sender's "set want, then move the
-	// deadline" cannot both miss (the receiver's hand-over protocol).
-	want    atomic.Bool
-	inRead  atomic.Bool
-	touched atomic.Int64
-	// leaseChecks counts the control goroutine's wake-ups that found a
-	// sender still holding its lease (tests; docs/udp.md).
-	leaseChecks atomic.Uint64
+	// lease: a sender's hold on rmu (senderLease), see readLease.
+	lease readLease
 	// The sender's own read state: used only by the caller of
 	// Send/Loan, which the middleware serialises.
 	ibuf  []byte
@@ -391,7 +381,7 @@ func NewSender(conn Conn, cfg SenderConfig) (*Sender, error) {
 		s.dc = dc
 		s.ibuf = make([]byte, MaxDatagram+1)
 		s.ivmac = c.Key.newMAC(0)
-		s.touched.Store(-int64(senderLease))
+		s.lease.init(senderLease)
 	}
 	if c.PaceRate > 0 {
 		s.tokens = int64(c.PaceBurst)
@@ -541,7 +531,7 @@ func (s *Sender) slotFor(seq uint64) (*histEntry, error) {
 			// last, while the sender sends).
 			now := s.now()
 			shut := !s.cfg.KeepLast && s.minAck(now) < need
-			if shut || now-s.touched.Load() >= int64(inlineEvery) {
+			if shut || now-s.lease.touched.Load() >= int64(inlineEvery) {
 				s.mu.Unlock()
 				s.readInline(0, need)
 				s.mu.Lock()
@@ -1000,7 +990,6 @@ func (s *Sender) Close() error {
 func (s *Sender) loop() {
 	defer s.wg.Done()
 	nextHB := s.now()
-	var sleep *time.Timer
 	var check time.Duration // the last sleep that ended with the sender still active
 	for {
 		now := s.now()
@@ -1016,7 +1005,7 @@ func (s *Sender) loop() {
 		}
 		s.mu.Unlock()
 		if s.dc != nil {
-			if active, d := s.senderActive(now); active {
+			if active, d := s.lease.active(now); active {
 				// A sender reads the socket: come back for the next
 				// heartbeat, or when its lease ends. While it stays
 				// active, look twice as late each time, up to
@@ -1025,35 +1014,26 @@ func (s *Sender) loop() {
 				// CPUs the application keeps busy each wake-up is felt
 				// in its latency tail (docs/udp.md, "Publisher: who reads
 				// acknowledgements").
-				s.leaseChecks.Add(1)
 				d = max(d, min(2*check, leaseCheckMax))
 				d = max(min(d, time.Duration(nextHB-now)), time.Millisecond)
 				check = d
-				if sleep == nil {
-					sleep = time.NewTimer(d)
-				} else {
-					sleep.Reset(d)
-				}
-				select {
-				case <-s.done:
-					sleep.Stop()
+				if !s.lease.pause(d, s.done) {
 					return
-				case <-sleep.C:
 				}
 				continue
 			}
 			check = 0
 			if !s.rmu.TryLock() {
-				continue // a sender just took it; senderActive now says so
+				continue // a sender just took it; lease.active now says so
 			}
-			if active, _ := s.senderActive(s.now()); active {
+			if active, _ := s.lease.active(s.now()); active {
 				s.rmu.Unlock()
 				continue
 			}
 			_ = s.conn.SetReadDeadline(s.base.Add(time.Duration(nextHB)))
 			// A sender that arrives from here on sets want and then
 			// pushes the deadline into the past, ending the read below.
-			if s.want.Load() {
+			if s.lease.want.Load() {
 				s.rmu.Unlock()
 				continue
 			}
@@ -1103,18 +1083,6 @@ const (
 	inlineMax     = 64
 )
 
-// senderActive reports whether a sender reads the socket now or did
-// within senderLease, and if so for how much longer.
-func (s *Sender) senderActive(now int64) (bool, time.Duration) {
-	if s.want.Load() || s.inRead.Load() {
-		return true, senderLease
-	}
-	if left := s.touched.Load() + int64(senderLease) - now; left > 0 {
-		return true, time.Duration(left)
-	}
-	return false, 0
-}
-
 // readInline reads the socket on the caller's thread (mu not held): up to
 // wait for a first datagram, then whatever is queued, until the window
 // admits need (every live subscriber acknowledged it) or the socket is
@@ -1122,15 +1090,7 @@ func (s *Sender) senderActive(now int64) (bool, time.Duration) {
 // empty socket advances heardUpTo, so a dead subscriber is still found
 // while the sender waits. Blocks up to wait; Close ends it at once.
 func (s *Sender) readInline(wait time.Duration, need uint64) {
-	s.inRead.Store(true)
-	if !s.rmu.TryLock() {
-		// The goroutine is in ReadFrom: make it let go. Only on a
-		// hand-over, never per message.
-		s.want.Store(true)
-		_ = s.conn.SetReadDeadline(time.Unix(1, 0))
-		s.rmu.Lock()
-		s.want.Store(false)
-	}
+	s.lease.take(&s.rmu, s.conn)
 	for range inlineMax {
 		listen := s.now()
 		n, from, _, err := s.dc.ReadDirect(s.ibuf, wait)
@@ -1162,9 +1122,7 @@ func (s *Sender) readInline(wait time.Duration, need uint64) {
 			break
 		}
 	}
-	s.touched.Store(s.now())
-	s.rmu.Unlock()
-	s.inRead.Store(false)
+	s.lease.release(&s.rmu, s.now())
 }
 
 // batchLoop flushes a batch BatchDelay after its first message.

@@ -291,6 +291,19 @@ func newUDPPublisher(n *Node, c Contract, o *PublisherOptions) (pubTransport, er
 		t.fault = udp.NewFaultConn(sock, fc)
 		conn = t.fault
 	}
+	// A socket connected to each unicast subscriber (best effort,
+	// unbatched: the sender decides): no route lookup per datagram
+	// (docs/udp.md, "Connected sockets"). Not under fault injection,
+	// which wraps the one shared socket.
+	var dial func(netip.AddrPort) (udp.Conn, error)
+	if t.fault == nil {
+		dial = func(to netip.AddrPort) (udp.Conn, error) {
+			return udp.Open(udp.SocketConfig{
+				Listen: netip.AddrPortFrom(sock.LocalAddr().Addr(), 0), Interface: c.UDP.Interface, Connect: to,
+				SndBuf: cmpOr(c.UDP.SndBuf, 4<<20), Logger: n.opts.Logger,
+			})
+		}
+	}
 	timeout := c.UDP.SubscriberTimeout
 	sendTimeout := timeoutOr(o)
 	clock := n.opts.StampClock
@@ -300,7 +313,7 @@ func newUDPPublisher(n *Node, c Contract, o *PublisherOptions) (pubTransport, er
 		SendTimeout: sendTimeout, BatchBytes: c.UDP.BatchBytes, BatchDelay: c.UDP.BatchDelay,
 		Clock: int32(clock), Stamp: func() (int64, int64) { return stampNow(clock) },
 		HeaderVersion: 1, LearnTTL: 3 * annPeriod(c), PaceRate: c.UDP.PaceRate, PaceBurst: c.UDP.PaceBurst,
-		Key: p.key, Logger: n.opts.Logger,
+		Key: p.key, Logger: n.opts.Logger, Dial: dial,
 	})
 	if err != nil {
 		conn.Close()

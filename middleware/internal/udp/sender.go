@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -95,8 +96,30 @@ type SenderConfig struct {
 	// Key, when set, authenticates every datagram sent and received
 	// (docs/udp.md, "Authentication"). FragSize must then leave AuthLen
 	// bytes of room in the datagram.
-	Key    *Key
+	Key *Key
+	// Dial, when set, opens a socket connected to a unicast peer
+	// (SocketConfig.Connect). A best-effort, unbatched, unauthenticated
+	// sender whose Peers hold no group uses one per unicast peer (the
+	// first MaxRoutes): every datagram to that peer goes out on it
+	// without an address, so without a route lookup (the raw-UDP
+	// baseline's connected write), and the peer's ACKNACKs, which answer
+	// the source address, are read from it by a goroutine of its own.
+	// The sender owns and closes them. A Dial error falls back to the
+	// shared socket for that peer (logged). docs/udp.md, "Connected
+	// sockets".
+	Dial   func(to netip.AddrPort) (Conn, error)
 	Logger *slog.Logger
+}
+
+// MaxRoutes bounds the connected sockets (SenderConfig.Dial) of one
+// sender: each holds a descriptor and a reading thread.
+const MaxRoutes = 8
+
+// route is a socket connected to one unicast destination.
+type route struct {
+	to   netip.AddrPort
+	conn Conn
+	sw   segWriter // nil when the shared socket's sends are copied too
 }
 
 func (c *SenderConfig) withDefaults() (SenderConfig, error) {
@@ -263,6 +286,10 @@ type Sender struct {
 	hb      Heartbeat
 	closed  bool
 
+	// routes are the connected sockets (SenderConfig.Dial), fixed after
+	// NewSender.
+	routes []route
+
 	ackCh chan struct{}
 	timer *time.Timer
 	btim  *preciseTimer // batch-delay timer (batching only)
@@ -389,6 +416,7 @@ func NewSender(conn Conn, cfg SenderConfig) (*Sender, error) {
 	}
 	s.timer = time.NewTimer(time.Hour)
 	s.timer.Stop()
+	s.dial()
 	if c.Reliable {
 		for _, p := range c.Peers {
 			if !p.Addr().IsMulticast() {
@@ -398,8 +426,11 @@ func NewSender(conn Conn, cfg SenderConfig) (*Sender, error) {
 		s.st.live.Store(uint64(len(s.subs)))
 	}
 	s.subs = append(make([]subState, 0, len(s.subs)+c.MaxSubscribers), s.subs...)
-	s.wg.Add(1)
+	s.wg.Add(1 + len(s.routes))
 	go s.loop()
+	for i := range s.routes {
+		go s.routeLoop(&s.routes[i])
+	}
 	if s.btim != nil {
 		s.wg.Add(1)
 		go s.batchLoop()
@@ -629,8 +660,87 @@ func (s *Sender) minAck(now int64) uint64 {
 	return m
 }
 
+// dial opens the connected sockets SenderConfig.Dial allows (NewSender).
+func (s *Sender) dial() {
+	c := &s.cfg
+	if c.Dial == nil || c.Reliable || c.BatchBytes > 0 || c.Key != nil || slices.ContainsFunc(s.dests, func(d netip.AddrPort) bool { return d.Addr().IsMulticast() }) {
+		return
+	}
+	for _, to := range s.dests {
+		if len(s.routes) == MaxRoutes || slices.ContainsFunc(s.routes, func(r route) bool { return r.to == to }) {
+			continue
+		}
+		conn, err := c.Dial(to)
+		if err != nil {
+			c.Logger.Warn("udp: no connected socket for a subscriber; sending from the shared one", "peer", to, "err", err)
+			continue
+		}
+		rt := route{to: to, conn: conn}
+		if s.sw != nil {
+			// Runs of fragments go out on the route too: one source
+			// address per destination, or the subscriber sees two.
+			sw, ok := conn.(segWriter)
+			if !ok {
+				_ = conn.Close()
+				c.Logger.Warn("udp: a connected socket without segmented sends; sending from the shared one", "peer", to)
+				continue
+			}
+			rt.sw = sw
+		}
+		s.routes = append(s.routes, rt)
+	}
+}
+
+// via is the socket datagrams to `to` leave on: its route's, else the
+// shared one. The routes are few (MaxRoutes) and fixed.
+func (s *Sender) via(to netip.AddrPort) (Conn, segWriter) {
+	for i := range s.routes {
+		if s.routes[i].to == to {
+			return s.routes[i].conn, s.routes[i].sw
+		}
+	}
+	return s.conn, s.sw
+}
+
+// routeLoop reads one connected socket: its peer's ACKNACKs (challenges
+// and acknowledgements of a best-effort stream), applied as the control
+// loop applies the shared socket's. Ends when the sender closes it.
+func (s *Sender) routeLoop(rt *route) {
+	defer s.wg.Done()
+	buf := make([]byte, MaxDatagram+1)
+	var a AckNack
+	for {
+		n, from, _, err := rt.conn.ReadFrom(buf)
+		if err != nil {
+			select {
+			case <-s.done:
+				return
+			default:
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			if !errors.Is(err, os.ErrDeadlineExceeded) {
+				s.cfg.Logger.Warn("udp: receive error", "local", rt.conn.LocalAddr(), "err", err)
+			}
+			continue
+		}
+		ctr, ok := s.parseControl(buf[:n], from, &a, nil) // routes are unauthenticated only
+		if !ok {
+			continue
+		}
+		now := s.now()
+		s.mu.Lock()
+		if !s.closed {
+			s.applyControl(&a, from, ctr, now)
+		}
+		s.mu.Unlock()
+	}
+}
+
 func (s *Sender) write(b []byte, to netip.AddrPort) {
-	if err := s.conn.WriteTo(b, to); err != nil {
+	conn, _ := s.via(to)
+	if err := conn.WriteTo(b, to); err != nil {
 		// Counted always; logged on the first and every 10000th so a wrong
 		// MTU (EMSGSIZE) or a missing route is visible without flooding.
 		if n := s.st.werr.Add(1); n == 1 || n%10000 == 0 {
@@ -679,7 +789,8 @@ func (s *Sender) writeSegs(hdrs []byte, bodies [][]byte, bytes int, to netip.Add
 
 // writeSegsTo is write for a run of fragments (or a lone one).
 func (s *Sender) writeSegsTo(hdrs []byte, bodies [][]byte, bytes int, to netip.AddrPort) {
-	if err := s.sw.WriteSegs(hdrs, DataHeaderLen, bodies, to); err != nil {
+	_, sw := s.via(to)
+	if err := sw.WriteSegs(hdrs, DataHeaderLen, bodies, to); err != nil {
 		if n := s.st.werr.Add(1); n == 1 || n%10000 == 0 {
 			s.cfg.Logger.Warn("udp: send failed", "peer", to, "bytes", bytes, "datagrams", len(bodies), "errors", n, "err", err)
 		}
@@ -979,6 +1090,9 @@ func (s *Sender) Close() error {
 		s.mu.Unlock()
 		close(s.done)
 		err = s.conn.Close()
+		for _, rt := range s.routes {
+			err = errors.Join(err, rt.conn.Close())
+		}
 		if s.btim != nil {
 			_ = s.btim.close()
 		}

@@ -45,6 +45,12 @@ type SocketConfig struct {
 	// just before the wait waits for another P to steal it (up to the
 	// runtime monitor's tick, ≤ 10 ms).
 	DedicatedWait bool
+	// Connect, when valid, connects the socket to that peer (connect(2),
+	// after binding Listen): datagrams to it then go out without an
+	// address (no route lookup per datagram) and only datagrams from it
+	// are received. A best-effort publisher's socket per unicast
+	// subscriber (SenderConfig.Dial).
+	Connect netip.AddrPort
 	// Logger receives socket-size warnings. nil discards.
 	Logger *slog.Logger
 }

@@ -60,6 +60,9 @@ type Socket struct {
 	// RcvBuf/SndBuf are the sizes the kernel granted (as getsockopt reports
 	// them, i.e. doubled for bookkeeping).
 	RcvBuf, SndBuf int
+	// peer is SocketConfig.Connect (set before any I/O, read-only after):
+	// writes to it carry no address.
+	peer netip.AddrPort
 }
 
 var _ Conn = (*Socket)(nil)
@@ -122,6 +125,9 @@ func Open(cfg SocketConfig) (*Socket, error) {
 		s.fd, serr = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0)
 	})
 	c.Close()
+	if err == nil && serr == nil && cfg.Connect.IsValid() {
+		serr = s.connect(cfg.Connect)
+	}
 	if err = errors.Join(err, serr); err != nil {
 		if s.fd >= 0 {
 			unix.Close(s.fd)
@@ -150,6 +156,24 @@ func Open(cfg SocketConfig) (*Socket, error) {
 		return nil, fmt.Errorf("udp: socket %s: blocking receive: %w", s.local, err)
 	}
 	return s, nil
+}
+
+// connect connects the socket to peer and takes the source address the
+// route chose as its local one.
+func (s *Socket) connect(peer netip.AddrPort) error {
+	if !peer.Addr().Is4() {
+		return fmt.Errorf("%w: connect %s: want IPv4", ErrConfig, peer)
+	}
+	if err := unix.Connect(s.fd, &unix.SockaddrInet4{Port: int(peer.Port()), Addr: peer.Addr().As4()}); err != nil {
+		return fmt.Errorf("connect %s: %w", peer, err)
+	}
+	if sa, err := unix.Getsockname(s.fd); err == nil {
+		if in, ok := sa.(*unix.SockaddrInet4); ok {
+			s.local = netip.AddrPortFrom(netip.AddrFrom4(in.Addr), uint16(in.Port))
+		}
+	}
+	s.peer = peer
+	return nil
 }
 
 // rcvSlice is the socket's receive timeout (SO_RCVTIMEO): the longest one
@@ -243,6 +267,10 @@ func (s *Socket) WriteTo(b []byte, to netip.AddrPort) error {
 		return net.ErrClosed
 	}
 	sa := sockaddr4(to)
+	name, namelen := unsafe.Pointer(&sa), unsafe.Sizeof(sa)
+	if to == s.peer {
+		name, namelen = nil, 0 // connected: no route lookup
+	}
 	var p unsafe.Pointer
 	if len(b) > 0 {
 		p = unsafe.Pointer(&b[0])
@@ -251,7 +279,7 @@ func (s *Socket) WriteTo(b []byte, to netip.AddrPort) error {
 		// Non-blocking (MSG_DONTWAIT: the descriptor itself blocks, for
 		// ReadDirect): the cheaper RawSyscall (no scheduler hand-off).
 		_, _, e := unix.RawSyscall6(unix.SYS_SENDTO, uintptr(s.fd), uintptr(p), uintptr(len(b)), unix.MSG_DONTWAIT,
-			uintptr(unsafe.Pointer(&sa)), unsafe.Sizeof(sa))
+			uintptr(name), namelen)
 		if again, err := s.afterSend(e, "sendto"); !again {
 			return err
 		}
@@ -303,6 +331,9 @@ func (s *Socket) WriteTo2(hdr, body []byte, to netip.AddrPort) error {
 	iov[0].SetLen(len(hdr))
 	iov[1].SetLen(len(body))
 	msg := unix.Msghdr{Name: (*byte)(unsafe.Pointer(&sa)), Namelen: uint32(unsafe.Sizeof(sa)), Iov: &iov[0]}
+	if to == s.peer {
+		msg.Name, msg.Namelen = nil, 0
+	}
 	msg.SetIovlen(2)
 	for {
 		_, _, e := unix.RawSyscall(unix.SYS_SENDMSG, uintptr(s.fd), uintptr(unsafe.Pointer(&msg)), unix.MSG_DONTWAIT)
@@ -355,6 +386,9 @@ func (s *Socket) WriteSegs(hdrs []byte, hlen int, bodies [][]byte, to netip.Addr
 	*(*uint16)(unsafe.Add(unsafe.Pointer(&cm[0]), unix.CmsgLen(0))) = uint16(seg)
 	msg := unix.Msghdr{Name: (*byte)(unsafe.Pointer(&sa)), Namelen: uint32(unsafe.Sizeof(sa)), Iov: &iov[0],
 		Control: (*byte)(unsafe.Pointer(&cm[0]))}
+	if to == s.peer {
+		msg.Name, msg.Namelen = nil, 0
+	}
 	msg.SetIovlen(2 * len(bodies))
 	msg.SetControllen(unix.CmsgSpace(2))
 	var e unix.Errno

@@ -434,6 +434,10 @@ func (c *ThroughputConfig) startSink(ctx context.Context, spec childSpec, onExit
 	return p, r, nil
 }
 
+// rawSinkBuf is the receive buffer the stream sinks request: raw UDP's,
+// and hilrig's best-effort sink's.
+const rawSinkBuf = 64 << 20
+
 // drive sends as fast as the transport allows for Duration on a pinned
 // thread, then collects the sink's counts.
 func (c *ThroughputConfig) drive(ctx context.Context, res ThroughputResult, snd sender, p *peer, dur time.Duration) (ThroughputResult, error) {
@@ -541,6 +545,16 @@ func runSink(ctx context.Context, spec childSpec, stop *atomic.Bool, progress *a
 			}
 			addr = netip.AddrPortFrom(ip, uint16(port)).String()
 			udp.Listen = addr
+			if !spec.Reliable {
+				// The raw-UDP sink's buffer (rawSinkBuf): the ratio then
+				// compares the transports' message rates, not their queue
+				// policies. A best-effort contract's own default keeps its
+				// depth and drops the rest (docs/udp.md, "Best effort: a
+				// bounded queue"), which under a flat-out stream counts a
+				// sink descheduled by other tenants as loss, where raw
+				// UDP's 64 MiB queues it and catches up.
+				udp.RcvBuf = rawSinkBuf
+			}
 		}
 		if err := end.subscribe(o.contract(pingTopic, udp), o.wait); err != nil {
 			fail(err)
@@ -562,7 +576,7 @@ func runSink(ctx context.Context, spec childSpec, stop *atomic.Bool, progress *a
 		return d
 	case TRawUDP:
 		ip := netip.MustParseAddr(spec.ChildIP)
-		sock, err := sys.ListenUDP(ip.As4(), 0, 64<<20, 100*time.Millisecond)
+		sock, err := sys.ListenUDP(ip.As4(), 0, rawSinkBuf, 100*time.Millisecond)
 		if err != nil {
 			fail(err)
 			d.Err = err.Error()

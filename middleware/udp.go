@@ -291,6 +291,19 @@ func newUDPPublisher(n *Node, c Contract, o *PublisherOptions) (pubTransport, er
 		t.fault = udp.NewFaultConn(sock, fc)
 		conn = t.fault
 	}
+	// A socket connected to each unicast subscriber (best effort,
+	// unbatched: the sender decides): no route lookup per datagram
+	// (docs/udp.md, "Connected sockets"). Not under fault injection,
+	// which wraps the one shared socket.
+	var dial func(netip.AddrPort) (udp.Conn, error)
+	if t.fault == nil {
+		dial = func(to netip.AddrPort) (udp.Conn, error) {
+			return udp.Open(udp.SocketConfig{
+				Listen: netip.AddrPortFrom(sock.LocalAddr().Addr(), 0), Interface: c.UDP.Interface, Connect: to,
+				SndBuf: cmpOr(c.UDP.SndBuf, 4<<20), Logger: n.opts.Logger,
+			})
+		}
+	}
 	timeout := c.UDP.SubscriberTimeout
 	sendTimeout := timeoutOr(o)
 	clock := n.opts.StampClock
@@ -300,7 +313,7 @@ func newUDPPublisher(n *Node, c Contract, o *PublisherOptions) (pubTransport, er
 		SendTimeout: sendTimeout, BatchBytes: c.UDP.BatchBytes, BatchDelay: c.UDP.BatchDelay,
 		Clock: int32(clock), Stamp: func() (int64, int64) { return stampNow(clock) },
 		HeaderVersion: 1, LearnTTL: 3 * annPeriod(c), PaceRate: c.UDP.PaceRate, PaceBurst: c.UDP.PaceBurst,
-		Key: p.key, Logger: n.opts.Logger,
+		Key: p.key, Logger: n.opts.Logger, Dial: dial,
 	})
 	if err != nil {
 		conn.Close()
@@ -379,7 +392,17 @@ func newUDPSubscriber(n *Node, c Contract, o *SubscriberOptions, inCB *atomic.In
 		wait = o.Wait
 	}
 	rcvbuf := c.UDP.RcvBuf
-	if rcvbuf == 0 {
+	queue := 0 // reliable: bounded by the send window, not here
+	switch {
+	case !p.reliable:
+		// Best effort keeps the contract's depth, no more: in the socket
+		// and in the receiver's queue (docs/udp.md, "Best effort: a
+		// bounded queue").
+		queue = max(p.depth, 1)
+		if rcvbuf == 0 {
+			rcvbuf = udp.BestEffortRcvBuf(queue, c.MaxPayload, p.fragSize)
+		}
+	case rcvbuf == 0:
 		rcvbuf = min(max(4<<20, 2*c.MaxPayload), 64<<20)
 	}
 	if !p.listen.IsValid() && p.group.IsValid() && p.announce.IsValid() && p.group.Port() == p.announce.Port() {
@@ -394,7 +417,7 @@ func newUDPSubscriber(n *Node, c Contract, o *SubscriberOptions, inCB *atomic.In
 		return nil, fmt.Errorf("topic %q: %w", c.Topic, mapUDPErr(err))
 	}
 	r, err := udp.NewReceiver(sock, udp.ReceiverConfig{
-		TopicID: p.topicID, MaxPayload: c.MaxPayload, Reliable: p.reliable, Depth: p.depth, KeepLast: c.UDP.KeepLast,
+		TopicID: p.topicID, MaxPayload: c.MaxPayload, Reliable: p.reliable, Depth: p.depth, KeepLast: c.UDP.KeepLast, Queue: queue,
 		ReassemblyBytes: c.UDP.ReassemblyBytes, ReassemblyTimeout: c.UDP.ReassemblyTimeout,
 		NackInterval: c.UDP.NackInterval, AllowFrom: p.allow, Key: p.key, Logger: n.opts.Logger,
 	})

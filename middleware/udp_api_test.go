@@ -17,6 +17,7 @@ import (
 
 	"github.com/hilrig/hilrig/internal/testkit"
 	"github.com/hilrig/hilrig/middleware"
+	"github.com/hilrig/hilrig/middleware/internal/udp"
 	"github.com/hilrig/hilrig/netns"
 	"github.com/hilrig/hilrig/netns/netnstest"
 )
@@ -211,7 +212,9 @@ func TestUDPCloseUnblocksNext(t *testing.T) {
 
 func TestUDPHotPathAllocs(t *testing.T) {
 	n := openNode(t, "udp-alloc", testDomain(t))
-	c := middleware.Contract{Topic: "udp/alloc", MaxPayload: 1024, Transport: middleware.TransportUDP,
+	// Depth 512: the 501 sends AllocsPerRun makes in a row are held
+	// until read (best effort keeps the depth, and drops beyond it).
+	c := middleware.Contract{Topic: "udp/alloc", MaxPayload: 1024, Depth: 512, Transport: middleware.TransportUDP,
 		UDP: middleware.UDPConfig{Listen: "127.0.0.1:0", HeartbeatPeriod: time.Hour}}
 	pub, sub := udpLoop(t, n, c)
 	ctx := context.Background()
@@ -321,7 +324,10 @@ func TestUDPBestEffortExactLossAcrossNamespaces(t *testing.T) {
 	const total = 2000
 	p := udpPair(t, 0)
 	n := openNode(t, "udp-be", testDomain(t))
-	c := middleware.Contract{Topic: "imu/raw", MaxPayload: 512, Transport: middleware.TransportUDP,
+	// Depth 600: the loop below lets up to 500 messages be in flight, and
+	// the subscriber holds them (best effort keeps the depth and drops
+	// beyond it), so only the fault layer drops.
+	c := middleware.Contract{Topic: "imu/raw", MaxPayload: 512, Transport: middleware.TransportUDP, Depth: 600,
 		UDP: middleware.UDPConfig{Listen: netip.AddrPortFrom(p.BAddr, 0).String()}}
 	sub := newSubIn(t, p.B, n, c)
 	c.UDP.Peers = []string{sub.LocalUDPAddr().String()}
@@ -351,6 +357,83 @@ func TestUDPBestEffortExactLossAcrossNamespaces(t *testing.T) {
 		t.Fatalf("lost %d (per-message %d), fault layer dropped %d; err %v", st.Lost, d.lost, ps.Fault.DroppedData, d.err)
 	}
 	t.Logf("%d of %d dropped, counted exactly", st.Lost, total)
+}
+
+// TestUDPBestEffortSlowSubscriberKeepsDepth: a best-effort publisher
+// flat out while its subscriber does not read builds no standing queue:
+// of the burst, the subscriber later delivers only about its depth (the
+// socket buffer and the receiver's queue hold that much), every other
+// message is counted lost, and what it delivers is in order with exact
+// loss counts. Before, the 4 MiB socket buffer held the whole burst and
+// delivered it all, each message as late as the burst was long (issue 37:
+// p50 1.06 ms at full rate, nothing lost).
+func TestUDPBestEffortSlowSubscriberKeepsDepth(t *testing.T) {
+	const depth, burst = 2, 3000
+	n := openNode(t, "udp-slow", testDomain(t))
+	c := middleware.Contract{Topic: "udp/slow", MaxPayload: 64, Depth: depth, Transport: middleware.TransportUDP,
+		UDP: middleware.UDPConfig{Listen: "127.0.0.1:0", AllowFrom: []string{"127.0.0.1"}}}
+	pub, sub := udpLoop(t, n, c)
+	ctx := ctxT(t, 20*time.Second)
+	var seqs, lost []uint64
+	recv := func() uint64 {
+		t.Helper()
+		if err := sub.Next(ctx, func(m *middleware.Message) { seqs, lost = append(seqs, m.Header.Seq), append(lost, m.Lost) }); err != nil {
+			t.Fatal(err)
+		}
+		return seqs[len(seqs)-1]
+	}
+	buf := make([]byte, 64)
+	send := func(seq uint64) {
+		t.Helper()
+		udpFill(buf, seq)
+		if err := pub.Send(buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(1)
+	if got := recv(); got != 1 {
+		t.Fatalf("first message: seq %d, want 1", got)
+	}
+	for i := uint64(2); i <= burst+1; i++ { // flat out, nobody reading
+		send(i)
+	}
+	// Catch up: each round sends a marker and reads one message; a marker
+	// the full socket drops is counted lost like the burst's. Ends at the
+	// first marker delivered: what the burst left behind has been read.
+	seq := uint64(burst + 1)
+	for seq < burst+1+10_000 {
+		seq++
+		send(seq)
+		if recv() > burst+1 {
+			break
+		}
+	}
+	fromBurst := 0
+	for i, s := range seqs {
+		if s >= 2 && s <= burst+1 {
+			fromBurst++
+		}
+		prev := uint64(0)
+		if i > 0 {
+			prev = seqs[i-1]
+		}
+		if s != prev+1+lost[i] {
+			t.Fatalf("delivery %d: seq %d after %d with Lost %d: out of order or miscounted", i, s, prev, lost[i])
+		}
+	}
+	st := sub.Stats()
+	last := seqs[len(seqs)-1]
+	// The socket buffer holds depth messages or its floor, whichever is
+	// more (the kernel charges twice the request, and no datagram less
+	// than 512 B), and the receiver's queue depth more: nothing near the
+	// burst.
+	bound := 2*udp.BestEffortRcvBuf(depth, 64, udp.MaxDatagram)/512 + depth + 2
+	if fromBurst > bound || st.Delivered+st.Lost != last || st.Lost < uint64(burst-bound) {
+		us, _ := sub.UDPStats()
+		t.Fatalf("delivered %d of the %d-message burst (want ≤ %d: the depth, not a queue); stats delivered %d + lost %d, want = %d (last seq); receiver dropped %d",
+			fromBurst, burst, bound, st.Delivered, st.Lost, last, us.Dropped)
+	}
+	t.Logf("burst of %d: %d delivered, %d lost", burst, fromBurst, st.Lost)
 }
 
 // TestUDPPublisherRestartAcrossNamespaces: a publisher closed and
@@ -388,7 +471,9 @@ func TestUDPPublisherRestartAcrossNamespaces(t *testing.T) {
 func TestUDPUnknownSourceAcrossNamespaces(t *testing.T) {
 	p := udpPair(t, 0)
 	n := openNode(t, "udp-src", testDomain(t))
-	c := middleware.Contract{Topic: "lidar", MaxPayload: 256, Transport: middleware.TransportUDP,
+	// Depth 16: the socket holds the burst of 11 datagrams counted below
+	// (best effort keeps the depth and drops beyond it).
+	c := middleware.Contract{Topic: "lidar", MaxPayload: 256, Depth: 16, Transport: middleware.TransportUDP,
 		UDP: middleware.UDPConfig{Listen: netip.AddrPortFrom(p.BAddr, 0).String(), AllowFrom: []string{"192.0.2.0/24"}}}
 	sub := newSubIn(t, p.B, n, c)
 	c.UDP.Peers = []string{sub.LocalUDPAddr().String()}

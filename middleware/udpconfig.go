@@ -107,8 +107,11 @@ type UDPConfig struct {
 	// lost. Default 200 ms.
 	ReassemblyTimeout time.Duration `yaml:"reassembly_timeout,omitempty" json:"reassembly_timeout,omitempty"`
 
-	// RcvBuf/SndBuf size SO_RCVBUF/SO_SNDBUF in bytes. Default: receive
-	// max(4 MiB, 2×MaxPayload) capped at 64 MiB; send 4 MiB. A kernel cap
+	// RcvBuf/SndBuf size SO_RCVBUF/SO_SNDBUF in bytes. Default: receive,
+	// reliable, max(4 MiB, 2×MaxPayload) capped at 64 MiB; best effort,
+	// room for Depth messages and no more (udp.BestEffortRcvBuf), so a
+	// publisher faster than the subscriber loses messages instead of
+	// queueing them; send 4 MiB. A kernel cap
 	// (net.core.rmem_max / wmem_max) is logged as a warning naming the
 	// sysctl, after trying SO_RCVBUFFORCE (CAP_NET_ADMIN).
 	RcvBuf int `yaml:"rcvbuf,omitempty" json:"rcvbuf,omitempty"`

@@ -40,3 +40,36 @@ type segWriter interface {
 	// one datagram each; see (*Socket).WriteSegs for the rules. 0 allocs.
 	WriteSegs(hdrs []byte, hlen int, bodies [][]byte, to netip.AddrPort) error
 }
+
+// BestEffortRcvBuf is the SO_RCVBUF to request (SocketConfig.RcvBuf) for a
+// best-effort subscriber whose queue holds depth messages of up to
+// maxPayload bytes, sent in fragments of fragSize payload bytes: room for
+// depth such messages as the kernel charges them, and at least
+// BestEffortRcvFloor, so that a publisher faster than its subscriber makes
+// the kernel drop datagrams (counted Lost by their sequence gap) instead
+// of building a standing queue in the socket (docs/udp.md, "Best effort: a
+// bounded queue"). The kernel charges a datagram its buffer's true size,
+// measured on loopback at 832 B for 92 B, 2,304 B for 1,472 B, 8,456 B for
+// 4,000 B and 66,052 B for 65,000 B: at most 2×len + 1 KiB, which is the
+// estimate used, so a whole message always fits. The kernel doubles the
+// request (bookkeeping), so the result is half the estimate. Capped at
+// 64 MiB, as the reliable default.
+func BestEffortRcvBuf(depth, maxPayload, fragSize int) int {
+	depth, fragSize = max(depth, 1), max(fragSize, MinFragSize)
+	frags := FragCountFor(maxPayload, fragSize)
+	dgram := DataHeaderLen + min(max(maxPayload, 1), fragSize)
+	perMsg := frags * (2*dgram + 1024)
+	return max(min(depth*perMsg/2, 64<<20), BestEffortRcvFloor)
+}
+
+// BestEffortRcvFloor is the least BestEffortRcvBuf requests: what arrives
+// at full rate while a sleeping consumer is woken (charged 64 KiB: about
+// 78 datagrams of 100 B, 28 of 1,472 B). With the kernel's minimum alone
+// (two or three small datagrams) a consumer that sleeps when the socket
+// is empty lost most of a flat-out stream to its own wake-ups (`hilrig
+// bench throughput --transport udp`, 2026-12-07 on a VM at load 10–15:
+// 37–87 % lost with the minimum, 26–77 % with this floor, 2–11 % with
+// 256 KiB; that is too noisy to tune further). It bounds the wait in the
+// socket to about 78 small messages' processing time, where the old
+// default of 4 MiB held about 5,000.
+const BestEffortRcvFloor = 32 << 10

@@ -57,6 +57,26 @@ func newRig(t testing.TB, sc udp.SenderConfig, rc udp.ReceiverConfig, fc *udp.Fa
 	return r
 }
 
+// roundTripAllocs is the allocations of one Send of p and the Next that
+// receives it, after 100 untimed round trips.
+func (r *rig) roundTripAllocs(t testing.TB, p []byte) float64 {
+	t.Helper()
+	ctx := context.Background()
+	fn := func(*udp.Delivery) {}
+	step := func() {
+		if err := r.snd.Send(p); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.rcv.Next(ctx, fn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 100 {
+		step()
+	}
+	return testing.AllocsPerRun(500, step)
+}
+
 // fill writes a payload that encodes its sequence number and length.
 func fill(p []byte, seq uint64) {
 	for i := range p {

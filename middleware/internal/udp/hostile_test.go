@@ -1,7 +1,6 @@
 package udp_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"github.com/hilrig/hilrig/internal/testkit"
@@ -344,21 +343,7 @@ func TestAuthHotPathAllocs(t *testing.T) {
 				udp.SenderConfig{TopicID: topic, MaxPayload: 1024, HeartbeatPeriod: time.Hour, Reliable: rel, Depth: 8, Key: key},
 				udp.ReceiverConfig{TopicID: topic, MaxPayload: 1024, Reliable: rel, Depth: 8, Key: key},
 				nil)
-			p := make([]byte, 64)
-			ctx := context.Background()
-			fn := func(*udp.Delivery) {}
-			step := func() {
-				if err := r.snd.Send(p); err != nil {
-					t.Fatal(err)
-				}
-				if err := r.rcv.Next(ctx, fn); err != nil {
-					t.Fatal(err)
-				}
-			}
-			for range 100 {
-				step()
-			}
-			if a := testing.AllocsPerRun(500, step); a != 0 {
+			if a := r.roundTripAllocs(t, make([]byte, 64)); a != 0 {
 				t.Errorf("keyed send+receive: %v allocs/op, want 0", a)
 			}
 		})

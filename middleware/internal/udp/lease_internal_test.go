@@ -33,7 +33,7 @@ func TestControlGoroutineBacksOffWhileSenderSends(t *testing.T) {
 		}
 	}
 	stopped := time.Now()
-	checks := snd.leaseChecks.Load()
+	checks := snd.lease.checks.Load()
 	// 5, 10, 20, then 40 ms: about 12 looks in 400 ms, where a look every
 	// senderLease would be 80. The bound allows for a loaded machine: a
 	// sender stalled past its lease lets the goroutine take the socket,

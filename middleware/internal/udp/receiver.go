@@ -38,6 +38,17 @@ type ReceiverConfig struct {
 	// KeepLast only sets the mode assumed for a stream before its first
 	// datagram.
 	KeepLast bool
+	// Queue (best effort only) bounds the completed messages waiting for
+	// the consumer: when one more completes, the oldest waiting ones are
+	// discarded (Dropped) so that at most Queue wait, and their loss is
+	// reported with the next delivery (Delivery.Lost, Lost), as a
+	// keep-last reader history of depth Queue does. Messages completed
+	// by the same datagram (a BATCH) are never discarded for each other,
+	// only for a later datagram. 0: no bound but the reassembly pool (a
+	// standing queue of up to Slots messages when the consumer is slow).
+	// The middleware sets the contract's depth (docs/udp.md, "Best effort:
+	// a bounded queue"). Ignored when Reliable.
+	Queue int
 	// ReassemblyBytes bounds the reassembly pool: it holds
 	// ReassemblyBytes/MaxPayload slots (2..4096), each MaxPayload bytes plus
 	// a fragment bitmap, allocated on first use and never more. Default
@@ -87,6 +98,12 @@ func (c *ReceiverConfig) withDefaults() (ReceiverConfig, error) {
 	}
 	if !o.Reliable {
 		o.KeepLast = false
+	}
+	if o.Queue < 0 {
+		return o, fmt.Errorf("%w: Queue %d negative", ErrConfig, o.Queue)
+	}
+	if o.Reliable {
+		o.Queue = 0
 	}
 	if o.ReassemblyBytes == 0 {
 		o.ReassemblyBytes = max(4*o.MaxPayload, 1<<20)
@@ -163,6 +180,9 @@ type ReceiverStats struct {
 	// Replayed counts authenticated datagrams whose counter was seen
 	// before (or is older than the replay window) for their writer.
 	Replayed uint64
+	// Dropped counts completed best-effort messages discarded undelivered
+	// because Queue newer ones completed while they waited (also in Lost).
+	Dropped uint64
 }
 
 // Delivery is one received message as handed to Next's callback. Payload
@@ -296,9 +316,7 @@ type Receiver struct {
 	// and ACKNACKs going when nobody calls Next.
 	dc       directConn // nil: conn has no direct read (fallback: goroutine only)
 	mu       sync.Mutex
-	want     atomic.Bool  // a consumer waits for mu: the goroutine must let go
-	inRead   atomic.Bool  // a consumer holds mu
-	touched  atomic.Int64 // r.now() when a consumer last released mu
+	lease    readLease // the consumer's hold on mu (consumerLease)
 	nextTick int64
 	deadline int64 // the read deadline the goroutine last set (0: unknown)
 	// lastRx is the kernel receive stamp of the latest stamped datagram
@@ -332,9 +350,14 @@ type Receiver struct {
 		datagrams, bytes, malformed, unknownTopic, unknownSource, forged, duplicates,
 		overruns, exhausted, evicted, timeouts, nacks, acks, delivered, lost, epochs,
 		unknownWriter, stamped, stackSum, stackMax, poolBytes, unconfirmed, confirmed,
-		challenges, unauth, replayed atomic.Uint64
+		challenges, unauth, replayed, dropped atomic.Uint64
 	}
 	msg Delivery // Next's view, reused
+	// newer is how many messages the datagram being handled completed
+	// (mu): enqueue never discards those for each other. qbuf is
+	// enqueue's scratch (Queue > 0 only).
+	newer int
+	qbuf  []int32
 }
 
 // NewReceiver starts a receiver on conn (which it owns and closes).
@@ -353,7 +376,7 @@ func newReceiver(conn Conn, cfg ReceiverConfig, start bool) (*Receiver, error) {
 	n := min(max(c.ReassemblyBytes/slotBytes, 2), 4096)
 	r := &Receiver{cfg: c, conn: conn, base: time.Now(), done: make(chan struct{}), intr: make(chan struct{})}
 	r.dc = asDirect(conn)
-	r.touched.Store(-int64(consumerLease))
+	r.lease.init(consumerLease)
 	r.nextTick = int64(c.Tick)
 	r.slots = make([]slot, n)
 	r.ready = make(chan int32, n)
@@ -372,6 +395,9 @@ func newReceiver(conn Conn, cfg ReceiverConfig, start bool) (*Receiver, error) {
 	r.maxFrags = FragCountFor(c.MaxPayload, MinFragSize)
 	r.rbuf = make([]byte, MaxDatagram+1)
 	r.wbuf = make([]byte, AckNackHeaderLen+MaxNackEntries*NackEntryLen+AuthLen)
+	if c.Queue > 0 {
+		r.qbuf = make([]int32, 0, n+1)
+	}
 	r.share = max(n/4, 1)
 	r.cseed = maphash.MakeSeed()
 	r.mac = c.Key.newMAC(uint64(time.Now().UnixNano()))
@@ -413,7 +439,7 @@ func (r *Receiver) Stats() ReceiverStats {
 		UnknownWriter: s.unknownWriter.Load(), RxStamped: s.stamped.Load(), StackDelaySum: s.stackSum.Load(),
 		StackDelayMax: s.stackMax.Load(), PoolBytes: s.poolBytes.Load(), PoolLimit: uint64(r.PoolLimit()),
 		Unconfirmed: s.unconfirmed.Load(), Confirmed: s.confirmed.Load(), Challenges: s.challenges.Load(),
-		Unauthenticated: s.unauth.Load(), Replayed: s.replayed.Load(),
+		Unauthenticated: s.unauth.Load(), Replayed: s.replayed.Load(), Dropped: s.dropped.Load(),
 	}
 }
 
@@ -488,20 +514,11 @@ const (
 // message is ready (block) or the socket is empty (!block), running the
 // receive timers as they fall due. ctx may be nil when !block.
 func (r *Receiver) readDirect(ctx context.Context, block bool) error {
-	r.inRead.Store(true)
-	if !r.mu.TryLock() {
-		// The background goroutine is reading through the netpoller:
-		// make it let go. Only on a hand-over, never per message.
-		r.want.Store(true)
-		_ = r.conn.SetReadDeadline(time.Unix(1, 0))
-		r.mu.Lock()
-		r.want.Store(false)
+	if r.lease.take(&r.mu, r.conn) {
 		r.deadline = 0 // the goroutine must set its deadline again
 	}
 	err := r.readLocked(ctx, block)
-	r.touched.Store(r.now())
-	r.mu.Unlock()
-	r.inRead.Store(false)
+	r.lease.release(&r.mu, r.now())
 	return err
 }
 
@@ -552,18 +569,6 @@ func (r *Receiver) timers(now int64) {
 		r.tick(now)
 		r.nextTick = now + int64(r.cfg.Tick)
 	}
-}
-
-// consumerActive reports whether a consumer reads the socket now or did
-// within consumerLease, and if so how long the goroutine should stay away.
-func (r *Receiver) consumerActive(now int64) (bool, time.Duration) {
-	if r.want.Load() || r.inRead.Load() {
-		return true, consumerLease
-	}
-	if left := r.touched.Load() + int64(consumerLease) - now; left > 0 {
-		return true, time.Duration(left)
-	}
-	return false, 0
 }
 
 // directConn is a Conn the consumer can read on its own thread (*Socket).
@@ -619,28 +624,19 @@ func (r *Receiver) now() int64 { return int64(time.Since(r.base)) }
 
 func (r *Receiver) loop() {
 	defer r.wg.Done()
-	var sleep *time.Timer
 	for {
-		if active, d := r.consumerActive(r.now()); active {
+		if active, d := r.lease.active(r.now()); active {
 			// A consumer owns the socket: wake once per lease to see
 			// whether it is gone (a slow callback, nobody calling Next).
-			if sleep == nil {
-				sleep = time.NewTimer(d)
-			} else {
-				sleep.Reset(d)
-			}
-			select {
-			case <-r.done:
-				sleep.Stop()
+			if !r.lease.pause(d, r.done) {
 				return
-			case <-sleep.C:
 			}
 			continue
 		}
 		if !r.mu.TryLock() {
-			continue // a consumer just took it; consumerActive now says so
+			continue // a consumer just took it; lease.active now says so
 		}
-		if active, _ := r.consumerActive(r.now()); active {
+		if active, _ := r.lease.active(r.now()); active {
 			r.mu.Unlock()
 			continue
 		}
@@ -666,7 +662,7 @@ func (r *Receiver) serve() bool {
 	}
 	// A consumer that arrives from here on sets want and then pushes the
 	// deadline into the past, which ends the read below at once.
-	if r.want.Load() {
+	if r.lease.want.Load() {
 		return false
 	}
 	n, from, rx, err := r.conn.ReadFrom(r.rbuf)
@@ -719,6 +715,7 @@ func (r *Receiver) allowed(a netip.Addr) bool {
 // handle processes one datagram. Nothing touches state before the datagram
 // is fully validated.
 func (r *Receiver) handle(b []byte, from netip.AddrPort, rx int64, now int64) {
+	r.newer = 0
 	r.st.datagrams.Add(1)
 	r.st.bytes.Add(uint64(len(b)))
 	if !r.allowed(from.Addr()) {
@@ -1058,7 +1055,7 @@ func (r *Receiver) confirm(si int, token uint64) {
 		r.slots[idx].state = slotReady
 		st.held--
 		r.st.lost.Add(r.slots[idx].lost)
-		r.ready <- idx // never blocks: capacity == slots
+		r.enqueue(idx)
 	}
 	st.heldQ = st.heldQ[:0]
 	r.drain(si)
@@ -1347,6 +1344,49 @@ func (r *Receiver) allocSlot(s *slot) {
 	r.st.poolBytes.Store(uint64(r.poolBytes))
 }
 
+// enqueue hands the complete message idx to the consumer (mu held). With
+// a Queue bound, the oldest waiting messages not completed by the current
+// datagram are discarded first, so that at most Queue wait (more only
+// when one datagram completed more). Their loss goes to the oldest one
+// kept. The waiting ones are taken out of the channel and put back, so
+// the consumer (which takes from it without mu) never sees a slot whose
+// loss count is being changed; it only finds the queue empty meanwhile
+// and then waits for mu. Never blocks: ready's capacity is the slots.
+func (r *Receiver) enqueue(idx int32) {
+	if q := r.cfg.Queue; q > 0 && len(r.ready) >= q && len(r.ready) > r.newer {
+		held := r.qbuf[:0]
+	take:
+		for {
+			select {
+			case i := <-r.ready:
+				held = append(held, i)
+			default:
+				break take
+			}
+		}
+		// The consumer may have taken some meanwhile: what is left of the
+		// older datagrams' messages is at most len(held)−newer.
+		drop := max(0, min(len(held)+1-q, len(held)-r.newer))
+		var carry uint64
+		for _, i := range held[:drop] {
+			s := &r.slots[i]
+			carry += s.lost + 1
+			s.state = slotFree
+			r.free <- i
+		}
+		held = append(held[drop:], idx)
+		r.slots[held[0]].lost += carry
+		r.st.lost.Add(uint64(drop))
+		r.st.dropped.Add(uint64(drop))
+		for _, i := range held {
+			r.ready <- i
+		}
+	} else {
+		r.ready <- idx
+	}
+	r.newer++
+}
+
 // drain hands complete messages from st.next on to the caller, in order.
 func (r *Receiver) drain(si int) {
 	st := &r.streams[si]
@@ -1374,7 +1414,7 @@ func (r *Receiver) drain(si int) {
 			r.st.lost.Add(s.lost)
 			s.state = slotReady
 			st.held--
-			r.ready <- idx // never blocks: capacity == slots
+			r.enqueue(idx)
 		} else {
 			// Not handed out before the writer is confirmed.
 			s.state = slotHeld
@@ -1483,6 +1523,7 @@ func (r *Receiver) skipTo(si int, seq uint64) {
 // tick runs timers: NACKs, reassembly timeouts, heartbeat tail loss, stale
 // streams.
 func (r *Receiver) tick(now int64) {
+	r.newer = 0 // what a tick completes (a skip) came with no datagram
 	for si := range r.streams {
 		st := &r.streams[si]
 		if !st.used {

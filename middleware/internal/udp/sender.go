@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -95,8 +96,30 @@ type SenderConfig struct {
 	// Key, when set, authenticates every datagram sent and received
 	// (docs/udp.md, "Authentication"). FragSize must then leave AuthLen
 	// bytes of room in the datagram.
-	Key    *Key
+	Key *Key
+	// Dial, when set, opens a socket connected to a unicast peer
+	// (SocketConfig.Connect). A best-effort, unbatched, unauthenticated
+	// sender whose Peers hold no group uses one per unicast peer (the
+	// first MaxRoutes): every datagram to that peer goes out on it
+	// without an address, so without a route lookup (the raw-UDP
+	// baseline's connected write), and the peer's ACKNACKs, which answer
+	// the source address, are read from it by a goroutine of its own.
+	// The sender owns and closes them. A Dial error falls back to the
+	// shared socket for that peer (logged). docs/udp.md, "Connected
+	// sockets".
+	Dial   func(to netip.AddrPort) (Conn, error)
 	Logger *slog.Logger
+}
+
+// MaxRoutes bounds the connected sockets (SenderConfig.Dial) of one
+// sender: each holds a descriptor and a reading thread.
+const MaxRoutes = 8
+
+// route is a socket connected to one unicast destination.
+type route struct {
+	to   netip.AddrPort
+	conn Conn
+	sw   segWriter // nil when the shared socket's sends are copied too
 }
 
 func (c *SenderConfig) withDefaults() (SenderConfig, error) {
@@ -263,6 +286,10 @@ type Sender struct {
 	hb      Heartbeat
 	closed  bool
 
+	// routes are the connected sockets (SenderConfig.Dial), fixed after
+	// NewSender.
+	routes []route
+
 	ackCh chan struct{}
 	timer *time.Timer
 	btim  *preciseTimer // batch-delay timer (batching only)
@@ -298,18 +325,8 @@ type Sender struct {
 	// rmu holding mu (a sender releases mu first, see readInline), and
 	// the goroutine takes mu only after releasing rmu.
 	rmu sync.Mutex
-	// want: a sender waits for rmu (the goroutine must let go); inRead:
-	// a sender holds or wants rmu; touched: ns since base when a sender
-	// last read. All three are read by the goroutine without a lock;
-	// sequentially consistent atomics, so the goroutine's "set deadline,
-	// then check want" and the sender's "set want, then move the
-	// deadline" cannot both miss (the receiver's hand-over protocol).
-	want    atomic.Bool
-	inRead  atomic.Bool
-	touched atomic.Int64
-	// leaseChecks counts the control goroutine's wake-ups that found a
-	// sender still holding its lease (tests; docs/udp.md).
-	leaseChecks atomic.Uint64
+	// lease: a sender's hold on rmu (senderLease), see readLease.
+	lease readLease
 	// The sender's own read state: used only by the caller of
 	// Send/Loan, which the middleware serialises.
 	ibuf  []byte
@@ -391,7 +408,7 @@ func NewSender(conn Conn, cfg SenderConfig) (*Sender, error) {
 		s.dc = dc
 		s.ibuf = make([]byte, MaxDatagram+1)
 		s.ivmac = c.Key.newMAC(0)
-		s.touched.Store(-int64(senderLease))
+		s.lease.init(senderLease)
 	}
 	if c.PaceRate > 0 {
 		s.tokens = int64(c.PaceBurst)
@@ -399,6 +416,7 @@ func NewSender(conn Conn, cfg SenderConfig) (*Sender, error) {
 	}
 	s.timer = time.NewTimer(time.Hour)
 	s.timer.Stop()
+	s.dial()
 	if c.Reliable {
 		for _, p := range c.Peers {
 			if !p.Addr().IsMulticast() {
@@ -408,8 +426,11 @@ func NewSender(conn Conn, cfg SenderConfig) (*Sender, error) {
 		s.st.live.Store(uint64(len(s.subs)))
 	}
 	s.subs = append(make([]subState, 0, len(s.subs)+c.MaxSubscribers), s.subs...)
-	s.wg.Add(1)
+	s.wg.Add(1 + len(s.routes))
 	go s.loop()
+	for i := range s.routes {
+		go s.routeLoop(&s.routes[i])
+	}
 	if s.btim != nil {
 		s.wg.Add(1)
 		go s.batchLoop()
@@ -541,7 +562,7 @@ func (s *Sender) slotFor(seq uint64) (*histEntry, error) {
 			// last, while the sender sends).
 			now := s.now()
 			shut := !s.cfg.KeepLast && s.minAck(now) < need
-			if shut || now-s.touched.Load() >= int64(inlineEvery) {
+			if shut || now-s.lease.touched.Load() >= int64(inlineEvery) {
 				s.mu.Unlock()
 				s.readInline(0, need)
 				s.mu.Lock()
@@ -639,8 +660,87 @@ func (s *Sender) minAck(now int64) uint64 {
 	return m
 }
 
+// dial opens the connected sockets SenderConfig.Dial allows (NewSender).
+func (s *Sender) dial() {
+	c := &s.cfg
+	if c.Dial == nil || c.Reliable || c.BatchBytes > 0 || c.Key != nil || slices.ContainsFunc(s.dests, func(d netip.AddrPort) bool { return d.Addr().IsMulticast() }) {
+		return
+	}
+	for _, to := range s.dests {
+		if len(s.routes) == MaxRoutes || slices.ContainsFunc(s.routes, func(r route) bool { return r.to == to }) {
+			continue
+		}
+		conn, err := c.Dial(to)
+		if err != nil {
+			c.Logger.Warn("udp: no connected socket for a subscriber; sending from the shared one", "peer", to, "err", err)
+			continue
+		}
+		rt := route{to: to, conn: conn}
+		if s.sw != nil {
+			// Runs of fragments go out on the route too: one source
+			// address per destination, or the subscriber sees two.
+			sw, ok := conn.(segWriter)
+			if !ok {
+				_ = conn.Close()
+				c.Logger.Warn("udp: a connected socket without segmented sends; sending from the shared one", "peer", to)
+				continue
+			}
+			rt.sw = sw
+		}
+		s.routes = append(s.routes, rt)
+	}
+}
+
+// via is the socket datagrams to `to` leave on: its route's, else the
+// shared one. The routes are few (MaxRoutes) and fixed.
+func (s *Sender) via(to netip.AddrPort) (Conn, segWriter) {
+	for i := range s.routes {
+		if s.routes[i].to == to {
+			return s.routes[i].conn, s.routes[i].sw
+		}
+	}
+	return s.conn, s.sw
+}
+
+// routeLoop reads one connected socket: its peer's ACKNACKs (challenges
+// and acknowledgements of a best-effort stream), applied as the control
+// loop applies the shared socket's. Ends when the sender closes it.
+func (s *Sender) routeLoop(rt *route) {
+	defer s.wg.Done()
+	buf := make([]byte, MaxDatagram+1)
+	var a AckNack
+	for {
+		n, from, _, err := rt.conn.ReadFrom(buf)
+		if err != nil {
+			select {
+			case <-s.done:
+				return
+			default:
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			if !errors.Is(err, os.ErrDeadlineExceeded) {
+				s.cfg.Logger.Warn("udp: receive error", "local", rt.conn.LocalAddr(), "err", err)
+			}
+			continue
+		}
+		ctr, ok := s.parseControl(buf[:n], from, &a, nil) // routes are unauthenticated only
+		if !ok {
+			continue
+		}
+		now := s.now()
+		s.mu.Lock()
+		if !s.closed {
+			s.applyControl(&a, from, ctr, now)
+		}
+		s.mu.Unlock()
+	}
+}
+
 func (s *Sender) write(b []byte, to netip.AddrPort) {
-	if err := s.conn.WriteTo(b, to); err != nil {
+	conn, _ := s.via(to)
+	if err := conn.WriteTo(b, to); err != nil {
 		// Counted always; logged on the first and every 10000th so a wrong
 		// MTU (EMSGSIZE) or a missing route is visible without flooding.
 		if n := s.st.werr.Add(1); n == 1 || n%10000 == 0 {
@@ -689,7 +789,8 @@ func (s *Sender) writeSegs(hdrs []byte, bodies [][]byte, bytes int, to netip.Add
 
 // writeSegsTo is write for a run of fragments (or a lone one).
 func (s *Sender) writeSegsTo(hdrs []byte, bodies [][]byte, bytes int, to netip.AddrPort) {
-	if err := s.sw.WriteSegs(hdrs, DataHeaderLen, bodies, to); err != nil {
+	_, sw := s.via(to)
+	if err := sw.WriteSegs(hdrs, DataHeaderLen, bodies, to); err != nil {
 		if n := s.st.werr.Add(1); n == 1 || n%10000 == 0 {
 			s.cfg.Logger.Warn("udp: send failed", "peer", to, "bytes", bytes, "datagrams", len(bodies), "errors", n, "err", err)
 		}
@@ -989,6 +1090,9 @@ func (s *Sender) Close() error {
 		s.mu.Unlock()
 		close(s.done)
 		err = s.conn.Close()
+		for _, rt := range s.routes {
+			err = errors.Join(err, rt.conn.Close())
+		}
 		if s.btim != nil {
 			_ = s.btim.close()
 		}
@@ -1000,7 +1104,6 @@ func (s *Sender) Close() error {
 func (s *Sender) loop() {
 	defer s.wg.Done()
 	nextHB := s.now()
-	var sleep *time.Timer
 	var check time.Duration // the last sleep that ended with the sender still active
 	for {
 		now := s.now()
@@ -1016,7 +1119,7 @@ func (s *Sender) loop() {
 		}
 		s.mu.Unlock()
 		if s.dc != nil {
-			if active, d := s.senderActive(now); active {
+			if active, d := s.lease.active(now); active {
 				// A sender reads the socket: come back for the next
 				// heartbeat, or when its lease ends. While it stays
 				// active, look twice as late each time, up to
@@ -1025,35 +1128,26 @@ func (s *Sender) loop() {
 				// CPUs the application keeps busy each wake-up is felt
 				// in its latency tail (docs/udp.md, "Publisher: who reads
 				// acknowledgements").
-				s.leaseChecks.Add(1)
 				d = max(d, min(2*check, leaseCheckMax))
 				d = max(min(d, time.Duration(nextHB-now)), time.Millisecond)
 				check = d
-				if sleep == nil {
-					sleep = time.NewTimer(d)
-				} else {
-					sleep.Reset(d)
-				}
-				select {
-				case <-s.done:
-					sleep.Stop()
+				if !s.lease.pause(d, s.done) {
 					return
-				case <-sleep.C:
 				}
 				continue
 			}
 			check = 0
 			if !s.rmu.TryLock() {
-				continue // a sender just took it; senderActive now says so
+				continue // a sender just took it; lease.active now says so
 			}
-			if active, _ := s.senderActive(s.now()); active {
+			if active, _ := s.lease.active(s.now()); active {
 				s.rmu.Unlock()
 				continue
 			}
 			_ = s.conn.SetReadDeadline(s.base.Add(time.Duration(nextHB)))
 			// A sender that arrives from here on sets want and then
 			// pushes the deadline into the past, ending the read below.
-			if s.want.Load() {
+			if s.lease.want.Load() {
 				s.rmu.Unlock()
 				continue
 			}
@@ -1103,18 +1197,6 @@ const (
 	inlineMax     = 64
 )
 
-// senderActive reports whether a sender reads the socket now or did
-// within senderLease, and if so for how much longer.
-func (s *Sender) senderActive(now int64) (bool, time.Duration) {
-	if s.want.Load() || s.inRead.Load() {
-		return true, senderLease
-	}
-	if left := s.touched.Load() + int64(senderLease) - now; left > 0 {
-		return true, time.Duration(left)
-	}
-	return false, 0
-}
-
 // readInline reads the socket on the caller's thread (mu not held): up to
 // wait for a first datagram, then whatever is queued, until the window
 // admits need (every live subscriber acknowledged it) or the socket is
@@ -1122,15 +1204,7 @@ func (s *Sender) senderActive(now int64) (bool, time.Duration) {
 // empty socket advances heardUpTo, so a dead subscriber is still found
 // while the sender waits. Blocks up to wait; Close ends it at once.
 func (s *Sender) readInline(wait time.Duration, need uint64) {
-	s.inRead.Store(true)
-	if !s.rmu.TryLock() {
-		// The goroutine is in ReadFrom: make it let go. Only on a
-		// hand-over, never per message.
-		s.want.Store(true)
-		_ = s.conn.SetReadDeadline(time.Unix(1, 0))
-		s.rmu.Lock()
-		s.want.Store(false)
-	}
+	s.lease.take(&s.rmu, s.conn)
 	for range inlineMax {
 		listen := s.now()
 		n, from, _, err := s.dc.ReadDirect(s.ibuf, wait)
@@ -1162,9 +1236,7 @@ func (s *Sender) readInline(wait time.Duration, need uint64) {
 			break
 		}
 	}
-	s.touched.Store(s.now())
-	s.rmu.Unlock()
-	s.inRead.Store(false)
+	s.lease.release(&s.rmu, s.now())
 }
 
 // batchLoop flushes a batch BatchDelay after its first message.

@@ -19,49 +19,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// SocketConfig configures Open.
-type SocketConfig struct {
-	// Listen is the local address to bind ("0.0.0.0:0" for an ephemeral
-	// port on all addresses of the current network namespace).
-	Listen netip.AddrPort
-	// Group, when valid, is a multicast group to join on Interface. The
-	// socket then binds the group's port on 0.0.0.0 with SO_REUSEADDR.
-	Group netip.AddrPort
-	// Interface is the interface multicast is sent and received on; required
-	// with Group, and used for IP_MULTICAST_IF when sending to groups.
-	Interface string
-	// RcvBuf/SndBuf are the requested SO_RCVBUF/SO_SNDBUF in bytes; 0
-	// keeps the kernel default. When the kernel caps them (net.core.rmem_max,
-	// net.core.wmem_max) SO_*BUFFORCE is tried and, failing that, a warning
-	// is logged.
-	RcvBuf, SndBuf int
-	// BusyPoll sets SO_BUSY_POLL (µs granularity); 0 leaves it off.
-	BusyPoll time.Duration
-	// Timestamps enables SO_TIMESTAMPNS kernel receive timestamps.
-	Timestamps bool
-	// DedicatedWait makes ReadDirect's blocking receive (a subscriber's
-	// consumer waiting in Next/Take) keep the calling goroutine's Go
-	// scheduler processor (P) while it waits, as a C thread blocked in
-	// recvmsg does: a raw system call instead of one that hands the P
-	// back to the runtime. For a thread dedicated to receiving (pinned,
-	// real-time): every blocking recvmsg otherwise enters and leaves the
-	// scheduler's syscall state, which keeps the runtime's monitor thread
-	// (sysmon) waking every 20 µs on the very CPUs the ends are pinned
-	// to; measured, that is the shoulder of the round-trip distribution
-	// (docs/udp.md, "Dedicated receive threads"). The cost: while it
-	// waits, the P runs nothing else. So at most GOMAXPROCS−1 such waits
-	// in the process hold a P at once (the others wait as usual), and a
-	// garbage collection's stop-the-world still ends promptly: the
-	// runtime's preemption signal ends the wait (EINTR, which the
-	// socket's receive timeout guarantees), and the receive resumes once
-	// the collection lets it. A goroutine made runnable on the held P
-	// just before the wait waits for another P to steal it (up to the
-	// runtime monitor's tick, ≤ 10 ms).
-	DedicatedWait bool
-	// Logger receives socket-size warnings. nil discards.
-	Logger *slog.Logger
-}
-
 // Socket is a UDP socket with the options of SocketConfig. ReadFrom and
 // ReadDirect must be called by one goroutine at a time (they own the
 // control-message buffer); WriteTo and SetReadDeadline are safe
@@ -103,6 +60,9 @@ type Socket struct {
 	// RcvBuf/SndBuf are the sizes the kernel granted (as getsockopt reports
 	// them, i.e. doubled for bookkeeping).
 	RcvBuf, SndBuf int
+	// peer is SocketConfig.Connect (set before any I/O, read-only after):
+	// writes to it carry no address.
+	peer netip.AddrPort
 }
 
 var _ Conn = (*Socket)(nil)
@@ -165,6 +125,9 @@ func Open(cfg SocketConfig) (*Socket, error) {
 		s.fd, serr = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0)
 	})
 	c.Close()
+	if err == nil && serr == nil && cfg.Connect.IsValid() {
+		serr = s.connect(cfg.Connect)
+	}
 	if err = errors.Join(err, serr); err != nil {
 		if s.fd >= 0 {
 			unix.Close(s.fd)
@@ -193,6 +156,24 @@ func Open(cfg SocketConfig) (*Socket, error) {
 		return nil, fmt.Errorf("udp: socket %s: blocking receive: %w", s.local, err)
 	}
 	return s, nil
+}
+
+// connect connects the socket to peer and takes the source address the
+// route chose as its local one.
+func (s *Socket) connect(peer netip.AddrPort) error {
+	if !peer.Addr().Is4() {
+		return fmt.Errorf("%w: connect %s: want IPv4", ErrConfig, peer)
+	}
+	if err := unix.Connect(s.fd, &unix.SockaddrInet4{Port: int(peer.Port()), Addr: peer.Addr().As4()}); err != nil {
+		return fmt.Errorf("connect %s: %w", peer, err)
+	}
+	if sa, err := unix.Getsockname(s.fd); err == nil {
+		if in, ok := sa.(*unix.SockaddrInet4); ok {
+			s.local = netip.AddrPortFrom(netip.AddrFrom4(in.Addr), uint16(in.Port))
+		}
+	}
+	s.peer = peer
+	return nil
 }
 
 // rcvSlice is the socket's receive timeout (SO_RCVTIMEO): the longest one
@@ -286,6 +267,10 @@ func (s *Socket) WriteTo(b []byte, to netip.AddrPort) error {
 		return net.ErrClosed
 	}
 	sa := sockaddr4(to)
+	name, namelen := unsafe.Pointer(&sa), unsafe.Sizeof(sa)
+	if to == s.peer {
+		name, namelen = nil, 0 // connected: no route lookup
+	}
 	var p unsafe.Pointer
 	if len(b) > 0 {
 		p = unsafe.Pointer(&b[0])
@@ -294,7 +279,7 @@ func (s *Socket) WriteTo(b []byte, to netip.AddrPort) error {
 		// Non-blocking (MSG_DONTWAIT: the descriptor itself blocks, for
 		// ReadDirect): the cheaper RawSyscall (no scheduler hand-off).
 		_, _, e := unix.RawSyscall6(unix.SYS_SENDTO, uintptr(s.fd), uintptr(p), uintptr(len(b)), unix.MSG_DONTWAIT,
-			uintptr(unsafe.Pointer(&sa)), unsafe.Sizeof(sa))
+			uintptr(name), namelen)
 		if again, err := s.afterSend(e, "sendto"); !again {
 			return err
 		}
@@ -346,6 +331,9 @@ func (s *Socket) WriteTo2(hdr, body []byte, to netip.AddrPort) error {
 	iov[0].SetLen(len(hdr))
 	iov[1].SetLen(len(body))
 	msg := unix.Msghdr{Name: (*byte)(unsafe.Pointer(&sa)), Namelen: uint32(unsafe.Sizeof(sa)), Iov: &iov[0]}
+	if to == s.peer {
+		msg.Name, msg.Namelen = nil, 0
+	}
 	msg.SetIovlen(2)
 	for {
 		_, _, e := unix.RawSyscall(unix.SYS_SENDMSG, uintptr(s.fd), uintptr(unsafe.Pointer(&msg)), unix.MSG_DONTWAIT)
@@ -398,6 +386,9 @@ func (s *Socket) WriteSegs(hdrs []byte, hlen int, bodies [][]byte, to netip.Addr
 	*(*uint16)(unsafe.Add(unsafe.Pointer(&cm[0]), unix.CmsgLen(0))) = uint16(seg)
 	msg := unix.Msghdr{Name: (*byte)(unsafe.Pointer(&sa)), Namelen: uint32(unsafe.Sizeof(sa)), Iov: &iov[0],
 		Control: (*byte)(unsafe.Pointer(&cm[0]))}
+	if to == s.peer {
+		msg.Name, msg.Namelen = nil, 0
+	}
 	msg.SetIovlen(2 * len(bodies))
 	msg.SetControllen(unix.CmsgSpace(2))
 	var e unix.Errno

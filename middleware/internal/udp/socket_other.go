@@ -5,7 +5,6 @@ package udp
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/netip"
 	"time"
@@ -20,19 +19,6 @@ var errNotLinux = fmt.Errorf("hilrig: UDP transport needs Linux (recvmsg, ppoll,
 // errWouldBlock is ReadDirect's "nothing arrived within wait". Internal:
 // never returned by an exported call.
 var errWouldBlock = errors.New("udp: no datagram")
-
-// SocketConfig configures Open; see the Linux build for the fields'
-// meaning.
-type SocketConfig struct {
-	Listen         netip.AddrPort
-	Group          netip.AddrPort
-	Interface      string
-	RcvBuf, SndBuf int
-	BusyPoll       time.Duration
-	Timestamps     bool
-	DedicatedWait  bool
-	Logger         *slog.Logger
-}
 
 // Socket is the Linux UDP socket; off Linux none can be opened.
 type Socket struct {

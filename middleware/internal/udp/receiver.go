@@ -183,6 +183,13 @@ type ReceiverStats struct {
 	// Dropped counts completed best-effort messages discarded undelivered
 	// because Queue newer ones completed while they waited (also in Lost).
 	Dropped uint64
+	// SocketDrops is how many datagrams the kernel dropped at the socket
+	// (its receive buffer full: best effort, a publisher faster than the
+	// depth allows; reliable, repaired by NACK), read from the Conn when
+	// Stats is called (Socket.Drops; 0 for a Conn that cannot say).
+	// Best-effort messages they belonged to are also in Lost, by their
+	// sequence gap.
+	SocketDrops uint64
 }
 
 // Delivery is one received message as handed to Next's callback. Payload
@@ -440,7 +447,16 @@ func (r *Receiver) Stats() ReceiverStats {
 		StackDelayMax: s.stackMax.Load(), PoolBytes: s.poolBytes.Load(), PoolLimit: uint64(r.PoolLimit()),
 		Unconfirmed: s.unconfirmed.Load(), Confirmed: s.confirmed.Load(), Challenges: s.challenges.Load(),
 		Unauthenticated: s.unauth.Load(), Replayed: s.replayed.Load(), Dropped: s.dropped.Load(),
+		SocketDrops: socketDrops(r.conn),
 	}
+}
+
+// socketDrops is conn's kernel drop count, 0 when it cannot say.
+func socketDrops(conn Conn) uint64 {
+	if d, ok := conn.(interface{ Drops() uint64 }); ok {
+		return d.Drops()
+	}
+	return 0
 }
 
 // Next blocks until a message is complete (or ctx is done, or the receiver

@@ -286,6 +286,27 @@ func (s *Socket) WriteTo(b []byte, to netip.AddrPort) error {
 	}
 }
 
+// Drops is how many datagrams the kernel dropped at this socket, almost
+// always because its receive buffer was full (SO_MEMINFO,
+// SK_MEMINFO_DROPS: a 32-bit count that wraps). 0 once closed or when the
+// kernel does not say. One system call: for Stats, not a hot path. Safe
+// concurrently.
+func (s *Socket) Drops() uint64 {
+	s.ops.RLock()
+	defer s.ops.RUnlock()
+	if s.closed.Load() {
+		return 0
+	}
+	var mi [unix.SK_MEMINFO_VARS]uint32
+	n := uint32(unsafe.Sizeof(mi))
+	_, _, e := unix.Syscall6(unix.SYS_GETSOCKOPT, uintptr(s.fd), unix.SOL_SOCKET, unix.SO_MEMINFO,
+		uintptr(unsafe.Pointer(&mi[0])), uintptr(unsafe.Pointer(&n)), 0)
+	if e != 0 || n <= unix.SK_MEMINFO_DROPS*4 {
+		return 0
+	}
+	return uint64(mi[unix.SK_MEMINFO_DROPS])
+}
+
 // sockaddr4 is to as the kernel's sockaddr_in.
 func sockaddr4(to netip.AddrPort) unix.RawSockaddrInet4 {
 	sa := unix.RawSockaddrInet4{Family: unix.AF_INET, Addr: to.Addr().Unmap().As4()}

@@ -58,5 +58,8 @@ func (s *Socket) SetReadDeadline(t time.Time) error { return net.ErrClosed }
 // LocalAddr is the zero address off Linux.
 func (s *Socket) LocalAddr() netip.AddrPort { return netip.AddrPort{} }
 
+// Drops is 0 off Linux.
+func (s *Socket) Drops() uint64 { return 0 }
+
 // Close fails: no Socket exists off Linux.
 func (s *Socket) Close() error { return net.ErrClosed }

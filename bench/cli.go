@@ -120,7 +120,7 @@ func mainPingPong(ctx context.Context, l Launcher, args []string, stdout, stderr
 	fs.BoolVar(&c.Reliable, "reliable", false, "middleware topics use Reliable QoS (default best effort)")
 	fs.IntVar(&c.Depth, "depth", 0, "middleware contract history depth (0: 1; the reliable UDP send window)")
 	fs.BoolVar(&c.KeepLast, "keep-last", false, "udp --reliable: the depth is a keep-last history, not a send window (DDS RELIABLE KEEP_LAST; never waits for acknowledgements)")
-	fs.BoolVar(&c.Dedicated, "dedicated-reader", false, "udp: the subscribers' consumers wait holding their Go processor (UDPConfig.DedicatedReader), as C threads blocked in recvmsg do")
+	fs.BoolVar(&c.Dedicated, "dedicated-reader", false, "the subscribers' consumers wait holding their Go processor (udp: UDPConfig.DedicatedReader, shm/intra: SubscriberOptions.DedicatedWait), as C threads blocked in recvmsg or futex(2) do")
 	fs.IntVar(&c.Datagram, "datagram", 0, "raw-udp payload bytes per datagram (0: 65507 on loopback, 1472 across --netns, the middleware's packet sizes)")
 	fs.BoolVar(&c.RawGSO, "raw-gso", true, "raw-udp: send a message's datagrams in runs (one sendmsg with UDP_SEGMENT each) and read them with UDP_GRO, as the middleware does (applies when two datagrams fit a run: --netns, or --datagram <= 32753); false: one write per datagram")
 	fs.BoolVar(&c.Compare, "compare", false, "also run the matching baseline, alternating rounds, and print the ratio")

@@ -42,7 +42,7 @@ type mwOptions struct {
 	size      int
 	depth     int  // contract history depth; 0: 1 (ring of 3 slots on shm)
 	keepLast  bool // udp reliable: depth is a keep-last history, not a send window
-	dedicated bool // udp: the subscriber's consumer waits holding its P (UDPConfig.DedicatedReader)
+	dedicated bool // the subscriber's consumer waits holding its P (UDPConfig.DedicatedReader; shm/intra SubscriberOptions.DedicatedWait)
 }
 
 func (o mwOptions) contract(topic string, udp middleware.UDPConfig) middleware.Contract {
@@ -81,8 +81,8 @@ func newMWEnd(node *middleware.Node, o mwOptions) *mwEnd {
 	return e
 }
 
-func (e *mwEnd) subscribe(c middleware.Contract, wait middleware.WaitStrategy) error {
-	s, err := e.node.NewSubscriber(c, &middleware.SubscriberOptions{Wait: wait})
+func (e *mwEnd) subscribe(c middleware.Contract, o mwOptions) error {
+	s, err := e.node.NewSubscriber(c, &middleware.SubscriberOptions{Wait: o.wait, DedicatedWait: o.dedicated})
 	if err != nil {
 		return mwErr("subscribe "+c.Topic, err)
 	}

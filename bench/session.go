@@ -322,7 +322,7 @@ func (s *session) openUDP(e endSpec, buf []byte) error {
 		end = newMWEnd(node, o)
 		end.ownNode, end.ctx = true, s.ctx
 		s.ping = end
-		return end.subscribe(o.contract(pongTopic, middleware.UDPConfig{Listen: spec.ParentAddr}), o.wait)
+		return end.subscribe(o.contract(pongTopic, middleware.UDPConfig{Listen: spec.ParentAddr}), o)
 	})
 	if err != nil {
 		return err
@@ -371,7 +371,7 @@ func (s *session) openMW(e endSpec) error {
 	ping := newMWEnd(node, o)
 	ping.ownNode, ping.ctx = true, s.ctx
 	s.ping = ping
-	if err := ping.subscribe(o.contract(pongTopic, middleware.UDPConfig{}), o.wait); err != nil {
+	if err := ping.subscribe(o.contract(pongTopic, middleware.UDPConfig{}), o); err != nil {
 		return err
 	}
 	if err := ping.publish(o.contract(pingTopic, middleware.UDPConfig{})); err != nil {
@@ -379,7 +379,7 @@ func (s *session) openMW(e endSpec) error {
 	}
 	if e.transport == TIntra {
 		pong := newMWEnd(node, o)
-		if err := pong.subscribe(o.contract(pingTopic, middleware.UDPConfig{}), o.wait); err != nil {
+		if err := pong.subscribe(o.contract(pingTopic, middleware.UDPConfig{}), o); err != nil {
 			return err
 		}
 		if err := pong.publish(o.contract(pongTopic, middleware.UDPConfig{})); err != nil {
@@ -466,7 +466,7 @@ func newChildPong(spec childSpec) (ponger, string, error) {
 			addr = netip.AddrPortFrom(ip, uint16(port)).String()
 			in, out = middleware.UDPConfig{Listen: addr}, middleware.UDPConfig{Peers: []string{spec.ParentAddr}}
 		}
-		if err := end.subscribe(o.contract(pingTopic, in), o.wait); err != nil {
+		if err := end.subscribe(o.contract(pingTopic, in), o); err != nil {
 			_ = end.close()
 			return nil, "", err
 		}

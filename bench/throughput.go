@@ -556,7 +556,7 @@ func runSink(ctx context.Context, spec childSpec, stop *atomic.Bool, progress *a
 				udp.RcvBuf = rawSinkBuf
 			}
 		}
-		if err := end.subscribe(o.contract(pingTopic, udp), o.wait); err != nil {
+		if err := end.subscribe(o.contract(pingTopic, udp), o); err != nil {
 			fail(err)
 			d.Err = err.Error()
 			return d

@@ -185,6 +185,22 @@ type SubscriberOptions struct {
 	// Priority is a SCHED_FIFO priority (1..99) for the receive thread; 0
 	// leaves the scheduler alone. Needs CAP_SYS_NICE.
 	Priority int
+	// DedicatedWait says the receive loop runs on a thread dedicated to
+	// receiving (typically with CPU and Priority set). Its futex sleep
+	// (WaitFutex, and WaitHybrid after its spin) then keeps the thread's
+	// Go scheduler processor (P) while it sleeps, as a C thread blocked in
+	// futex(2) does, instead of handing it back to the runtime for every
+	// message: that hand-back costs context switches of the runtime's
+	// monitor thread on the subscriber's CPU (a 50 Hz 1 MiB stream: 64–70
+	// switches per message, 12–14 with DedicatedWait; docs/middleware.md,
+	// "Dedicated waits"). At most GOMAXPROCS−1 such waits in the process
+	// (UDPConfig.DedicatedReader's included) hold a P at once; the others
+	// sleep as usual. A goroutine the callback makes runnable sits on the
+	// held P until another P steals it (up to one tick of the runtime's
+	// monitor, ≤ 10 ms when the process is quiet): leave it off when the
+	// callback hands work to other goroutines. Shared memory and
+	// intra-process; UDP subscribers use UDPConfig.DedicatedReader.
+	DedicatedWait bool
 	// Stages, when non-nil, receives the stage stamps of every message
 	// (shm and intra transports; ignored by udp) on the receive
 	// goroutine, just before the callback. It must not block or retain

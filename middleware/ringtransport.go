@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hilrig/hilrig/internal/monoclock"
+	"github.com/hilrig/hilrig/middleware/internal/rt"
 	"github.com/hilrig/hilrig/middleware/internal/shm"
 )
 
@@ -185,15 +186,29 @@ type ringSub struct {
 	rd      *shm.Reader
 	wait    WaitStrategy
 	spinFor int64
-	closing func() bool
-	inCB    *atomic.Int32
-	f       shm.Frame
-	msg     Message
+	// dedicated is SubscriberOptions.DedicatedWait.
+	dedicated bool
+	closing   func() bool
+	inCB      *atomic.Int32
+	f         shm.Frame
+	msg       Message
 	// sizeChecked is when next last fstat'ed the segment (monoclock.Now).
 	sizeChecked int64
 	// stages is SubscriberOptions.Stages (nil: off); rs is reused.
 	stages func(*ReceiveStages)
 	rs     ReceiveStages
+}
+
+// sleep is one futex sleep of at most sleepSlice; a dedicated wait
+// (SubscriberOptions.DedicatedWait) keeps its P through it when one of
+// the process's GOMAXPROCS−1 reservations is free.
+func (t *ringSub) sleep() {
+	if t.dedicated && rt.HoldP() {
+		t.rd.SleepHeld(sleepSlice)
+		rt.ReleaseP()
+		return
+	}
+	t.rd.Sleep(sleepSlice)
 }
 
 // sleepSlice bounds one futex sleep so ctx cancellation and Close are
@@ -228,7 +243,7 @@ func (n *Node) newRingSub(c Contract, o *SubscriberOptions, intra bool, closing 
 		releaseRing(sr)
 		return nil, mapErr(err)
 	}
-	return &ringSub{sr: sr, rd: rd, wait: so.Wait, spinFor: int64(so.SpinFor), closing: closing, inCB: inCB, stages: so.Stages}, nil
+	return &ringSub{sr: sr, rd: rd, wait: so.Wait, spinFor: int64(so.SpinFor), dedicated: so.DedicatedWait, closing: closing, inCB: inCB, stages: so.Stages}, nil
 }
 
 // next runs with debug.SetPanicOnFault, fn included (it reads the
@@ -299,9 +314,9 @@ func (t *ringSub) next(ctx context.Context, fn func(*Message)) (err error) {
 				}
 				continue
 			}
-			t.rd.Sleep(sleepSlice)
+			t.sleep()
 		default:
-			t.rd.Sleep(sleepSlice)
+			t.sleep()
 		}
 		if err := ctx.Err(); err != nil {
 			return err

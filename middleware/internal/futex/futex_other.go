@@ -17,6 +17,9 @@ var errNotLinux = fmt.Errorf("futex: needs Linux: %w", errors.ErrUnsupported)
 // Wait fails off Linux with an error matching errors.ErrUnsupported.
 func Wait(addr *uint32, val uint32, timeout time.Duration) error { return errNotLinux }
 
+// WaitHeld fails off Linux with an error matching errors.ErrUnsupported.
+func WaitHeld(addr *uint32, val uint32, timeout time.Duration) error { return errNotLinux }
+
 // Wake fails off Linux with an error matching errors.ErrUnsupported.
 func Wake(addr *uint32, n int) (int, error) { return 0, errNotLinux }
 

@@ -361,12 +361,22 @@ func (rd *Reader) Release() error {
 // Sleep blocks on the futex until head moves past what we have read or
 // timeout passes. It registers in the waiter count so the publisher
 // issues a wake syscall only when someone sleeps. 0 allocs.
-func (rd *Reader) Sleep(timeout time.Duration) {
+func (rd *Reader) Sleep(timeout time.Duration) { rd.sleep(timeout, false) }
+
+// SleepHeld is Sleep keeping the thread's Go scheduler processor (see
+// futex.WaitHeld); the caller holds a reservation from rt.HoldP.
+func (rd *Reader) SleepHeld(timeout time.Duration) { rd.sleep(timeout, true) }
+
+func (rd *Reader) sleep(timeout time.Duration, held bool) {
 	r := rd.r
 	atomic.AddUint32(r.u32(offWaiters), 1)
 	h := atomic.LoadUint64(r.u64(offHead))
 	if h>>posShift < rd.next {
-		futex.Wait(r.u32(offHead), uint32(h), timeout)
+		if held {
+			futex.WaitHeld(r.u32(offHead), uint32(h), timeout)
+		} else {
+			futex.Wait(r.u32(offHead), uint32(h), timeout)
+		}
 	}
 	atomic.AddUint32(r.u32(offWaiters), ^uint32(0))
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hilrig/hilrig/internal/testkit"
+	"github.com/hilrig/hilrig/middleware/internal/rt"
 	"golang.org/x/sys/unix"
 )
 
@@ -27,29 +28,6 @@ func openDedicated(t *testing.T) *Socket {
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
-}
-
-func TestHoldPLeavesOneP(t *testing.T) {
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(3))
-	if n := heldPs.Load(); n != 0 {
-		t.Fatalf("%d Ps held before the test", n)
-	}
-	if first, second := holdP(), holdP(); !first || !second {
-		t.Fatal("GOMAXPROCS 3: the first two dedicated waits must hold a P")
-	}
-	if holdP() {
-		t.Error("GOMAXPROCS 3: a third dedicated wait held the last P")
-	}
-	heldPs.Add(-1)
-	if !holdP() {
-		t.Error("a P released was not reusable")
-	}
-	heldPs.Add(-2)
-	runtime.GOMAXPROCS(1)
-	if holdP() {
-		heldPs.Add(-1)
-		t.Error("GOMAXPROCS 1: a dedicated wait held the only P")
-	}
 }
 
 func TestDedicatedWaitLetsTheWorldStop(t *testing.T) {
@@ -74,7 +52,7 @@ func TestDedicatedWaitLetsTheWorldStop(t *testing.T) {
 		n, _, _, err := s.ReadDirect(b, 2*time.Hour)
 		got <- read{n, err}
 	}()
-	testkit.Eventually(t, 5*time.Second, "the receive waits holding its P", func() bool { return heldPs.Load() == 1 })
+	testkit.Eventually(t, 5*time.Second, "the receive waits holding its P", func() bool { return rt.Held() == 1 })
 	gc := make(chan struct{})
 	go func() { runtime.GC(); close(gc) }()
 	select {
@@ -100,7 +78,7 @@ func TestDedicatedWaitLetsTheWorldStop(t *testing.T) {
 		_, _, _, err := s.ReadDirect(make([]byte, MaxDatagram+1), 2*time.Hour)
 		got <- read{0, err}
 	}()
-	testkit.Eventually(t, 5*time.Second, "the second receive waits holding its P", func() bool { return heldPs.Load() == 1 })
+	testkit.Eventually(t, 5*time.Second, "the second receive waits holding its P", func() bool { return rt.Held() == 1 })
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +90,7 @@ func TestDedicatedWaitLetsTheWorldStop(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Close did not end a dedicated receive")
 	}
-	if n := heldPs.Load(); n != 0 {
+	if n := rt.Held(); n != 0 {
 		t.Errorf("%d Ps still held after the waits ended", n)
 	}
 }

@@ -1049,8 +1049,11 @@ func (s *Sender) echo(a *AckNack, to netip.AddrPort, now int64) {
 	*slot = now
 	s.hb = Heartbeat{TopicID: s.cfg.TopicID, Epoch: s.cfg.Epoch, FirstSeq: s.oldestLocked(), LastSeq: s.seq, Echo: a.Cookie, Token: tok}
 	if n, ok := s.heartbeatBytes(); ok {
-		s.write(s.scratch[:n], s.echoDest(to))
+		// Counted before it leaves: whoever sees the stream confirmed by
+		// this echo then also sees it counted (TestConnectedRouteCarriesTheStream
+		// read Echoes 0 after the receiver had confirmed).
 		s.st.echoes.Add(1)
+		s.write(s.scratch[:n], s.echoDest(to))
 	}
 }
 

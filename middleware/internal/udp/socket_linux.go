@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -17,6 +16,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hilrig/hilrig/middleware/internal/rt"
 )
 
 // Socket is a UDP socket with the options of SocketConfig. ReadFrom and
@@ -541,10 +542,10 @@ func (s *Socket) recvmsg(b []byte, block bool) (int, netip.AddrPort, int64, erro
 			e unix.Errno
 		)
 		if block {
-			if s.dedicated && holdP() {
+			if s.dedicated && rt.HoldP() {
 				// Keeping the P (SocketConfig.DedicatedWait).
 				n, _, e = unix.RawSyscall(unix.SYS_RECVMSG, uintptr(s.fd), uintptr(unsafe.Pointer(&d.msg)), 0)
-				heldPs.Add(-1)
+				rt.ReleaseP()
 			} else {
 				// Syscall lets the runtime hand this thread's P on.
 				n, _, e = unix.Syscall(unix.SYS_RECVMSG, uintptr(s.fd), uintptr(unsafe.Pointer(&d.msg)), 0)
@@ -591,26 +592,6 @@ func (s *Socket) recvmsg(b []byte, block bool) (int, netip.AddrPort, int64, erro
 		default:
 			d.iov.Base = nil
 			return 0, netip.AddrPort{}, 0, os.NewSyscallError("recvmsg", e)
-		}
-	}
-}
-
-// heldPs counts the blocking receives (SocketConfig.DedicatedWait) that
-// hold a P right now, in the whole process.
-var heldPs atomic.Int32
-
-// holdP reserves one of the GOMAXPROCS−1 Ps a dedicated wait may hold,
-// so one P is always left for the rest of the process; false when none
-// is free (the caller then waits the ordinary way). The caller releases
-// it with heldPs.Add(-1).
-func holdP() bool {
-	for {
-		n := heldPs.Load()
-		if int(n) >= runtime.GOMAXPROCS(0)-1 {
-			return false
-		}
-		if heldPs.CompareAndSwap(n, n+1) {
-			return true
 		}
 	}
 }

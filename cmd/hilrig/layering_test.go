@@ -72,7 +72,7 @@ func TestLayering(t *testing.T) {
 	underAny := func(p string, dirs []string) bool {
 		return slices.ContainsFunc(dirs, func(d string) bool { return under(p, d) })
 	}
-	harness := []string{"gpio", "timesync", "scopes", "fixtures", "suites", "report", "rig", "agent", "agentproto", "deploy", "vmboard", "hostinfo", "bench", "ros2"}
+	harness := []string{"gpio", "timesync", "scopes", "fixtures", "suites", "report", "rig", "agent", "agentproto", "deploy", "vmboard", "hostinfo", "bench", "ros2", "dut"}
 	// Package tree → trees it must not import (the flow's left-hand side).
 	upstream := map[string][]string{
 		"fixtures":   {"rig", "deploy", "agent", "agentproto", "vmboard", "middleware", "gpio", "timesync", "scopes", "suites"},
@@ -92,6 +92,9 @@ func TestLayering(t *testing.T) {
 		// The codec is a leaf: the ROS 2 peers and bridge build on it.
 		"ros2/rosmsg": {"rig", "deploy", "agent", "agentproto", "vmboard", "fixtures", "middleware", "gpio", "timesync", "scopes", "report", "suites", "peers", "netns", "hostinfo", "bench"},
 		"netns":       {"rig", "deploy", "agent", "agentproto", "vmboard", "fixtures", "middleware", "gpio", "timesync", "scopes", "report", "suites"},
+		// The DUT runner sits beside the rig, not under it: the caller
+		// passes the rig's placement (dut.Placement).
+		"dut": {"rig", "agent", "agentproto", "vmboard", "scopes", "suites", "bench"},
 	}
 	// Below suites/, boards are reached only through the rig: no deployer,
 	// agent, QEMU board or middleware directly. faultkit is the one named

@@ -100,7 +100,7 @@ func (m *Measurement) Case(ci CaseInfo) *report.Case {
 	c.Add(a)
 	c.Finalize()
 	if c.Verdict == report.Fail && ci.Program != nil {
-		if o := lastLines(ci.Program.Output(), 20); o != "" {
+		if o := ci.Program.OutputTail(20); o != "" {
 			c.Add(report.Noted(caseBy, "dut output (last lines):\n"+o))
 		}
 	}

@@ -285,6 +285,9 @@ func (p *Program) Output() string {
 	return s
 }
 
+// OutputTail is the last n lines of Output.
+func (p *Program) OutputTail(n int) string { return lastLines(p.Output(), n) }
+
 // Stop kills the program and releases its log. Idempotent; safe after a
 // crash; a no-op for an external dut.
 func (p *Program) Stop() error {

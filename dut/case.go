@@ -1,6 +1,8 @@
 package dut
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -8,6 +10,7 @@ import (
 	"github.com/hilrig/hilrig/fixtures"
 	"github.com/hilrig/hilrig/internal/kind"
 	"github.com/hilrig/hilrig/report"
+	"github.com/hilrig/hilrig/tracing"
 )
 
 // caseBy names this package in a case's additions.
@@ -23,6 +26,10 @@ type CaseInfo struct {
 	// Program, if set, adds its restarts, and on a failed verdict the
 	// tail of its output.
 	Program *Program
+	// Trace, if set, is the kernel trace armed over the run (the program
+	// marking into it through HILRIG_TRACE_MARKER): a failed case keeps
+	// the snapshot around its first missed (else worst) stimulus.
+	Trace *tracing.Session
 }
 
 // Case is the measurement as one report case (report.NewCase), judged
@@ -99,12 +106,66 @@ func (m *Measurement) Case(ci CaseInfo) *report.Case {
 	}
 	c.Add(a)
 	c.Finalize()
+	if c.Verdict == report.Fail && ci.Trace != nil {
+		ref, err := m.traceRef(ci.Trace)
+		if err != nil {
+			c.Add(report.Noted(caseBy, "no trace snapshot of the breach: "+err.Error()))
+		} else {
+			c.Trace = ref
+		}
+	}
 	if c.Verdict == report.Fail && ci.Program != nil {
 		if o := ci.Program.OutputTail(20); o != "" {
 			c.Add(report.Noted(caseBy, "dut output (last lines):\n"+o))
 		}
 	}
 	return c
+}
+
+// traceWindow is how much of the run a breach's snapshot keeps before
+// its last miss: one second, the agents' window of a bus case, so one
+// stray miss on a loaded machine does not hide the faults around it.
+const traceWindow = time.Second
+
+// traceRef keeps the trace of the second up to the last missed stimulus
+// (else the worst one) and its deadline, with 2 ms either side, and
+// names the program's own markers in it. The last miss, not the first:
+// the snapshot is read after the run, and the ring buffer keeps its end.
+func (m *Measurement) traceRef(s *tracing.Session) (*report.TraceRef, error) {
+	i, why := m.Tally.LastMiss, "last missed stimulus"
+	if i < 0 {
+		i, why = m.Tally.Worst, "worst stimulus"
+	}
+	if i < 0 || i >= len(m.Stimuli) {
+		return nil, errors.New("no stimulus to keep a window of")
+	}
+	d := m.DUT
+	to := m.Stimuli[i] + int64(d.Correlation.Deadline)
+	from := max(to-int64(traceWindow), m.Start)
+	snap, err := s.Snapshot(from, to, int64(2*time.Millisecond))
+	if err != nil {
+		return nil, err
+	}
+	var marks []string
+	for _, e := range snap.Events {
+		if e.Kind == tracing.Marker && strings.HasPrefix(e.Text, "hlr dut-") {
+			marks = append(marks, strings.TrimSpace(e.Text))
+		}
+	}
+	summary := "the program wrote no marker in the window"
+	if len(marks) > 0 {
+		summary = "the program's own markers in the window: " + strings.Join(marks, "; ")
+	}
+	var chrome bytes.Buffer
+	if err := tracing.WriteChrome(&chrome, snap.Events); err != nil {
+		return nil, err
+	}
+	return &report.TraceRef{
+		Reason:  fmt.Sprintf("%s: seq %d (deadline %s), and up to %s before it", why, i+1, d.Correlation.Deadline, traceWindow),
+		Summary: summary, FromNs: snap.FromNs, ToNs: snap.ToNs, Board: d.Board, CPUs: snap.CPUs, BufferKB: snap.BufferKB,
+		Method: "tracefs instance armed by the controller over the run; the program marks into it through HILRIG_TRACE_MARKER",
+		Chrome: chrome.Bytes(),
+	}, nil
 }
 
 func portKind(p fixtures.DUTPort) string {

@@ -43,6 +43,9 @@ type Tally struct {
 	// Worst is the stimulus (0-based) of the largest sample, or of the
 	// first miss when there is no sample; -1 when there were no stimuli.
 	Worst int
+	// FirstMiss and LastMiss are the first and last missed stimulus
+	// (0-based); -1: none.
+	FirstMiss, LastMiss int
 }
 
 // MissRate is Missed/Stimuli (0 without stimuli).
@@ -61,7 +64,7 @@ func (t Tally) MissRate() float64 {
 // stimulus stays missed unless an answer in time exists. Pure; does not
 // retain its arguments.
 func Correlate(mode fixtures.CorrelationMode, stimuli []int64, responses []Response, deadline time.Duration) Tally {
-	t := Tally{Stimuli: int64(len(stimuli)), Worst: -1}
+	t := Tally{Stimuli: int64(len(stimuli)), Worst: -1, FirstMiss: -1, LastMiss: -1}
 	lat := make([]int64, len(stimuli))
 	answered := make([]bool, len(stimuli))
 	highest := -1 // highest stimulus answered so far (echo)
@@ -100,13 +103,13 @@ func Correlate(mode fixtures.CorrelationMode, stimuli []int64, responses []Respo
 			highest = max(highest, i)
 		}
 	}
-	firstMiss := -1
 	for i, ok := range answered {
 		if !ok {
 			t.Missed++
-			if firstMiss < 0 {
-				firstMiss = i
+			if t.FirstMiss < 0 {
+				t.FirstMiss = i
 			}
+			t.LastMiss = i
 			continue
 		}
 		t.Answered++
@@ -116,7 +119,7 @@ func Correlate(mode fixtures.CorrelationMode, stimuli []int64, responses []Respo
 		}
 	}
 	if t.Worst < 0 {
-		t.Worst = firstMiss
+		t.Worst = t.FirstMiss
 	}
 	return t
 }

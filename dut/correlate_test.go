@@ -22,7 +22,7 @@ func TestCorrelateEcho(t *testing.T) {
 		{Mono: 9200, Seq: 0},
 	}
 	got := dut.Correlate(fixtures.CorrelateEcho, stim, resp, 1500*time.Nanosecond)
-	want := dut.Tally{Stimuli: 5, Answered: 3, Missed: 2, Duplicates: 1, OutOfOrder: 1, Late: 1, Unknown: 2, Samples: []int64{100, 1300, 200}, Worst: 1}
+	want := dut.Tally{Stimuli: 5, Answered: 3, Missed: 2, Duplicates: 1, OutOfOrder: 1, Late: 1, Unknown: 2, Samples: []int64{100, 1300, 200}, Worst: 1, FirstMiss: 3, LastMiss: 4}
 	if !equal(got, want) {
 		t.Errorf("got  %+v\nwant %+v", got, want)
 	}
@@ -42,7 +42,7 @@ func TestCorrelateNext(t *testing.T) {
 		{Mono: 4400}, // answers 4
 	}
 	got := dut.Correlate(fixtures.CorrelateNext, stim, resp, 500*time.Nanosecond)
-	want := dut.Tally{Stimuli: 4, Answered: 3, Missed: 1, Duplicates: 1, Late: 1, Unknown: 1, Samples: []int64{200, 0, 400}, Worst: 3}
+	want := dut.Tally{Stimuli: 4, Answered: 3, Missed: 1, Duplicates: 1, Late: 1, Unknown: 1, Samples: []int64{200, 0, 400}, Worst: 3, FirstMiss: 1, LastMiss: 1}
 	if !equal(got, want) {
 		t.Errorf("got  %+v\nwant %+v", got, want)
 	}
@@ -54,7 +54,7 @@ func TestCorrelateNothing(t *testing.T) {
 		t.Errorf("no stimuli: %+v", got)
 	}
 	got = dut.Correlate(fixtures.CorrelateEcho, []int64{10, 20}, nil, time.Second)
-	if got.Missed != 2 || got.Worst != 0 || len(got.Samples) != 0 {
+	if got.Missed != 2 || got.Worst != 0 || got.FirstMiss != 0 || got.LastMiss != 1 || len(got.Samples) != 0 {
 		t.Errorf("no responses: %+v", got)
 	}
 }

@@ -43,6 +43,10 @@ type Options struct {
 	// Args are appended to the rack's command (a suite's variant, e.g.
 	// the example DUT's stall flag).
 	Args []string
+	// Env is added to the program's environment (KEY=VALUE), after Env's:
+	// HILRIG_TRACE_MARKER=<a trace session's MarkerFile> lets it mark
+	// its own events in the rig's kernel trace.
+	Env []string
 	// Build configures building a dut's build package (ModuleDir,
 	// CacheDir; Package and the target are the dut's and its board's).
 	Build deploy.BuildOptions
@@ -112,7 +116,7 @@ func Start(ctx context.Context, rack *fixtures.Rack, name string, pl Placement, 
 		}
 		argv[0] = bin
 	}
-	p.argv, p.env = argv, Env(d, pl)
+	p.argv, p.env = argv, append(Env(d, pl), opts.Env...)
 	if opts.OutputDir != "" {
 		f, err := os.OpenFile(filepath.Join(opts.OutputDir, "dut-"+d.Name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {

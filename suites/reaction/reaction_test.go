@@ -31,10 +31,10 @@ var _ = Describe("reaction", Ordered, ContinueOnFailure, Label(labels.Reaction),
 	for _, d := range tc.Rack.DUTs {
 		name := d.Name + " reaction " + d.Correlation.Input + " → " + d.Correlation.Output
 		It(name, func(ctx SpecContext) {
-			p, err := steps.StartDUT(ctx, env, d.Name)
+			p, err := steps.StartDUT(ctx, env, d.Name, nil)
 			Expect(err).NotTo(HaveOccurred())
 			DeferCleanup(p.Stop)
-			c, err := steps.Reaction(ctx, env, p, name, dut.MeasureOptions{})
+			c, err := steps.Reaction(ctx, env, p, name, dut.MeasureOptions{}, nil)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(harness.Record(c)).To(Succeed())
 			expectWithinBounds(&d, c)
@@ -51,11 +51,27 @@ var _ = Describe("reaction", Ordered, ContinueOnFailure, Label(labels.Reaction),
 		}
 		name := d.Name + " with a 5 ms stall every 10th message"
 		It(name, func(ctx SpecContext) {
-			p, err := steps.StartDUT(ctx, env, d.Name, "-stall-every", "10")
+			// The kernel trace the breach keeps: the rack claims no
+			// tracing, so without it (not root, no tracefs) the stall is
+			// still judged and the report says why there is no snapshot.
+			tr, trErr := steps.ArmDUTTrace()
+			if trErr == nil {
+				DeferCleanup(tr.Close)
+			} else {
+				AddReportEntry(name, "no kernel trace: "+trErr.Error())
+				tr = nil
+			}
+			p, err := steps.StartDUT(ctx, env, d.Name, tr, "-stall-every", "10")
 			Expect(err).NotTo(HaveOccurred())
 			DeferCleanup(p.Stop)
-			c, err := steps.Reaction(ctx, env, p, name, dut.MeasureOptions{})
+			c, err := steps.Reaction(ctx, env, p, name, dut.MeasureOptions{}, tr)
 			Expect(err).NotTo(HaveOccurred())
+			if tr != nil {
+				// The snapshot of the first miss names the stall the
+				// program marked.
+				Expect(c.Trace).NotTo(BeNil(), "no trace snapshot kept: %v", c.Notes)
+				Expect(c.Trace.Summary).To(ContainSubstring("hlr dut-imu stall 5ms"), "%s\ndut output:\n%s", c.Trace.Reason, p.OutputTail(5))
+			}
 			// The stall must break the bounds; the case then goes into
 			// the report as the expected failure it is, not judged.
 			Expect(d.Bounds.MaxMissRate).NotTo(BeNil(), "the stall is caught by the miss rate: the rack must bound it")
@@ -70,7 +86,7 @@ var _ = Describe("reaction", Ordered, ContinueOnFailure, Label(labels.Reaction),
 
 		crash := d.Name + " killed mid-run, restarted and counted"
 		It(crash, func(ctx SpecContext) {
-			p, err := steps.StartDUT(ctx, env, d.Name)
+			p, err := steps.StartDUT(ctx, env, d.Name, nil)
 			Expect(err).NotTo(HaveOccurred())
 			DeferCleanup(p.Stop)
 			c, err := steps.ReactionWithCrash(ctx, env, p, crash, d.Stimulus.Count/3)

@@ -3,9 +3,11 @@ package steps
 import (
 	"context"
 	"fmt"
+	"os"
 
 	"github.com/hilrig/hilrig/dut"
 	"github.com/hilrig/hilrig/report"
+	"github.com/hilrig/hilrig/tracing"
 )
 
 // DUTPlacement is where env's rig put the rack's shared things, as the
@@ -15,23 +17,44 @@ func DUTPlacement(env *Env) dut.Placement {
 	return dut.Placement{Domain: env.Rig.Domain, Chip: env.Rig.Chip, Netns: env.Rig.NetnsName}
 }
 
+// dutTraceKB is the trace buffer per CPU of a dut run: the snapshot is
+// read after the run, and a loaded 2-core host fills the default 1 MiB
+// in about a second.
+const dutTraceKB = 4096
+
+// ArmDUTTrace arms a kernel trace on the controller's host (every CPU,
+// dutTraceKB per CPU) for a dut program on a local or netns board to mark
+// into (tracing.Arm: root and tracefs, else an error saying which). The
+// caller registers DeferCleanup(s.Close) right after.
+func ArmDUTTrace() (*tracing.Session, error) {
+	return tracing.Arm(tracing.Config{BufferKB: dutTraceKB})
+}
+
 // StartDUT starts the rack's dut name on its board (dut.Start: built
 // when the rack says build, its output in the run directory), with args
-// appended to its command. The caller registers DeferCleanup(p.Stop)
-// right after. Blocks for the build and the start.
-func StartDUT(ctx context.Context, env *Env, name string, args ...string) (*dut.Program, error) {
-	return dut.Start(ctx, env.Rack, name, DUTPlacement(env), &dut.Options{Args: args, OutputDir: env.RunDir, Logger: env.Log})
+// appended to its command; with tr, the program may mark into that trace
+// (HILRIG_TRACE_MARKER). The caller registers DeferCleanup(p.Stop) right
+// after. Blocks for the build and the start.
+func StartDUT(ctx context.Context, env *Env, name string, tr *tracing.Session, args ...string) (*dut.Program, error) {
+	o := &dut.Options{Args: args, OutputDir: env.RunDir, Logger: env.Log}
+	if tr != nil {
+		// Through the controller's root: `ip netns exec` mounts a sysfs
+		// of the namespace's own over /sys, without tracefs under it.
+		o.Env = []string{fmt.Sprintf("HILRIG_TRACE_MARKER=/proc/%d/root%s", os.Getpid(), tr.MarkerFile())}
+	}
+	return dut.Start(ctx, env.Rack, name, DUTPlacement(env), o)
 }
 
 // Reaction feeds the program p its stimuli and returns the reaction case
 // named name (dut.Measure, then Measurement.Case), filed under env's
-// suite and labels, judged against the dut's bounds. Blocks for the run.
-func Reaction(ctx context.Context, env *Env, p *dut.Program, name string, opts dut.MeasureOptions) (*report.Case, error) {
+// suite and labels, judged against the dut's bounds; with tr, a failed
+// case keeps the trace snapshot of its first miss. Blocks for the run.
+func Reaction(ctx context.Context, env *Env, p *dut.Program, name string, opts dut.MeasureOptions, tr *tracing.Session) (*report.Case, error) {
 	m, err := dut.Measure(ctx, p.DUT, DUTPlacement(env), opts)
 	if err != nil {
 		return nil, fmt.Errorf("%w\ndut output:\n%s", err, p.Output())
 	}
-	return m.Case(dut.CaseInfo{Suite: env.Suite, Name: name, Labels: env.Labels, Program: p}), nil
+	return m.Case(dut.CaseInfo{Suite: env.Suite, Name: name, Labels: env.Labels, Program: p, Trace: tr}), nil
 }
 
 // ReactionWithCrash is Reaction with the program killed (SIGKILL, as a
@@ -62,7 +85,7 @@ func ReactionWithCrash(ctx context.Context, env *Env, p *dut.Program, name strin
 			}
 		}()
 	}}
-	c, err := Reaction(ctx, env, p, name, opts)
+	c, err := Reaction(ctx, env, p, name, opts, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -27,6 +27,10 @@ const imuExample = "./dut/examples/imu"
 var _ = Describe("reaction", Ordered, ContinueOnFailure, Label(labels.Reaction), func() {
 	env := steps.Setup(labels.Reaction)
 	tc := harness.Context()
+	// idle holds each program's case without background traffic, the
+	// reference of its case under the mix (Ordered: the idle spec runs
+	// first).
+	idle := map[string]*report.Case{}
 
 	for _, d := range tc.Rack.DUTs {
 		name := d.Name + " reaction " + d.Correlation.Input + " → " + d.Correlation.Output
@@ -37,6 +41,7 @@ var _ = Describe("reaction", Ordered, ContinueOnFailure, Label(labels.Reaction),
 			c, err := steps.Reaction(ctx, env, p, name, dut.MeasureOptions{}, nil)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(harness.Record(c)).To(Succeed())
+			idle[d.Name] = c
 			expectWithinBounds(&d, c)
 			if d.Correlation.GroundTruth != "" {
 				Expect(c.Extra).To(HaveKey(report.ExtraDUTGroundTruthP50), "no GPIO ground truth")
@@ -46,10 +51,30 @@ var _ = Describe("reaction", Ordered, ContinueOnFailure, Label(labels.Reaction),
 	}
 
 	for _, d := range tc.Rack.DUTs {
+		name := d.Name + " reaction under the background traffic mix"
+		It(name, func(ctx SpecContext) {
+			p, err := steps.StartDUT(ctx, env, d.Name, nil)
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(p.Stop)
+			c, err := steps.ReactionUnderMix(ctx, env, p, name, idle[d.Name])
+			if steps.NotOnRack(err) {
+				Skip(err.Error())
+			}
+			Expect(err).NotTo(HaveOccurred())
+			Expect(harness.Record(c)).To(Succeed())
+			// Not judged (the idle case is); it must still have answered.
+			Expect(c.Delivered).To(BeNumerically(">", 0), "no answer under the mix")
+			if ref := idle[d.Name]; ref != nil {
+				AddReportEntry(name, fmt.Sprintf("p50 %s idle → %s under the mix", report.FormatNs(ref.Summary.P50), report.FormatNs(c.Summary.P50)))
+			}
+		}, SpecTimeout(3*time.Minute))
+	}
+
+	for _, d := range tc.Rack.DUTs {
 		if d.Build != imuExample {
 			continue
 		}
-		name := d.Name + " with a 5 ms stall every 10th message"
+		name := d.Name + " with a 5 ms stall every 5th message"
 		It(name, func(ctx SpecContext) {
 			// The kernel trace the breach keeps: the rack claims no
 			// tracing, so without it (not root, no tracefs) the stall is
@@ -61,7 +86,7 @@ var _ = Describe("reaction", Ordered, ContinueOnFailure, Label(labels.Reaction),
 				AddReportEntry(name, "no kernel trace: "+trErr.Error())
 				tr = nil
 			}
-			p, err := steps.StartDUT(ctx, env, d.Name, tr, "-stall-every", "10")
+			p, err := steps.StartDUT(ctx, env, d.Name, tr, "-stall-every", "5")
 			Expect(err).NotTo(HaveOccurred())
 			DeferCleanup(p.Stop)
 			c, err := steps.Reaction(ctx, env, p, name, dut.MeasureOptions{}, tr)
@@ -78,7 +103,7 @@ var _ = Describe("reaction", Ordered, ContinueOnFailure, Label(labels.Reaction),
 			Expect(c).NotTo(reportmatch.HaveLossAtMost(allowedMisses(&d, c)), "the stall was not caught")
 			Expect(c.Verdict).To(Equal(report.Fail))
 			c.Add(report.Addition{By: "reaction spec", Unjudged: true, Notes: []string{fmt.Sprintf(
-				"expected to break its bounds (a 5 ms stall injected before every 10th answer, past the %s deadline): it did, %d of %d stimuli missed; judged by the spec, not the report",
+				"expected to break its bounds (a 5 ms stall injected before every 5th answer, past the %s deadline): it did, %d of %d stimuli missed; judged by the spec, not the report",
 				d.Correlation.Deadline, c.Lost, c.Sent)}})
 			c.Finalize()
 			Expect(harness.Record(c)).To(Succeed())

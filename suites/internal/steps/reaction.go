@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/hilrig/hilrig/dut"
+	"github.com/hilrig/hilrig/fixtures"
 	"github.com/hilrig/hilrig/report"
+	"github.com/hilrig/hilrig/rig"
 	"github.com/hilrig/hilrig/tracing"
 )
 
@@ -104,6 +107,72 @@ func ReactionWithCrash(ctx context.Context, env *Env, p *dut.Program, name strin
 		fmt.Sprintf("fault window: the program was killed (SIGKILL) after stimulus %d and restarted (%d restart); the stimuli of the outage are missed, so the case is not judged against the bounds", at+1, p.Restarts()),
 		"dut output (last lines, both runs):\n" + p.OutputTail(10),
 	}})
+	c.Finalize()
+	return c, nil
+}
+
+// ReactionUnderMix is Reaction with ginkgo.config's traffic_mix running
+// on the rack's links meanwhile (best effort, shm always, udp when the
+// rack claims multi-host; intra is not run): how much of the program's
+// reaction the bus load costs. The case is compared with idle (the same
+// program's case without the mix; nil: no comparison) by its p50 and p99
+// ratios and is not judged against the bounds (Unjudged), as the
+// latency suite's loaded case. Blocks for the run and the flows' end.
+func ReactionUnderMix(ctx context.Context, env *Env, p *dut.Program, name string, idle *report.Case) (*report.Case, error) {
+	d := p.DUT
+	// The flows outlast the stimuli: the probes, the schedule, the last
+	// deadline and a second of margin.
+	run := time.Duration(float64(d.Stimulus.Count)/d.Stimulus.RateHz*float64(time.Second)) + d.Correlation.Deadline + 3*time.Second
+	var flows []*rig.Flow
+	var notes []string
+	for i, t := range env.Config.TrafficMix {
+		link := ""
+		for _, l := range env.Rack.Links {
+			if l.Transport == t.Transport {
+				link = l.Name
+				break
+			}
+		}
+		switch {
+		case t.Transport == fixtures.Intra, link == "":
+			notes = append(notes, fmt.Sprintf("traffic_mix[%d] %s: not run (no link of that transport)", i, t.Transport))
+			continue
+		case t.Transport == fixtures.UDP && !env.Rack.Claims(fixtures.CapMultiHost):
+			notes = append(notes, fmt.Sprintf("traffic_mix[%d] udp: not run, rack %s does not claim multi-host", i, env.Rack.Name))
+			continue
+		}
+		for k := range max(t.Count, 1) {
+			f, err := env.Rig.Flow(ctx, rig.FlowSpec{Traffic: rig.Traffic{Name: fmt.Sprintf("dutmix%d-%d", i, k), Link: link,
+				Payload: int(t.Payload), RateHz: t.RateHz, Duration: run, BestEffort: true}})
+			if err != nil {
+				return nil, fmt.Errorf("traffic_mix[%d] on %s: %w", i, link, err)
+			}
+			flows = append(flows, f)
+			notes = append(notes, fmt.Sprintf("background: %s %s at %g Hz on %s", t.Transport, t.Payload, t.RateHz, link))
+		}
+	}
+	if len(flows) == 0 {
+		return nil, fmt.Errorf("%w: no traffic_mix flow can run on rack %s", ErrNoLink, env.Rack.Name)
+	}
+	c, err := Reaction(ctx, env, p, name, dut.MeasureOptions{}, nil)
+	for _, f := range flows {
+		if _, werr := f.Wait(ctx); werr != nil && err == nil {
+			err = fmt.Errorf("background flow %s: %w", f.Spec.Name, werr)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	a := report.Addition{By: "steps.ReactionUnderMix", Unjudged: true, Notes: append(notes,
+		"under the background traffic mix: compared with the idle case, not judged against the bounds")}
+	if idle != nil && idle.Summary.P50 > 0 && idle.Summary.P99 > 0 {
+		a.Extra = map[report.ExtraKey]float64{
+			report.ExtraIdleP50: float64(idle.Summary.P50), report.ExtraIdleP99: float64(idle.Summary.P99),
+			report.ExtraP50Ratio: float64(c.Summary.P50) / float64(idle.Summary.P50),
+			report.ExtraP99Ratio: float64(c.Summary.P99) / float64(idle.Summary.P99),
+		}
+	}
+	c.Add(a)
 	c.Finalize()
 	return c, nil
 }

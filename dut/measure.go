@@ -103,8 +103,9 @@ func Measure(ctx context.Context, d *fixtures.DUT, pl Placement, opts MeasureOpt
 		defer node.Close()
 	}
 	// The responses: bounded (a program that floods answers is counted,
-	// not buffered without end).
-	col := &collector{max: 4*n + 1024, echo: c.Mode == fixtures.CorrelateEcho, offset: offset}
+	// not buffered without end): one per stimulus and a quarter more for
+	// duplicates and strays; 16 B each, 25 MB at the rack's 10^6 cap.
+	col := &collector{max: n + n/4 + 1024, echo: c.Mode == fixtures.CorrelateEcho, offset: offset}
 	col.buf = make([]Response, 0, col.max)
 	var wg sync.WaitGroup
 	defer wg.Wait() // after cancel (deferred later, runs first)

@@ -56,7 +56,8 @@ func (m *Measurement) Case(ci CaseInfo) *report.Case {
 		h.Record(s)
 	}
 	t := m.Tally
-	res := report.Results{Sent: t.Stimuli, Delivered: t.Answered, Lost: t.Missed, Histogram: h, Duration: time.Duration(m.End - m.Start)}
+	res := report.Results{Sent: t.Stimuli, Delivered: t.Answered, Lost: t.Missed, Histogram: h, Duration: time.Duration(m.End - m.Start),
+		CPUPercent: m.CPUPercent, RSSBytes: m.RSSBytes}
 	if len(m.Stimuli) == 0 {
 		res.Failure = "no stimulus was sent"
 	}
@@ -71,6 +72,9 @@ func (m *Measurement) Case(ci CaseInfo) *report.Case {
 	}}
 	a.Notes = append(a.Notes, fmt.Sprintf("dut %s on %s: %d stimuli on %s at %g Hz, %s correlation on %s, deadline %s; %d readiness probes",
 		d.Name, d.Board, t.Stimuli, in.Name, d.Stimulus.RateHz, d.Correlation.Mode, out.Name, d.Correlation.Deadline, m.Probes))
+	if m.UsageNote != "" {
+		a.Notes = append(a.Notes, m.UsageNote)
+	}
 	if t.Worst >= 0 && t.Worst < len(m.Stimuli) {
 		a.Notes = append(a.Notes, fmt.Sprintf("worst stimulus: seq %d, sent at CLOCK_MONOTONIC %d ns", t.Worst+1, m.Stimuli[t.Worst]))
 	}

@@ -130,9 +130,12 @@ func TestStallCaught(t *testing.T) {
 	r, pl := setup(t)
 	p := start(t, r, "imu", pl, "-stall-every", "10")
 	d, _ := r.DUT("imu")
-	m, err := dut.Measure(t.Context(), d, pl, dut.MeasureOptions{})
+	m, err := dut.Measure(t.Context(), d, pl, dut.MeasureOptions{Usage: p.Usage})
 	if err != nil {
 		t.Fatalf("%v\noutput:\n%s", err, p.Output())
+	}
+	if m.RSSBytes <= 0 || m.CPUPercent < 0 || m.UsageNote != "" {
+		t.Errorf("the program's usage: CPU %g%%, RSS %d, note %q", m.CPUPercent, m.RSSBytes, m.UsageNote)
 	}
 	tl := m.Tally
 	if tl.Answered == 0 || tl.Unknown != 0 || tl.Duplicates != 0 || tl.Answered+tl.Missed != 100 {

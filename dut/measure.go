@@ -27,6 +27,10 @@ type MeasureOptions struct {
 	// index (0-based), on the stimulus goroutine: a soak kills the
 	// program here. It must return quickly.
 	Between func(i int)
+	// Usage, if set, reads the program's CPU time and resident set
+	// (Program.Usage) at the start and the end of the timed phase; a
+	// failed reading leaves the figures out and says why (UsageNote).
+	Usage func() (cpu time.Duration, rssBytes int64, err error)
 }
 
 // Measurement is one run of stimuli and what came back, raw and
@@ -50,6 +54,13 @@ type Measurement struct {
 	// Start and End bound the timed phase (first stimulus, end of the
 	// response window).
 	Start, End int64
+	// CPUPercent is the program's CPU time over the timed phase per wall
+	// time (100 = one core; USER_HZ ticks, so ±1 tick over the run) and
+	// RSSBytes its resident set at the end, when MeasureOptions.Usage
+	// was given and read; else UsageNote says why not.
+	CPUPercent float64
+	RSSBytes   int64
+	UsageNote  string
 }
 
 // probeSeq numbers readiness probes (echo) apart from timed stimuli, so
@@ -171,6 +182,11 @@ func Measure(ctx context.Context, d *fixtures.DUT, pl Placement, opts MeasureOpt
 		gt.reset()
 	}
 
+	var cpu0 time.Duration
+	var usageErr error
+	if opts.Usage != nil {
+		cpu0, _, usageErr = opts.Usage()
+	}
 	period := d.Stimulus.Period()
 	start := time.Now()
 	for i := range n {
@@ -191,9 +207,23 @@ func Measure(ctx context.Context, d *fixtures.DUT, pl Placement, opts MeasureOpt
 	if err := pause(ctx, c.Deadline+period); err != nil {
 		return nil, err
 	}
+	m.Start, m.End = m.Stimuli[0], monoclock.Now()
+	switch {
+	case opts.Usage == nil:
+		m.UsageNote = "the program's CPU and memory are not read (external, or not asked for)"
+	case usageErr != nil:
+		m.UsageNote = "the program's CPU and memory: " + usageErr.Error()
+	default:
+		cpu1, rss, err := opts.Usage()
+		if err != nil {
+			m.UsageNote = "the program's CPU and memory: " + err.Error()
+			break
+		}
+		m.CPUPercent = 100 * float64(cpu1-cpu0) / float64(time.Since(start))
+		m.RSSBytes = rss
+	}
 	cancel()
 	wg.Wait()
-	m.Start, m.End = m.Stimuli[0], monoclock.Now()
 	m.Responses, m.Overflow = col.take()
 	m.Tally = Correlate(c.Mode, m.Stimuli, m.Responses, c.Deadline)
 	if gt != nil {

@@ -11,9 +11,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/hilrig/hilrig/deploy"
 	"github.com/hilrig/hilrig/fixtures"
+	"github.com/hilrig/hilrig/internal/procstat"
 	"github.com/hilrig/hilrig/internal/tailbuf"
 )
 
@@ -287,6 +289,23 @@ func (p *Program) Output() string {
 		}
 	}
 	return s
+}
+
+// Usage is the current process's CPU time (user + system) and resident
+// set, read from /proc on the controller's host: local and netns boards
+// share it. An external dut has no process the rig knows (ErrExternal).
+func (p *Program) Usage() (cpu time.Duration, rssBytes int64, err error) {
+	p.mu.Lock()
+	proc := p.proc
+	p.mu.Unlock()
+	if proc == nil {
+		return 0, 0, fmt.Errorf("%w: dut %s", ErrExternal, p.DUT.Name)
+	}
+	cpu, rss, err := procstat.Usage(proc.PID)
+	if err != nil {
+		return 0, 0, fmt.Errorf("dut %s usage (%s): %w", p.DUT.Name, proc.Where, err)
+	}
+	return cpu, rss, nil
 }
 
 // OutputTail is the last n lines of Output.

@@ -50,9 +50,13 @@ func StartDUT(ctx context.Context, env *Env, name string, tr *tracing.Session, a
 
 // Reaction feeds the program p its stimuli and returns the reaction case
 // named name (dut.Measure, then Measurement.Case), filed under env's
-// suite and labels, judged against the dut's bounds; with tr, a failed
+// suite and labels, with the program's CPU and resident set (started
+// programs), judged against the dut's bounds; with tr, a failed
 // case keeps the trace snapshot of its first miss. Blocks for the run.
 func Reaction(ctx context.Context, env *Env, p *dut.Program, name string, opts dut.MeasureOptions, tr *tracing.Session) (*report.Case, error) {
+	if !p.DUT.External {
+		opts.Usage = p.Usage
+	}
 	m, err := dut.Measure(ctx, p.DUT, DUTPlacement(env), opts)
 	if err != nil {
 		return nil, fmt.Errorf("%w\ndut output:\n%s", err, p.Output())

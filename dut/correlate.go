@@ -46,6 +46,8 @@ type Tally struct {
 	// FirstMiss and LastMiss are the first and last missed stimulus
 	// (0-based); -1: none.
 	FirstMiss, LastMiss int
+	// MissedAt are the missed stimuli (0-based), in order.
+	MissedAt []int
 }
 
 // MissRate is Missed/Stimuli (0 without stimuli).
@@ -110,6 +112,7 @@ func Correlate(mode fixtures.CorrelationMode, stimuli []int64, responses []Respo
 				t.FirstMiss = i
 			}
 			t.LastMiss = i
+			t.MissedAt = append(t.MissedAt, i)
 			continue
 		}
 		t.Answered++

@@ -22,7 +22,7 @@ func TestCorrelateEcho(t *testing.T) {
 		{Mono: 9200, Seq: 0},
 	}
 	got := dut.Correlate(fixtures.CorrelateEcho, stim, resp, 1500*time.Nanosecond)
-	want := dut.Tally{Stimuli: 5, Answered: 3, Missed: 2, Duplicates: 1, OutOfOrder: 1, Late: 1, Unknown: 2, Samples: []int64{100, 1300, 200}, Worst: 1, FirstMiss: 3, LastMiss: 4}
+	want := dut.Tally{Stimuli: 5, Answered: 3, Missed: 2, Duplicates: 1, OutOfOrder: 1, Late: 1, Unknown: 2, Samples: []int64{100, 1300, 200}, Worst: 1, FirstMiss: 3, LastMiss: 4, MissedAt: []int{3, 4}}
 	if !equal(got, want) {
 		t.Errorf("got  %+v\nwant %+v", got, want)
 	}
@@ -42,7 +42,7 @@ func TestCorrelateNext(t *testing.T) {
 		{Mono: 4400}, // answers 4
 	}
 	got := dut.Correlate(fixtures.CorrelateNext, stim, resp, 500*time.Nanosecond)
-	want := dut.Tally{Stimuli: 4, Answered: 3, Missed: 1, Duplicates: 1, Late: 1, Unknown: 1, Samples: []int64{200, 0, 400}, Worst: 3, FirstMiss: 1, LastMiss: 1}
+	want := dut.Tally{Stimuli: 4, Answered: 3, Missed: 1, Duplicates: 1, Late: 1, Unknown: 1, Samples: []int64{200, 0, 400}, Worst: 3, FirstMiss: 1, LastMiss: 1, MissedAt: []int{1}}
 	if !equal(got, want) {
 		t.Errorf("got  %+v\nwant %+v", got, want)
 	}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -70,6 +71,8 @@ duts:
     stimulus: {rate_hz: 100, count: 10}
 `
 
+var domains atomic.Int64
+
 var buildOnce = sync.OnceValue(func() error {
 	// Both examples, once per test binary (deploy.Build caches by content).
 	for _, p := range []string{"./dut/examples/imu", "./dut/examples/gpioecho"} {
@@ -97,7 +100,8 @@ func setup(t *testing.T) (*fixtures.Rack, dut.Placement) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = chip.Remove() })
-	pl := dut.Placement{Domain: "duttest" + fmt.Sprint(os.Getpid()) + strings.ReplaceAll(t.Name(), "/", "-"),
+	// A domain of the test's own, within the middleware's 32 bytes.
+	pl := dut.Placement{Domain: fmt.Sprintf("duttest%d-%d", os.Getpid(), domains.Add(1)),
 		Chip: func(c string) string {
 			if c == "sim:t" {
 				return "sim:" + name
@@ -211,6 +215,38 @@ func TestKillRestart(t *testing.T) {
 	testkit.Eventually(t, 10*time.Second, "both starts' banners in the output", func() bool {
 		return strings.Count(p.Output(), banner) == 2
 	})
+}
+
+// A supervised program that is killed is restarted and the crash
+// recorded with its exit and output; stopping the program is no crash.
+func TestSuperviseRestartsCrash(t *testing.T) {
+	r, pl := setup(t)
+	p := start(t, r, "imu", pl)
+	testkit.Eventually(t, 10*time.Second, "the banner", func() bool { return strings.Contains(p.Output(), "dut imu: dut/imu") || p.Exited() })
+	if p.Exited() {
+		t.Fatalf("the program ended: %s", p.Output())
+	}
+	sup := p.Supervise(t.Context())
+	if err := p.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 10*time.Second, "the restart", func() bool { return len(sup.Crashes()) == 1 })
+	d, _ := r.DUT("imu")
+	if m, err := dut.Measure(t.Context(), d, pl, dut.MeasureOptions{Count: 20}); err != nil || m.Tally.Answered == 0 {
+		t.Fatalf("after the supervised restart: %v", err)
+	}
+	cs := sup.Stop()
+	if len(cs) != 1 || cs[0].Exit != "signal: killed" || cs[0].RestartErr != "" || cs[0].RestartedMono < cs[0].DiedMono || !strings.Contains(cs[0].Output, "dut imu:") {
+		t.Errorf("crashes %+v", cs)
+	}
+	if p.Restarts() != 1 {
+		t.Errorf("Restarts = %d, want 1", p.Restarts())
+	}
+	m := &dut.Measurement{DUT: d, Stimuli: []int64{cs[0].DiedMono - 1, cs[0].RestartedMono + 1, cs[0].RestartedMono + 2},
+		Tally: dut.Tally{MissedAt: []int{0, 1}}}
+	if n := m.WindowMisses(cs); n != 2 {
+		t.Errorf("WindowMisses = %d, want the 2 misses up to the first answer after the restart", n)
+	}
 }
 
 func TestMeasureRefuses(t *testing.T) {

@@ -109,7 +109,7 @@ var _ = Describe("reaction", Ordered, ContinueOnFailure, Label(labels.Reaction),
 			Expect(harness.Record(c)).To(Succeed())
 		}, SpecTimeout(3*time.Minute))
 
-		crash := d.Name + " killed mid-run, restarted and counted"
+		crash := d.Name + " killed mid-run, restarted by its supervisor and counted"
 		It(crash, func(ctx SpecContext) {
 			p, err := steps.StartDUT(ctx, env, d.Name, nil)
 			Expect(err).NotTo(HaveOccurred())
@@ -119,6 +119,8 @@ var _ = Describe("reaction", Ordered, ContinueOnFailure, Label(labels.Reaction),
 			Expect(harness.Record(c)).To(Succeed())
 			Expect(p.Restarts()).To(Equal(1))
 			Expect(c.Extra).To(HaveKeyWithValue(report.ExtraDUTRestarts, 1.0))
+			Expect(c.Extra).To(HaveKeyWithValue(report.ExtraFaultWindows, 1.0))
+			Expect(c.Notes).To(ContainElement(ContainSubstring("signal: killed")))
 			// Answers after the restart: the program came back.
 			Expect(c.Delivered).To(BeNumerically(">", int64(d.Stimulus.Count/3)), "no answer after the restart")
 		}, SpecTimeout(3*time.Minute))

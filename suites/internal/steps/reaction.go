@@ -64,53 +64,48 @@ func Reaction(ctx context.Context, env *Env, p *dut.Program, name string, opts d
 	return m.Case(dut.CaseInfo{Suite: env.Suite, Name: name, Labels: env.Labels, Program: p, Trace: tr}), nil
 }
 
-// ReactionWithCrash is Reaction with the program killed (SIGKILL, as a
-// crash) after stimulus at and restarted at once, while the stimuli go
-// on at their rate: the stimuli of the outage are missed. The case is a
-// fault window, not judged against the bounds (Unjudged): it carries the
-// restart count, the misses and the program's output tail. Blocks for
-// the run and the restart.
+// ReactionWithCrash is Reaction with the program supervised
+// (Program.Supervise: restarted whenever it ends) and killed (SIGKILL, as
+// a crash) after stimulus at, while the stimuli go on at their rate. The
+// case counts the crash as a fault window (report.ExtraFaultWindows) and
+// the misses in it (report.ExtraFaultWindowLost), carries the program's
+// output tail at its death and is not judged against the bounds
+// (Unjudged). Blocks for the run.
 func ReactionWithCrash(ctx context.Context, env *Env, p *dut.Program, name string, at int) (*report.Case, error) {
-	restarted := make(chan error, 1)
+	sup := p.Supervise(ctx)
 	injected := false // Between runs on this goroutine (Measure's)
-	opts := dut.MeasureOptions{Between: func(i int) {
-		if i != at {
-			return
+	var killErr error
+	opts := dut.MeasureOptions{Usage: p.Usage, Between: func(i int) {
+		if i == at {
+			injected, killErr = true, p.Kill()
 		}
-		injected = true
-		if err := p.Kill(); err != nil {
-			restarted <- err
-			return
-		}
-		// The restart runs beside the schedule, as a supervisor would.
-		go func() {
-			select {
-			case <-p.Done():
-				restarted <- p.Restart(ctx)
-			case <-ctx.Done():
-				restarted <- ctx.Err()
-			}
-		}()
 	}}
-	c, err := Reaction(ctx, env, p, name, opts, nil)
-	if err != nil {
-		return nil, err
-	}
-	if !injected {
+	m, err := dut.Measure(ctx, p.DUT, DUTPlacement(env), opts)
+	crashes := sup.Stop()
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%w\ndut output:\n%s", err, p.Output())
+	case !injected:
 		return nil, fmt.Errorf("dut %s: the crash was never injected: fewer stimuli than %d", p.DUT.Name, at+1)
+	case killErr != nil:
+		return nil, fmt.Errorf("dut %s: kill: %w", p.DUT.Name, killErr)
+	case len(crashes) == 0:
+		return nil, fmt.Errorf("dut %s: killed, but the supervisor saw no end", p.DUT.Name)
 	}
-	select {
-	case rerr := <-restarted:
-		if rerr != nil {
-			return nil, fmt.Errorf("dut %s: restart after the crash: %w", p.DUT.Name, rerr)
+	c := m.Case(dut.CaseInfo{Suite: env.Suite, Name: name, Labels: env.Labels, Program: p})
+	a := report.Addition{By: "steps.ReactionWithCrash", Unjudged: true, Extra: map[report.ExtraKey]float64{
+		report.ExtraFaultWindows:    float64(len(crashes)),
+		report.ExtraFaultWindowLost: float64(m.WindowMisses(crashes)),
+	}}
+	for _, cr := range crashes {
+		if cr.RestartErr != "" {
+			return nil, fmt.Errorf("dut %s: restart after %s: %s", p.DUT.Name, cr.Exit, cr.RestartErr)
 		}
-	case <-ctx.Done():
-		return nil, ctx.Err()
+		a.Notes = append(a.Notes, fmt.Sprintf("fault window: the program ended (%s) after stimulus %d and was restarted in %s; its output then:\n%s",
+			cr.Exit, at+1, time.Duration(cr.RestartedMono-cr.DiedMono), cr.Output))
 	}
-	c.Add(report.Addition{By: "steps.ReactionWithCrash", Unjudged: true, Notes: []string{
-		fmt.Sprintf("fault window: the program was killed (SIGKILL) after stimulus %d and restarted (%d restart); the stimuli of the outage are missed, so the case is not judged against the bounds", at+1, p.Restarts()),
-		"dut output (last lines, both runs):\n" + p.OutputTail(10),
-	}})
+	a.Notes = append(a.Notes, fmt.Sprintf("%d stimuli missed in the fault window: a crash is a fault, so the case is not judged against the bounds", int64(a.Extra[report.ExtraFaultWindowLost])))
+	c.Add(a)
 	c.Finalize()
 	return c, nil
 }

@@ -3,6 +3,8 @@ package deploy
 import (
 	"io"
 	"sync"
+
+	"github.com/hilrig/hilrig/internal/tailbuf"
 )
 
 // Attach makes a Process of an agent the caller started by other means
@@ -15,7 +17,7 @@ import (
 // exactly once, with the exit error, when the agent can no longer run.
 // PID stays 0: there is no local agent process to signal. Does not block.
 func Attach(where string, kill func() error) (p *Process, stderr io.Writer, exited func(error)) {
-	p = &Process{Where: where, stderr: newTail(64 << 10), done: make(chan struct{}), kill: kill}
+	p = &Process{Where: where, stderr: tailbuf.New(64 << 10), done: make(chan struct{}), kill: kill}
 	var once sync.Once
 	return p, p.stderr, func(err error) {
 		once.Do(func() {

@@ -99,6 +99,20 @@ const (
 	ExtraWindows         ExtraKey = "windows"
 	ExtraUnlockedWindows ExtraKey = "unlocked_windows"
 	ExtraFaultWindows    ExtraKey = "fault_windows"
+
+	// A device under test's reaction (package dut): the correlation's
+	// counts, and for a GPIO-wired program the wire's figure beside the
+	// software one (ns).
+	ExtraDUTMissed         ExtraKey = "dut missed"
+	ExtraDUTMissRate       ExtraKey = "dut miss rate"
+	ExtraDUTDuplicates     ExtraKey = "dut duplicate responses"
+	ExtraDUTOutOfOrder     ExtraKey = "dut out-of-order responses"
+	ExtraDUTLate           ExtraKey = "dut late responses"
+	ExtraDUTUnknown        ExtraKey = "dut unknown responses"
+	ExtraDUTRestarts       ExtraKey = "dut restarts"
+	ExtraDUTGroundTruthP50 ExtraKey = "dut GPIO ground truth p50 ns"
+	ExtraDUTGroundTruthN   ExtraKey = "dut GPIO ground truth pairs"
+	ExtraDUTGroundTruthDif ExtraKey = "dut software − GPIO p50 ns"
 )
 
 // TrendKey is the Extra key of a soak trend's slope: subject per unit.

@@ -392,18 +392,20 @@ func (r *Rig) setup(ctx context.Context) error {
 	}
 	// Simulated GPIO chips: one per "sim:NAME", sized for the highest offset.
 	lines := map[string]int{}
+	rackLines := rack.DUTLines() // the devices under test's lines too
 	for _, b := range rack.Boards {
-		for _, l := range append(append([]fixtures.Line(nil), b.Markers...), b.Captures...) {
-			name, ok := strings.CutPrefix(l.Chip, "sim:")
-			if !ok {
-				continue
-			}
-			n := 1
-			if l.Offset != nil {
-				n = *l.Offset + 1
-			}
-			lines[name] = max(lines[name], n, 8)
+		rackLines = append(append(rackLines, b.Markers...), b.Captures...)
+	}
+	for _, l := range rackLines {
+		name, ok := strings.CutPrefix(l.Chip, "sim:")
+		if !ok {
+			continue
 		}
+		n := 1
+		if l.Offset != nil {
+			n = *l.Offset + 1
+		}
+		lines[name] = max(lines[name], n, 8)
 	}
 	r.simChips = map[string]string{}
 	if len(lines) > 0 {

@@ -72,6 +72,11 @@ func (s *Session) BufferKB() int { return s.cfg.BufferKB }
 // Mark writes msg into the trace (one write syscall, 0 allocs).
 func (s *Session) Mark(msg []byte) error { return s.in.Mark(msg) }
 
+// MarkerFile is the path of the session's trace_marker: a program the rig
+// starts (a device under test, HILRIG_TRACE_MARKER) writes its own marker
+// lines into this trace through it. Empty off Linux.
+func (s *Session) MarkerFile() string { return s.in.MarkerFile() }
+
 // AppendMarker appends the marker line the endpoints write:
 // "hlr <what> seq=<seq>".
 func AppendMarker(dst []byte, what string, seq uint64) []byte {

@@ -72,7 +72,7 @@ func TestLayering(t *testing.T) {
 	underAny := func(p string, dirs []string) bool {
 		return slices.ContainsFunc(dirs, func(d string) bool { return under(p, d) })
 	}
-	harness := []string{"gpio", "timesync", "scopes", "fixtures", "suites", "report", "rig", "agent", "agentproto", "deploy", "vmboard", "hostinfo", "bench", "ros2", "recording"}
+	harness := []string{"gpio", "timesync", "scopes", "fixtures", "suites", "report", "rig", "agent", "agentproto", "deploy", "vmboard", "hostinfo", "bench", "ros2", "recording", "dut"}
 	// Package tree → trees it must not import (the flow's left-hand side).
 	upstream := map[string][]string{
 		"fixtures":   {"rig", "deploy", "agent", "agentproto", "vmboard", "middleware", "gpio", "timesync", "scopes", "suites"},
@@ -95,6 +95,9 @@ func TestLayering(t *testing.T) {
 		// ROS 2 payloads with ros2/rosmsg, nothing else of the harness.
 		"recording": {"rig", "deploy", "agent", "agentproto", "vmboard", "fixtures", "middleware", "gpio", "timesync", "scopes", "report", "suites", "peers", "netns", "hostinfo", "bench", "ros2/ros2cli"},
 		"netns":     {"rig", "deploy", "agent", "agentproto", "vmboard", "fixtures", "middleware", "gpio", "timesync", "scopes", "report", "suites"},
+		// The DUT runner sits beside the rig, not under it: the caller
+		// passes the rig's placement (dut.Placement).
+		"dut": {"rig", "agent", "agentproto", "vmboard", "scopes", "suites", "bench"},
 	}
 	// Below suites/, boards are reached only through the rig: no deployer,
 	// agent, QEMU board or middleware directly. faultkit is the one named

@@ -34,20 +34,54 @@ func StartTicks(pid int) (int64, error) {
 	return parseStartTicks(b)
 }
 
+// Usage is what pid has used: its CPU time (user + system, fields 14 and
+// 15 of /proc/PID/stat) and its resident set (field 24, in pages, as
+// bytes). One procfs read.
+func Usage(pid int) (cpu time.Duration, rssBytes int64, err error) {
+	if runtime.GOOS != "linux" {
+		return 0, 0, errNotLinux
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, 0, err
+	}
+	f, err := statFields(b)
+	if err != nil {
+		return 0, 0, err
+	}
+	var v [3]int64
+	for i, k := range []int{14, 15, 24} {
+		if v[i], err = strconv.ParseInt(f[k-3], 10, 64); err != nil {
+			return 0, 0, fmt.Errorf("procstat: field %d %q: %w", k, f[k-3], err)
+		}
+	}
+	return time.Duration(v[0]+v[1]) * time.Second / userHZ, v[2] * int64(os.Getpagesize()), nil
+}
+
+// statFields are the fields of /proc/PID/stat's text after the command
+// name: element 0 is field 3 (state). At least 22 (to field 24).
+func statFields(stat []byte) ([]string, error) {
+	s := string(stat)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return nil, fmt.Errorf("procstat: no ')' after the command name")
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 22 {
+		return nil, fmt.Errorf("procstat: %d fields after the command name, want 22 or more", len(f))
+	}
+	return f, nil
+}
+
 // parseStartTicks takes field 22 from the text of /proc/PID/stat. The
 // command name (field 2) may hold spaces and parentheses: the fields after
 // it start after its last ')'.
 func parseStartTicks(stat []byte) (int64, error) {
-	s := string(stat)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("procstat: no ')' after the command name")
+	f, err := statFields(stat)
+	if err != nil {
+		return 0, err
 	}
-	f := strings.Fields(s[i+1:])
 	// f[0] is field 3 (state), so field 22 is f[19].
-	if len(f) < 20 {
-		return 0, fmt.Errorf("procstat: %d fields after the command name, want 20 or more", len(f))
-	}
 	t, err := strconv.ParseInt(f[19], 10, 64)
 	if err != nil {
 		return 0, fmt.Errorf("procstat: starttime %q: %w", f[19], err)

@@ -59,3 +59,33 @@ func TestSame(t *testing.T) {
 		}
 	}
 }
+
+func TestUsageOfThisProcess(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		if _, _, err := Usage(os.Getpid()); err == nil {
+			t.Fatal("Usage off Linux: no error")
+		}
+		return
+	}
+	cpu1, rss, err := Usage(os.Getpid())
+	if err != nil || rss <= 0 {
+		t.Fatalf("Usage(self) = %v, %d, %v; want a resident set", cpu1, rss, err)
+	}
+	// CPU time only grows: spin until the kernel's tick counts some.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		cpu2, _, err := Usage(os.Getpid())
+		if err != nil || cpu2 < cpu1 {
+			t.Fatalf("Usage(self) = %v, %v after %v", cpu2, err, cpu1)
+		}
+		if cpu2 > cpu1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("CPU time stuck at %v after 10 s of spinning", cpu1)
+		}
+	}
+	if _, _, err := Usage(1 << 30); err == nil {
+		t.Error("Usage of a pid that does not exist: no error")
+	}
+}

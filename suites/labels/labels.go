@@ -20,6 +20,8 @@ const (
 	Soak       = "soak"
 	Faults     = "faults"
 	Smoke      = "smoke"
+	// Reaction: a device under test's stimulus → response (suites/reaction).
+	Reaction = "reaction"
 )
 
 // Resources a spec needs; a rack claims them as capabilities. A spec
@@ -35,7 +37,7 @@ const (
 )
 
 // all is the frozen vocabulary: the kinds, then every needs:X label.
-var all = append([]string{Latency, Throughput, Soak, Faults, Smoke}, fixtures.NeedsLabels()...)
+var all = append([]string{Latency, Throughput, Soak, Faults, Smoke, Reaction}, fixtures.NeedsLabels()...)
 
 // All returns a copy of the vocabulary.
 func All() []string { return slices.Clone(all) }

@@ -11,6 +11,9 @@ func TestValidate(t *testing.T) {
 	if err := labels.Validate(labels.All()...); err != nil {
 		t.Fatal(err)
 	}
+	if err := labels.Validate(labels.Reaction); err != nil {
+		t.Fatalf("reaction (suites/reaction) is not in the vocabulary: %v", err)
+	}
 	err := labels.Validate(labels.Latency, "latancy", "needs:gpu")
 	if err == nil || !strings.Contains(err.Error(), "latancy, needs:gpu") {
 		t.Fatalf("got %v, want both unknown labels named", err)

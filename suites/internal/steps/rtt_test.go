@@ -115,6 +115,7 @@ func TestRoundTripFallbackOnOneBoard(t *testing.T) {
 	}
 	rack.Boards = rack.Boards[:1]
 	rack.Links = nil // a link needs two boards
+	rack.DUTs = nil  // they run on the boards removed
 	rack.Instruments.Scope = nil
 	rack.Capabilities = nil
 	rack.PTP = nil

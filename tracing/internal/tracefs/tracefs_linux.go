@@ -186,6 +186,10 @@ func (in *Instance) Close() error {
 // Dir is the instance's directory.
 func (in *Instance) Dir() string { return in.dir }
 
+// MarkerFile is the instance's trace_marker: another process (a device
+// under test the rig started) writes its marker lines there.
+func (in *Instance) MarkerFile() string { return filepath.Join(in.dir, "trace_marker") }
+
 // ReapStale removes the instances under root named prefix<pid>-<n> whose
 // owner is gone: no process <pid>, or one that started after the instance
 // was made (the pid was reused). It returns the names removed. A live

@@ -30,5 +30,8 @@ func (*Instance) SetOn(bool) error { return errNoTracefs }
 // Read reports that tracefs exists only on Linux.
 func (*Instance) Read(int64) ([]byte, error) { return nil, errNoTracefs }
 
+// MarkerFile is empty off Linux.
+func (*Instance) MarkerFile() string { return "" }
+
 // Close does nothing off Linux.
 func (*Instance) Close() error { return nil }

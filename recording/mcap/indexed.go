@@ -204,6 +204,9 @@ func (x *IndexedReader) checkChunkIndex(ci *ChunkIndex) error {
 	if ci.ChunkLength-recordHeaderLen > x.lim.MaxRecord {
 		return fmt.Errorf("chunk of %d bytes over the cap %d (Limits.MaxRecord): %w", ci.ChunkLength, x.lim.MaxRecord, ErrFormat)
 	}
+	if ci.MessageIndexLength > x.lim.MaxRecord {
+		return fmt.Errorf("message indexes of %d bytes over the cap %d (Limits.MaxRecord): %w", ci.MessageIndexLength, x.lim.MaxRecord, ErrFormat)
+	}
 	if ci.MessageIndexLength > x.dataEnd-end {
 		return fmt.Errorf("message indexes of %d bytes run past the data section: %w", ci.MessageIndexLength, ErrFormat)
 	}

@@ -12,7 +12,7 @@ import (
 // record, chunk or summary over its cap is refused with ErrFormat naming
 // it, before anything of that size is allocated.
 type Limits struct {
-	MaxRecord  uint64 // largest record read whole (compressed chunk included); 0: 256 MiB
+	MaxRecord  uint64 // largest record read whole (compressed chunk included), and a chunk's message indexes together; 0: 256 MiB
 	MaxChunk   uint64 // largest uncompressed chunk; 0: 256 MiB
 	MaxSummary uint64 // largest summary section (indexed reader); 0: 64 MiB
 }

@@ -151,3 +151,13 @@ func equalMsgs(t testing.TB, what string, got, want []msg) {
 		}
 	}
 }
+
+// inLogOrder fails unless ms come in non-decreasing log time.
+func inLogOrder(t testing.TB, what string, ms []msg) {
+	t.Helper()
+	for i := 1; i < len(ms); i++ {
+		if ms[i].Log < ms[i-1].Log {
+			t.Fatalf("%s: message %d (%v) logged before message %d (%v)", what, i, ms[i], i-1, ms[i-1])
+		}
+	}
+}

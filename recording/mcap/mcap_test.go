@@ -44,6 +44,7 @@ func TestRoundTrip(t *testing.T) {
 				t.Fatal(err)
 			}
 			equalMsgs(t, "indexed", sortMsgs(xgot), sortMsgs(want))
+			inLogOrder(t, "indexed", xgot)
 			if err := x.VerifyDataCRC(); err != nil {
 				t.Fatal(err)
 			}

@@ -173,6 +173,17 @@ func TestMcapCoreReadsHilrig(t *testing.T) {
 				got = append(got, m.msg(t))
 			}
 			equalMsgs(t, "@mcap/core indexed reader", sortMsgs(got), sortMsgs(want))
+			// Both indexed readers give the messages in log-time order.
+			b, err := os.ReadFile(r.File)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, ours, err := indexedAll(b, mcap.Limits{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			inLogOrder(t, "@mcap/core indexed reader", got)
+			inLogOrder(t, "hilrig indexed reader", ours)
 			if len(r.Chunks) != r.Statistics.ChunkCount || r.Records["MessageIndex"] < len(r.Chunks) {
 				t.Errorf("%d chunk indexes, statistics %d, %d message indexes", len(r.Chunks), r.Statistics.ChunkCount, r.Records["MessageIndex"])
 			}
@@ -292,6 +303,7 @@ func TestHilrigReadsMcapCore(t *testing.T) {
 					t.Fatalf("indexed reader: %v", err)
 				}
 				equalMsgs(t, "indexed reader", sortMsgs(igot), sortMsgs(exp))
+				inLogOrder(t, "indexed reader", igot)
 				if err := x.VerifyDataCRC(); err != nil {
 					t.Error(err)
 				}

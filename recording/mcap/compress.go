@@ -44,6 +44,12 @@ func newCompressor(kind Compression) (*compressor, error) {
 		c.zenc = enc
 	case CompressLZ4:
 		c.lzw = lz4.NewWriter(&c.buf)
+		// 64 KiB blocks: the library pools one block buffer per block
+		// size, and its default 4 MiB buffers were the writer's only
+		// steady allocation (re-made after each GC).
+		if err := c.lzw.Apply(lz4.BlockSizeOption(lz4.Block64Kb)); err != nil {
+			return nil, fmt.Errorf("mcap: lz4 writer: %w", err)
+		}
 	default:
 		return nil, fmt.Errorf("mcap: compression %q: want none, zstd or lz4", string(kind))
 	}

@@ -167,3 +167,25 @@ func TestSample(t *testing.T) {
 		t.Errorf("negative duration: %v", err)
 	}
 }
+
+// Decoded arrays are cut for the terminal (--max-array), whole with 0.
+func TestCatCutsArrays(t *testing.T) {
+	name := filepath.Join(t.TempDir(), "mix.mcap")
+	if _, _, err := run("sample", "--duration", "200ms", name); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := run("cat", "--topic", "/camera/image_raw", "--limit", "1", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, `"data":[0,0,0,1,0,0,2,0,1,3,0,1,4,0,2,5,"…+57584 more"]`) || len(out) > 1000 {
+		t.Errorf("camera frame printed as (%d bytes):\n%.600s", len(out), out)
+	}
+	out, _, err = run("cat", "--topic", "/camera/image_raw", "--limit", "1", "--max-array", "0", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out, "more") || len(out) < 57600*2 {
+		t.Errorf("--max-array 0 printed %d bytes", len(out))
+	}
+}

@@ -72,6 +72,8 @@ func writeSample(t testing.TB, opts mcap.Options, n int, seed uint64) ([]byte, [
 	must(w.AddChannel(mcap.Channel{ID: 1, SchemaID: 1, Topic: "/chatter", MessageEncoding: "cdr", Metadata: map[string]string{"offered_qos_profiles": ""}}))
 	must(w.AddChannel(mcap.Channel{ID: 7, SchemaID: 2, Topic: "/blob", MessageEncoding: "json"}))
 	must(w.AddChannel(mcap.Channel{ID: 3, Topic: "/raw", MessageEncoding: "x-raw", Metadata: map[string]string{"a": "1", "b": "2"}}))
+	must(w.WriteMetadata("run", map[string]string{"case": "imu/udp", "seed": fmt.Sprint(seed)}))
+	must(w.WriteAttachment(mcap.Attachment{LogTime: 5, CreateTime: 4, Name: "rack.yaml", MediaType: "application/yaml", Data: []byte("boards: [a, b]\n")}))
 	rng := rand.New(rand.NewPCG(seed, 35))
 	chans := []uint16{1, 7, 3}
 	var want []msg

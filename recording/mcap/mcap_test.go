@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"strings"
 	"testing"
 
 	"github.com/hilrig/hilrig/recording/mcap"
@@ -29,6 +30,9 @@ func TestRoundTrip(t *testing.T) {
 			}
 			if h := s.Header(); h != c.opts.Header {
 				t.Errorf("header %+v, want %+v", h, c.opts.Header)
+			}
+			if seen.Attachments != 1 || seen.Metadata != 1 || seen.Statistics.AttachmentCount != 1 || seen.Statistics.MetadataCount != 1 {
+				t.Errorf("attachments %d, metadata %d, statistics %+v", seen.Attachments, seen.Metadata, seen.Statistics)
 			}
 			if len(s.Channels()) != 3 || len(s.Schemas()) != 2 {
 				t.Errorf("%d channels, %d schemas; want 3, 2", len(s.Channels()), len(s.Schemas()))
@@ -203,6 +207,11 @@ func TestCorruptionDetected(t *testing.T) {
 	}
 	if err := xb.VerifyDataCRC(); !errors.Is(err, mcap.ErrFormat) {
 		t.Errorf("data CRC over a corrupt data section: %v", err)
+	}
+	// A byte of the attachment's data (its own CRC).
+	bad = flip(uint64(bytes.Index(b, []byte("boards:"))))
+	if _, _, err := streamAll(bad, mcap.Limits{}); !errors.Is(err, mcap.ErrFormat) || !strings.Contains(err.Error(), "rack.yaml") {
+		t.Errorf("stream over a corrupt attachment: %v", err)
 	}
 	// A byte of the summary (the last schema copy's name).
 	bad = flip(uint64(bytes.LastIndex(b, []byte("std_msgs"))))

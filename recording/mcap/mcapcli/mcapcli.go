@@ -101,6 +101,8 @@ type summary struct {
 	start    uint64
 	end      uint64
 	chunks   map[mcap.Compression]mcap.ChunkTally
+	attach   int
+	meta     int
 	source   string
 }
 
@@ -159,7 +161,7 @@ func fromSummary(f *os.File, size int64) (*summary, error) {
 	}
 	s := &summary{header: x.Header(), channels: x.Channels(), schemas: x.Schemas(), counts: st.ChannelMessageCounts,
 		messages: st.MessageCount, start: st.MessageStartTime, end: st.MessageEndTime,
-		chunks: map[mcap.Compression]mcap.ChunkTally{}, source: "summary"}
+		chunks: map[mcap.Compression]mcap.ChunkTally{}, attach: int(st.AttachmentCount), meta: int(st.MetadataCount), source: "summary"}
 	for _, ci := range x.ChunkIndexes() {
 		t := s.chunks[ci.Compression]
 		t.Count++
@@ -196,7 +198,8 @@ func scan(ctx context.Context, r io.Reader) (*summary, error) {
 		src = fmt.Sprintf("scan up to offset %d (the file is cut short or damaged there)", sr.Offset())
 	}
 	return &summary{header: sr.Header(), channels: sr.Channels(), schemas: sr.Schemas(), counts: seen.ChannelMessages,
-		messages: seen.Messages, start: seen.StartTime, end: seen.EndTime, chunks: seen.Chunks, source: src}, err
+		messages: seen.Messages, start: seen.StartTime, end: seen.EndTime, chunks: seen.Chunks,
+		attach: seen.Attachments, meta: seen.Metadata, source: src}, err
 }
 
 func printInfo(w io.Writer, name string, size int64, s *summary) {
@@ -215,6 +218,9 @@ func printInfo(w io.Writer, name string, size int64, s *summary) {
 		t := s.chunks[c]
 		fmt.Fprintf(w, "chunks:    %d %v, %s of records in %s\n", t.Count, c,
 			bytesize.Approx(int64(t.UncompressedSize), " "), bytesize.Approx(int64(t.CompressedSize), " "))
+	}
+	if s.attach+s.meta > 0 {
+		fmt.Fprintf(w, "other:     %d attachments, %d metadata records\n", s.attach, s.meta)
 	}
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "channels:\n  ID\tTOPIC\tMESSAGES\tENCODING\tSCHEMA")

@@ -42,6 +42,7 @@ func rosFile(t *testing.T, n int) string {
 	must(w.AddSchema(s))
 	must(w.AddChannel(ros2mcap.Channel(1, 1, "/cmd_vel", "")))
 	must(w.AddChannel(mcap.Channel{ID: 2, Topic: "/raw", MessageEncoding: "x-raw"}))
+	must(w.WriteMetadata("run", map[string]string{"case": "a"}))
 	c, err := reg.Codec("geometry_msgs/Twist")
 	must(err)
 	const t0 = 1_765_000_000_000_000_000
@@ -72,7 +73,7 @@ func TestInfo(t *testing.T) {
 	}
 	for _, want := range []string{`profile:   "ros2"`, "messages:  200, log time 2025-12-06T05:46:40.000000000Z to", "(99.000001ms)",
 		"zstd", "/cmd_vel  100       cdr       1 geometry_msgs/msg/Twist", "/raw      100       x-raw     -",
-		"1   geometry_msgs/msg/Twist  ros2msg", "from:      summary", "every CRC checked: ok"} {
+		"1   geometry_msgs/msg/Twist  ros2msg", "from:      summary", "every CRC checked: ok", "other:     0 attachments, 1 metadata records"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("info lacks %q:\n%s", want, out)
 		}

@@ -50,6 +50,16 @@ func configs() []config {
 	}
 }
 
+// chunked are the configs that write chunks (none, zstd, lz4) with the
+// given chunk size.
+func chunked(size int) []config {
+	cs := configs()[1:4]
+	for i := range cs {
+		cs[i].opts.ChunkSize = size
+	}
+	return cs
+}
+
 // writeSample writes n messages on three channels (two schemas, one
 // channel without schema) with sizes from 0 to a few kB, log times
 // mostly rising with some out of order, and returns the file and the

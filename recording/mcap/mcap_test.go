@@ -80,11 +80,9 @@ func TestRoundTrip(t *testing.T) {
 // then ErrTruncated; Recover makes it a whole file holding exactly the
 // messages of those chunks, which both readers read.
 func TestCutShortAnywhere(t *testing.T) {
-	for _, c := range configs()[1:4] {
+	for _, c := range chunked(1 << 10) {
 		t.Run(c.name, func(t *testing.T) {
-			opts := c.opts
-			opts.ChunkSize = 1 << 10
-			b, want := writeSample(t, opts, 60, 2)
+			b, want := writeSample(t, c.opts, 60, 2)
 			x, _, err := indexedAll(b, mcap.Limits{})
 			if err != nil {
 				t.Fatal(err)
@@ -341,11 +339,9 @@ func BenchmarkWriteMessage(b *testing.B) {
 // StreamReader.Next allocates nothing per message once its buffers have
 // grown (the message aliases the chunk; counters are updated in place).
 func TestStreamNextAllocs(t *testing.T) {
-	for _, c := range configs()[1:4] {
+	for _, c := range chunked(64 << 10) {
 		t.Run(c.name, func(t *testing.T) {
-			opts := c.opts
-			opts.ChunkSize = 64 << 10
-			b, _ := writeSample(t, opts, 3000, 6)
+			b, _ := writeSample(t, c.opts, 3000, 6)
 			r, err := mcap.NewStreamReader(bytes.NewReader(b), mcap.Limits{})
 			if err != nil {
 				t.Fatal(err)
@@ -371,11 +367,9 @@ func TestStreamNextAllocs(t *testing.T) {
 }
 
 func BenchmarkStreamRead(b *testing.B) {
-	for _, c := range configs()[1:4] {
+	for _, c := range chunked(1 << 20) {
 		b.Run(c.name, func(b *testing.B) {
-			opts := c.opts
-			opts.ChunkSize = 1 << 20
-			file, _ := writeSample(b, opts, 5000, 7)
+			file, _ := writeSample(b, c.opts, 5000, 7)
 			b.SetBytes(int64(len(file)))
 			b.ReportAllocs()
 			for b.Loop() {

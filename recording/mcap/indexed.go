@@ -126,6 +126,12 @@ func leU32(b []byte) uint32 {
 }
 
 func (x *IndexedReader) summary(sum []byte, f Footer) error {
+	type rec struct {
+		at  uint64
+		op  Opcode
+		end uint64
+	}
+	var recs []rec
 	for pos := 0; pos < len(sum); {
 		at := f.SummaryStart + uint64(pos)
 		op, body, err := chunkRecord(sum, pos)
@@ -135,6 +141,21 @@ func (x *IndexedReader) summary(sum []byte, f Footer) error {
 		pos += recordHeaderLen + len(body)
 		if err := x.summaryRecord(op, body, f, at); err != nil {
 			return fmt.Errorf("summary: offset %d: %v record: %w", at, op, err)
+		}
+		recs = append(recs, rec{at, op, f.SummaryStart + uint64(pos)})
+	}
+	// Each Summary Offset names a whole group: records of its opcode from
+	// a record's start to a record's end.
+	for _, so := range x.offsets {
+		i, found := slices.BinarySearchFunc(recs, so.GroupStart, func(r rec, at uint64) int { return cmp.Compare(r.at, at) })
+		end := so.GroupStart + so.GroupLength
+		for ; found && i < len(recs) && recs[i].end <= end; i++ {
+			if recs[i].op != so.GroupOpcode {
+				found = false
+			}
+		}
+		if !found || i == 0 || recs[i-1].end != end {
+			return fmt.Errorf("summary: the Summary Offset of %v (%d+%d) is no group of %v records: %w", so.GroupOpcode, so.GroupStart, so.GroupLength, so.GroupOpcode, ErrFormat)
 		}
 	}
 	for i := range x.chunks {

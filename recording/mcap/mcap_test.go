@@ -390,3 +390,30 @@ func BenchmarkStreamRead(b *testing.B) {
 		})
 	}
 }
+
+// A Summary Offset that does not frame a whole group of its opcode is
+// refused (the summary CRC zeroed, so that only this check can see it).
+func TestSummaryOffsetsChecked(t *testing.T) {
+	b, _ := writeSample(t, configs()[2].opts, 50, 8)
+	footer := len(b) - 8 - 29
+	offsets := binary.LittleEndian.Uint64(b[footer+9+8:])
+	for _, edit := range []struct {
+		name string
+		at   int // byte of the first Summary Offset record's body
+		add  uint64
+	}{{"length", 1 + 8, 1}, {"start", 1, 9}} {
+		c := bytes.Clone(b)
+		binary.LittleEndian.PutUint32(c[footer+9+16:], 0)
+		field := int(offsets) + 9 + edit.at
+		binary.LittleEndian.PutUint64(c[field:], binary.LittleEndian.Uint64(c[field:])+edit.add)
+		if _, err := mcap.NewIndexedReader(bytes.NewReader(c), int64(len(c)), mcap.Limits{}); !errors.Is(err, mcap.ErrFormat) || !strings.Contains(err.Error(), "Summary Offset") {
+			t.Errorf("group %s moved: %v", edit.name, err)
+		}
+	}
+	// Untouched but for the zeroed CRC, it reads.
+	c := bytes.Clone(b)
+	binary.LittleEndian.PutUint32(c[footer+9+16:], 0)
+	if _, _, err := indexedAll(c, mcap.Limits{}); err != nil {
+		t.Errorf("summary CRC 0 (not written): %v", err)
+	}
+}

@@ -52,6 +52,8 @@ const (
 var opNames = [...]string{"", "Header", "Footer", "Schema", "Channel", "Message", "Chunk", "MessageIndex",
 	"ChunkIndex", "Attachment", "AttachmentIndex", "Statistics", "Metadata", "MetadataIndex", "SummaryOffset", "DataEnd"}
 
+// String is the record's name in the specification ("Chunk"), or its
+// number for opcodes it does not name.
 func (o Opcode) String() string {
 	if int(o) < len(opNames) && o != 0 {
 		return opNames[o]
@@ -69,6 +71,7 @@ const (
 	CompressLZ4  Compression = "lz4"
 )
 
+// String is "none", "zstd" or "lz4" (what the file says, for others).
 func (c Compression) String() string {
 	if c == CompressNone {
 		return "none"

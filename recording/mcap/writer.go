@@ -206,8 +206,8 @@ func (w *Writer) WriteMessage(m *Message) error {
 }
 
 // Flush writes the open chunk (if any) and its message indexes, so that
-// everything written so far survives a crash. It does not sync the
-// underlying file.
+// everything written so far survives the process being killed. It does
+// not sync the underlying file: against power loss, Sync the file after.
 func (w *Writer) Flush() error {
 	if err := w.usable(); err != nil {
 		return err

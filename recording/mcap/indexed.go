@@ -43,6 +43,9 @@ type IndexedReader struct {
 	next     int     // next chunk to load
 	active   []*slot // loaded chunks with messages pending
 	free     []*slot // slots to reuse
+	filter   Filter
+	chans    map[uint16]bool // filter.Channels as a set; nil: all
+	started  bool
 	msg      Message
 	err      error
 }
@@ -283,6 +286,54 @@ func (x *IndexedReader) VerifyDataCRC() error {
 	return nil
 }
 
+// Filter restricts an IndexedReader to some channels and a log-time
+// window; chunks outside it are not read (by their chunk index: time
+// range and the channels their message indexes name).
+type Filter struct {
+	Channels []uint16 // nil: every channel
+	Start    uint64   // first log time, ns (inclusive)
+	End      uint64   // last log time, ns (inclusive); 0: no end
+}
+
+// ErrStarted is returned by SetFilter after the first Next.
+var ErrStarted = errors.New("mcap: reading has started")
+
+// SetFilter restricts the messages Next returns. It must be called before
+// the first Next.
+func (x *IndexedReader) SetFilter(f Filter) error {
+	if x.started {
+		return ErrStarted
+	}
+	x.filter, x.chans = f, nil
+	if f.Channels != nil {
+		x.chans = make(map[uint16]bool, len(f.Channels))
+		for _, c := range f.Channels {
+			x.chans[c] = true
+		}
+	}
+	return nil
+}
+
+func (x *IndexedReader) wants(ch uint16, logTime uint64) bool {
+	return (x.chans == nil || x.chans[ch]) && logTime >= x.filter.Start && (x.filter.End == 0 || logTime <= x.filter.End)
+}
+
+// wantsChunk: may the chunk hold a message the filter wants?
+func (x *IndexedReader) wantsChunk(ci *ChunkIndex) bool {
+	if ci.MessageEndTime < x.filter.Start || x.filter.End != 0 && ci.MessageStartTime > x.filter.End {
+		return false
+	}
+	if x.chans == nil || len(ci.MessageIndexOffsets) == 0 {
+		return true
+	}
+	for ch := range ci.MessageIndexOffsets {
+		if x.chans[ch] {
+			return true
+		}
+	}
+	return false
+}
+
 // maxOverlap bounds how many chunks the indexed reader holds at once to
 // merge chunks whose log-time ranges overlap. Past it, messages may come
 // out of log-time order (never lost).
@@ -307,6 +358,7 @@ func (x *IndexedReader) Next() (*Message, error) {
 	if x.err != nil {
 		return nil, x.err
 	}
+	x.started = true
 	if len(x.chunks) == 0 && x.stats != nil && x.stats.MessageCount > 0 {
 		x.err = ErrNotIndexed
 		return nil, x.err
@@ -320,6 +372,9 @@ func (x *IndexedReader) Next() (*Message, error) {
 				break
 			}
 			x.next++
+			if !x.wantsChunk(ci) {
+				continue
+			}
 			if err := x.load(ci); err != nil {
 				x.err = fmt.Errorf("mcap: chunk at offset %d: %w", ci.ChunkStartOffset, err)
 				return nil, x.err
@@ -425,6 +480,12 @@ func (x *IndexedReader) fill(ci *ChunkIndex, s *slot) error {
 		if err := x.checkIndexes(ci, s); err != nil {
 			return err
 		}
+	}
+	if x.chans != nil || x.filter.Start != 0 || x.filter.End != 0 {
+		s.entries = slices.DeleteFunc(s.entries, func(e indexEntry) bool {
+			_, body, _ := chunkRecord(recs, int(e.offset))
+			return !x.wants(uint16(body[0])|uint16(body[1])<<8, e.logTime)
+		})
 	}
 	slices.SortStableFunc(s.entries, func(a, b indexEntry) int {
 		return cmp.Or(cmp.Compare(a.logTime, b.logTime), cmp.Compare(a.offset, b.offset))

@@ -90,7 +90,7 @@ func TestLayering(t *testing.T) {
 		"bench":      {"rig", "deploy", "agent", "agentproto", "vmboard", "fixtures", "gpio", "timesync", "scopes", "suites", "report"},
 		"ros2":       {"rig", "deploy", "vmboard", "fixtures", "scopes", "suites"},
 		// The codec is a leaf: the ROS 2 peers and bridge build on it.
-		"ros2/rosmsg": {"rig", "deploy", "agent", "agentproto", "vmboard", "fixtures", "middleware", "gpio", "timesync", "scopes", "report", "suites", "peers", "netns", "hostinfo", "bench"},
+		"ros2/rosmsg": {"rig", "deploy", "agent", "agentproto", "vmboard", "fixtures", "middleware", "gpio", "timesync", "scopes", "report", "suites", "peers", "netns", "hostinfo", "bench", "recording"},
 		// Recordings (MCAP) are a leaf beside the codec: the CLI decodes
 		// ROS 2 payloads with ros2/rosmsg, nothing else of the harness.
 		"recording": {"rig", "deploy", "agent", "agentproto", "vmboard", "fixtures", "middleware", "gpio", "timesync", "scopes", "report", "suites", "peers", "netns", "hostinfo", "bench", "ros2/ros2cli"},

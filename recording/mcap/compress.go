@@ -44,6 +44,12 @@ func newCompressor(kind Compression) (*compressor, error) {
 		c.zenc = enc
 	case CompressLZ4:
 		c.lzw = lz4.NewWriter(&c.buf)
+		// 64 KiB blocks: the library pools one block buffer per block
+		// size, and its default 4 MiB buffers were the writer's only
+		// steady allocation (re-made after each GC).
+		if err := c.lzw.Apply(lz4.BlockSizeOption(lz4.Block64Kb)); err != nil {
+			return nil, fmt.Errorf("mcap: lz4 writer: %w", err)
+		}
 	default:
 		return nil, fmt.Errorf("mcap: compression %q: want none, zstd or lz4", string(kind))
 	}
@@ -77,17 +83,17 @@ func (c *compressor) close() {
 	}
 }
 
-// decompressor expands chunks into one reused buffer, never past the
-// size the chunk declares (itself capped by Limits.MaxChunk).
+// decompressor expands chunks into the caller's buffer (*dst, grown as
+// needed and kept), never past the size the chunk declares (itself capped
+// by Limits.MaxChunk).
 type decompressor struct {
 	max  uint64
 	zdec *zstd.Decoder
 	lzr  *lz4.Reader
 	src  bytes.Reader
-	buf  []byte
 }
 
-func (d *decompressor) decompress(kind Compression, src []byte, usize uint64) ([]byte, error) {
+func (d *decompressor) decompress(dst *[]byte, kind Compression, src []byte, usize uint64) ([]byte, error) {
 	if usize > d.max {
 		return nil, fmt.Errorf("uncompressed size %d over the cap %d (Limits.MaxChunk): %w", usize, d.max, ErrFormat)
 	}
@@ -105,19 +111,17 @@ func (d *decompressor) decompress(kind Compression, src []byte, usize uint64) ([
 			}
 			d.zdec = dec
 		}
-		if uint64(cap(d.buf)) < usize {
-			d.buf = make([]byte, 0, usize)
+		if uint64(cap(*dst)) < usize {
+			*dst = make([]byte, 0, usize)
 		}
-		out, err := d.zdec.DecodeAll(src, d.buf[:0])
+		out, err := d.zdec.DecodeAll(src, (*dst)[:0])
 		if err != nil {
 			return nil, fmt.Errorf("zstd: %v: %w", err, ErrFormat)
 		}
 		if uint64(len(out)) != usize {
 			return nil, fmt.Errorf("zstd chunk expands to %d bytes, declares %d: %w", len(out), usize, ErrFormat)
 		}
-		if cap(out) <= int(d.max) {
-			d.buf = out[:0]
-		}
+		*dst = out[:0]
 		return out, nil
 	case CompressLZ4:
 		d.src.Reset(src)
@@ -126,10 +130,10 @@ func (d *decompressor) decompress(kind Compression, src []byte, usize uint64) ([
 		} else {
 			d.lzr.Reset(&d.src)
 		}
-		if uint64(cap(d.buf)) < usize {
-			d.buf = make([]byte, 0, usize)
+		if uint64(cap(*dst)) < usize {
+			*dst = make([]byte, 0, usize)
 		}
-		out := d.buf[:usize]
+		out := (*dst)[:usize]
 		if _, err := io.ReadFull(d.lzr, out); err != nil {
 			return nil, fmt.Errorf("lz4 chunk declares %d bytes: %v: %w", usize, err, ErrFormat)
 		}

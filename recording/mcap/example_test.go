@@ -2,6 +2,7 @@ package mcap_test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 
@@ -59,4 +60,35 @@ func Example() {
 	// /tick 1000000000 {"n":1}
 	// /tick 2000000000 {"n":2}
 	// chunks: 1
+}
+
+// A recording cut short (a killed writer) is made whole again by Recover,
+// and then read through its summary.
+func ExampleRecover() {
+	var file bytes.Buffer
+	w, _ := mcap.NewWriter(&file, mcap.Options{ChunkSize: 64})
+	_ = w.AddChannel(mcap.Channel{ID: 1, Topic: "/n", MessageEncoding: "json"})
+	for i := range 10 {
+		_ = w.WriteMessage(&mcap.Message{ChannelID: 1, LogTime: uint64(i), Data: []byte(`{"n":0}`)})
+	}
+	// No Close: the writer was killed, the last chunk half written.
+	cut := file.Bytes()[:file.Len()-10]
+
+	var whole bytes.Buffer
+	rep, err := mcap.Recover(&whole, bytes.NewReader(cut), mcap.Limits{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("kept", rep.Messages, "messages in", rep.Chunks, "chunks; stopped:", errors.Is(rep.Stop, mcap.ErrTruncated))
+	x, err := mcap.NewIndexedReader(bytes.NewReader(whole.Bytes()), int64(whole.Len()), mcap.Limits{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer x.Close()
+	fmt.Println("summary counts", x.Statistics().MessageCount, "messages")
+	// Output:
+	// kept 9 messages in 9 chunks; stopped: true
+	// summary counts 9 messages
 }

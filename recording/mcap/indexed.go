@@ -39,14 +39,14 @@ type IndexedReader struct {
 	dataEnd  uint64 // offset of the Data End record
 	dataCRC  uint32
 	dec      decompressor
-	buf      []byte
 	idxBuf   []byte
-	entries  []indexEntry
-	next     int // next chunk
-	recs     []byte
-	pos      int // next entry
+	next     int     // next chunk to load
+	active   []*slot // loaded chunks with messages pending
+	free     []*slot // slots to reuse
+	filter   Filter
+	chans    map[uint16]bool // filter.Channels as a set; nil: all
+	started  bool
 	msg      Message
-	chunkAt  uint64
 	err      error
 }
 
@@ -129,6 +129,12 @@ func leU32(b []byte) uint32 {
 }
 
 func (x *IndexedReader) summary(sum []byte, f Footer) error {
+	type rec struct {
+		at  uint64
+		op  Opcode
+		end uint64
+	}
+	var recs []rec
 	for pos := 0; pos < len(sum); {
 		at := f.SummaryStart + uint64(pos)
 		op, body, err := chunkRecord(sum, pos)
@@ -138,6 +144,21 @@ func (x *IndexedReader) summary(sum []byte, f Footer) error {
 		pos += recordHeaderLen + len(body)
 		if err := x.summaryRecord(op, body, f, at); err != nil {
 			return fmt.Errorf("summary: offset %d: %v record: %w", at, op, err)
+		}
+		recs = append(recs, rec{at, op, f.SummaryStart + uint64(pos)})
+	}
+	// Each Summary Offset names a whole group: records of its opcode from
+	// a record's start to a record's end.
+	for _, so := range x.offsets {
+		i, found := slices.BinarySearchFunc(recs, so.GroupStart, func(r rec, at uint64) int { return cmp.Compare(r.at, at) })
+		end := so.GroupStart + so.GroupLength
+		for ; found && i < len(recs) && recs[i].end <= end; i++ {
+			if recs[i].op != so.GroupOpcode {
+				found = false
+			}
+		}
+		if !found || i == 0 || recs[i-1].end != end {
+			return fmt.Errorf("summary: the Summary Offset of %v (%d+%d) is no group of %v records: %w", so.GroupOpcode, so.GroupStart, so.GroupLength, so.GroupOpcode, ErrFormat)
 		}
 	}
 	for i := range x.chunks {
@@ -204,6 +225,9 @@ func (x *IndexedReader) checkChunkIndex(ci *ChunkIndex) error {
 	if ci.ChunkLength-recordHeaderLen > x.lim.MaxRecord {
 		return fmt.Errorf("chunk of %d bytes over the cap %d (Limits.MaxRecord): %w", ci.ChunkLength, x.lim.MaxRecord, ErrFormat)
 	}
+	if ci.MessageIndexLength > x.lim.MaxRecord {
+		return fmt.Errorf("message indexes of %d bytes over the cap %d (Limits.MaxRecord): %w", ci.MessageIndexLength, x.lim.MaxRecord, ErrFormat)
+	}
 	if ci.MessageIndexLength > x.dataEnd-end {
 		return fmt.Errorf("message indexes of %d bytes run past the data section: %w", ci.MessageIndexLength, ErrFormat)
 	}
@@ -262,43 +286,160 @@ func (x *IndexedReader) VerifyDataCRC() error {
 	return nil
 }
 
-// Next returns the next message; its Data is valid until the next call.
-// At the end it returns io.EOF. An error sticks.
+// Filter restricts an IndexedReader to some channels and a log-time
+// window; chunks outside it are not read (by their chunk index: time
+// range and the channels their message indexes name).
+type Filter struct {
+	Channels []uint16 // nil: every channel
+	Start    uint64   // first log time, ns (inclusive)
+	End      uint64   // last log time, ns (inclusive); 0: no end
+}
+
+// ErrStarted is returned by SetFilter after the first Next.
+var ErrStarted = errors.New("mcap: reading has started")
+
+// SetFilter restricts the messages Next returns. It must be called before
+// the first Next.
+func (x *IndexedReader) SetFilter(f Filter) error {
+	if x.started {
+		return ErrStarted
+	}
+	x.filter, x.chans = f, nil
+	if f.Channels != nil {
+		x.chans = make(map[uint16]bool, len(f.Channels))
+		for _, c := range f.Channels {
+			x.chans[c] = true
+		}
+	}
+	return nil
+}
+
+func (x *IndexedReader) wants(ch uint16, logTime uint64) bool {
+	return (x.chans == nil || x.chans[ch]) && logTime >= x.filter.Start && (x.filter.End == 0 || logTime <= x.filter.End)
+}
+
+// wantsChunk: may the chunk hold a message the filter wants?
+func (x *IndexedReader) wantsChunk(ci *ChunkIndex) bool {
+	if ci.MessageEndTime < x.filter.Start || x.filter.End != 0 && ci.MessageStartTime > x.filter.End {
+		return false
+	}
+	if x.chans == nil || len(ci.MessageIndexOffsets) == 0 {
+		return true
+	}
+	for ch := range ci.MessageIndexOffsets {
+		if x.chans[ch] {
+			return true
+		}
+	}
+	return false
+}
+
+// maxOverlap bounds how many chunks the indexed reader holds at once to
+// merge chunks whose log-time ranges overlap. Past it, messages may come
+// out of log-time order (never lost).
+const maxOverlap = 64
+
+// slot is one loaded chunk: its buffers, its messages in log-time order
+// and the next one to return.
+type slot struct {
+	at      uint64 // the chunk's file offset
+	raw     []byte // the Chunk record as read
+	out     []byte // its decompressed records (none: raw is used)
+	recs    []byte
+	entries []indexEntry
+	pos     int
+}
+
+// Next returns the next message in log-time order (ties in file order);
+// its Data is valid until the next call. It holds the chunks whose time
+// ranges overlap the next message's (at most maxOverlap). At the end it
+// returns io.EOF. An error sticks.
 func (x *IndexedReader) Next() (*Message, error) {
 	if x.err != nil {
 		return nil, x.err
 	}
+	x.started = true
 	if len(x.chunks) == 0 && x.stats != nil && x.stats.MessageCount > 0 {
 		x.err = ErrNotIndexed
 		return nil, x.err
 	}
-	for x.pos >= len(x.entries) {
+	for {
+		// Load every chunk that may hold a message at or before the
+		// earliest one pending.
+		for x.next < len(x.chunks) && len(x.active) < maxOverlap {
+			ci := &x.chunks[x.next]
+			if len(x.active) > 0 && ci.MessageStartTime > x.head().entries[x.head().pos].logTime {
+				break
+			}
+			x.next++
+			if !x.wantsChunk(ci) {
+				continue
+			}
+			if err := x.load(ci); err != nil {
+				x.err = fmt.Errorf("mcap: chunk at offset %d: %w", ci.ChunkStartOffset, err)
+				return nil, x.err
+			}
+		}
+		if len(x.active) > 0 {
+			break
+		}
 		if x.next >= len(x.chunks) {
 			return nil, io.EOF
 		}
-		ci := &x.chunks[x.next]
-		x.next++
-		if err := x.loadChunk(ci); err != nil {
-			x.err = fmt.Errorf("mcap: chunk at offset %d: %w", ci.ChunkStartOffset, err)
-			return nil, x.err
-		}
 	}
-	e := x.entries[x.pos]
-	x.pos++
-	_, body, _ := chunkRecord(x.recs, int(e.offset)) // checked by loadChunk
+	h := x.head()
+	e := h.entries[h.pos]
+	h.pos++
+	_, body, _ := chunkRecord(h.recs, int(e.offset)) // checked by load
 	_ = parseMessage(body, &x.msg)
+	if h.pos == len(h.entries) {
+		// Done: its buffers serve the next chunk loaded (after this
+		// message's Data is no longer valid).
+		x.active = slices.DeleteFunc(x.active, func(s *slot) bool { return s == h })
+		x.free = append(x.free, h)
+	}
 	return &x.msg, nil
 }
 
-// loadChunk reads, checks and expands a chunk, and orders its messages
-// by its message indexes, checking that they index every message.
-func (x *IndexedReader) loadChunk(ci *ChunkIndex) error {
-	x.chunkAt = ci.ChunkStartOffset
-	b, err := x.readAt(ci.ChunkStartOffset, ci.ChunkLength, x.buf, "chunk")
+// head is the active chunk with the earliest pending message.
+func (x *IndexedReader) head() *slot {
+	best := x.active[0]
+	for _, s := range x.active[1:] {
+		a, b := s.entries[s.pos], best.entries[best.pos]
+		if a.logTime < b.logTime || a.logTime == b.logTime && s.at < best.at {
+			best = s
+		}
+	}
+	return best
+}
+
+// load reads, checks and expands a chunk into a slot, and orders its
+// messages by log time, checking that its message indexes list every
+// message. A chunk without messages is not kept.
+func (x *IndexedReader) load(ci *ChunkIndex) error {
+	s := &slot{}
+	if n := len(x.free); n > 0 {
+		s = x.free[n-1]
+		x.free = x.free[:n-1]
+	}
+	s.at, s.pos, s.entries = ci.ChunkStartOffset, 0, s.entries[:0]
+	if err := x.fill(ci, s); err != nil {
+		return err
+	}
+	if len(s.entries) == 0 {
+		x.free = append(x.free, s)
+		return nil
+	}
+	x.active = append(x.active, s)
+	return nil
+}
+
+func (x *IndexedReader) fill(ci *ChunkIndex, s *slot) error {
+	b, err := x.readAt(ci.ChunkStartOffset, ci.ChunkLength, s.raw, "chunk")
 	if err != nil {
 		return err
 	}
-	x.buf = b
+	s.raw = b
 	if Opcode(b[0]) != OpChunk || leU64(b[1:]) != ci.ChunkLength-recordHeaderLen {
 		return fmt.Errorf("the chunk index points at a %v record of %d bytes, not a Chunk of %d: %w", Opcode(b[0]), leU64(b[1:]), ci.ChunkLength-recordHeaderLen, ErrFormat)
 	}
@@ -309,13 +450,12 @@ func (x *IndexedReader) loadChunk(ci *ChunkIndex) error {
 	if h.compression != ci.Compression || h.usize != ci.UncompressedSize || uint64(len(h.records)) != ci.CompressedSize {
 		return fmt.Errorf("chunk (%v, %d→%d bytes) differs from its index (%v, %d→%d): %w", h.compression, len(h.records), h.usize, ci.Compression, ci.CompressedSize, ci.UncompressedSize, ErrFormat)
 	}
-	recs, err := expandChunk(&x.dec, h)
+	recs, err := expandChunk(&x.dec, h, &s.out)
 	if err != nil {
 		return err
 	}
-	x.recs, x.pos = recs, 0
+	s.recs = recs
 	// Every message of the chunk, by a scan; the indexes must list them.
-	x.entries = x.entries[:0]
 	var m Message
 	for pos := 0; pos < len(recs); {
 		op, body, err := chunkRecord(recs, pos)
@@ -329,16 +469,25 @@ func (x *IndexedReader) loadChunk(ci *ChunkIndex) error {
 			if _, ok := x.channels[m.ChannelID]; !ok {
 				return fmt.Errorf("message at chunk offset %d on channel %d, which the summary lacks: %w", pos, m.ChannelID, ErrFormat)
 			}
-			x.entries = append(x.entries, indexEntry{logTime: m.LogTime, offset: uint64(pos)})
+			if m.LogTime < ci.MessageStartTime || m.LogTime > ci.MessageEndTime {
+				return fmt.Errorf("message at chunk offset %d logged at %d, outside the chunk's range %d..%d: %w", pos, m.LogTime, ci.MessageStartTime, ci.MessageEndTime, ErrFormat)
+			}
+			s.entries = append(s.entries, indexEntry{logTime: m.LogTime, offset: uint64(pos)})
 		}
 		pos += recordHeaderLen + len(body)
 	}
 	if len(ci.MessageIndexOffsets) > 0 {
-		if err := x.checkIndexes(ci, recs); err != nil {
+		if err := x.checkIndexes(ci, s); err != nil {
 			return err
 		}
 	}
-	slices.SortStableFunc(x.entries, func(a, b indexEntry) int {
+	if x.chans != nil || x.filter.Start != 0 || x.filter.End != 0 {
+		s.entries = slices.DeleteFunc(s.entries, func(e indexEntry) bool {
+			_, body, _ := chunkRecord(recs, int(e.offset))
+			return !x.wants(uint16(body[0])|uint16(body[1])<<8, e.logTime)
+		})
+	}
+	slices.SortStableFunc(s.entries, func(a, b indexEntry) int {
 		return cmp.Or(cmp.Compare(a.logTime, b.logTime), cmp.Compare(a.offset, b.offset))
 	})
 	return nil
@@ -346,15 +495,16 @@ func (x *IndexedReader) loadChunk(ci *ChunkIndex) error {
 
 // checkIndexes reads the chunk's message indexes and checks that they
 // list exactly the messages the scan found, at their log times.
-func (x *IndexedReader) checkIndexes(ci *ChunkIndex, recs []byte) error {
+func (x *IndexedReader) checkIndexes(ci *ChunkIndex, s *slot) error {
+	recs := s.recs
 	start := ci.ChunkStartOffset + ci.ChunkLength
 	idx, err := x.readAt(start, ci.MessageIndexLength, x.idxBuf, "message indexes")
 	if err != nil {
 		return err
 	}
 	x.idxBuf = idx
-	byOffset := make(map[uint64]uint64, len(x.entries))
-	for _, e := range x.entries {
+	byOffset := make(map[uint64]uint64, len(s.entries))
+	for _, e := range s.entries {
 		byOffset[e.offset] = e.logTime
 	}
 	n := 0
@@ -391,8 +541,8 @@ func (x *IndexedReader) checkIndexes(ci *ChunkIndex, recs []byte) error {
 		}
 		n += len(entries)
 	}
-	if n != len(x.entries) {
-		return fmt.Errorf("message indexes list %d messages, the chunk holds %d: %w", n, len(x.entries), ErrFormat)
+	if n != len(s.entries) {
+		return fmt.Errorf("message indexes list %d messages, the chunk holds %d: %w", n, len(s.entries), ErrFormat)
 	}
 	return nil
 }

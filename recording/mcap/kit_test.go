@@ -50,6 +50,16 @@ func configs() []config {
 	}
 }
 
+// chunked are the configs that write chunks (none, zstd, lz4) with the
+// given chunk size.
+func chunked(size int) []config {
+	cs := configs()[1:4]
+	for i := range cs {
+		cs[i].opts.ChunkSize = size
+	}
+	return cs
+}
+
 // writeSample writes n messages on three channels (two schemas, one
 // channel without schema) with sizes from 0 to a few kB, log times
 // mostly rising with some out of order, and returns the file and the
@@ -72,6 +82,8 @@ func writeSample(t testing.TB, opts mcap.Options, n int, seed uint64) ([]byte, [
 	must(w.AddChannel(mcap.Channel{ID: 1, SchemaID: 1, Topic: "/chatter", MessageEncoding: "cdr", Metadata: map[string]string{"offered_qos_profiles": ""}}))
 	must(w.AddChannel(mcap.Channel{ID: 7, SchemaID: 2, Topic: "/blob", MessageEncoding: "json"}))
 	must(w.AddChannel(mcap.Channel{ID: 3, Topic: "/raw", MessageEncoding: "x-raw", Metadata: map[string]string{"a": "1", "b": "2"}}))
+	must(w.WriteMetadata("run", map[string]string{"case": "imu/udp", "seed": fmt.Sprint(seed)}))
+	must(w.WriteAttachment(mcap.Attachment{LogTime: 5, CreateTime: 4, Name: "rack.yaml", MediaType: "application/yaml", Data: []byte("boards: [a, b]\n")}))
 	rng := rand.New(rand.NewPCG(seed, 35))
 	chans := []uint16{1, 7, 3}
 	var want []msg
@@ -148,6 +160,16 @@ func equalMsgs(t testing.TB, what string, got, want []msg) {
 	for i := range got {
 		if got[i] != want[i] {
 			t.Fatalf("%s: message %d is %v, want %v", what, i, got[i], want[i])
+		}
+	}
+}
+
+// inLogOrder fails unless ms come in non-decreasing log time.
+func inLogOrder(t testing.TB, what string, ms []msg) {
+	t.Helper()
+	for i := 1; i < len(ms); i++ {
+		if ms[i].Log < ms[i-1].Log {
+			t.Fatalf("%s: message %d (%v) logged before message %d (%v)", what, i, ms[i], i-1, ms[i-1])
 		}
 	}
 }

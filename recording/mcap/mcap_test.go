@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"strings"
 	"testing"
 
 	"github.com/hilrig/hilrig/recording/mcap"
@@ -30,6 +31,9 @@ func TestRoundTrip(t *testing.T) {
 			if h := s.Header(); h != c.opts.Header {
 				t.Errorf("header %+v, want %+v", h, c.opts.Header)
 			}
+			if seen.Attachments != 1 || seen.Metadata != 1 || seen.Statistics.AttachmentCount != 1 || seen.Statistics.MetadataCount != 1 {
+				t.Errorf("attachments %d, metadata %d, statistics %+v", seen.Attachments, seen.Metadata, seen.Statistics)
+			}
 			if len(s.Channels()) != 3 || len(s.Schemas()) != 2 {
 				t.Errorf("%d channels, %d schemas; want 3, 2", len(s.Channels()), len(s.Schemas()))
 			}
@@ -44,6 +48,7 @@ func TestRoundTrip(t *testing.T) {
 				t.Fatal(err)
 			}
 			equalMsgs(t, "indexed", sortMsgs(xgot), sortMsgs(want))
+			inLogOrder(t, "indexed", xgot)
 			if err := x.VerifyDataCRC(); err != nil {
 				t.Fatal(err)
 			}
@@ -75,11 +80,9 @@ func TestRoundTrip(t *testing.T) {
 // then ErrTruncated; Recover makes it a whole file holding exactly the
 // messages of those chunks, which both readers read.
 func TestCutShortAnywhere(t *testing.T) {
-	for _, c := range configs()[1:4] {
+	for _, c := range chunked(1 << 10) {
 		t.Run(c.name, func(t *testing.T) {
-			opts := c.opts
-			opts.ChunkSize = 1 << 10
-			b, want := writeSample(t, opts, 60, 2)
+			b, want := writeSample(t, c.opts, 60, 2)
 			x, _, err := indexedAll(b, mcap.Limits{})
 			if err != nil {
 				t.Fatal(err)
@@ -202,6 +205,11 @@ func TestCorruptionDetected(t *testing.T) {
 	}
 	if err := xb.VerifyDataCRC(); !errors.Is(err, mcap.ErrFormat) {
 		t.Errorf("data CRC over a corrupt data section: %v", err)
+	}
+	// A byte of the attachment's data (its own CRC).
+	bad = flip(uint64(bytes.Index(b, []byte("boards:"))))
+	if _, _, err := streamAll(bad, mcap.Limits{}); !errors.Is(err, mcap.ErrFormat) || !strings.Contains(err.Error(), "rack.yaml") {
+		t.Errorf("stream over a corrupt attachment: %v", err)
 	}
 	// A byte of the summary (the last schema copy's name).
 	bad = flip(uint64(bytes.LastIndex(b, []byte("std_msgs"))))
@@ -331,11 +339,9 @@ func BenchmarkWriteMessage(b *testing.B) {
 // StreamReader.Next allocates nothing per message once its buffers have
 // grown (the message aliases the chunk; counters are updated in place).
 func TestStreamNextAllocs(t *testing.T) {
-	for _, c := range configs()[1:4] {
+	for _, c := range chunked(64 << 10) {
 		t.Run(c.name, func(t *testing.T) {
-			opts := c.opts
-			opts.ChunkSize = 64 << 10
-			b, _ := writeSample(t, opts, 3000, 6)
+			b, _ := writeSample(t, c.opts, 3000, 6)
 			r, err := mcap.NewStreamReader(bytes.NewReader(b), mcap.Limits{})
 			if err != nil {
 				t.Fatal(err)
@@ -361,11 +367,9 @@ func TestStreamNextAllocs(t *testing.T) {
 }
 
 func BenchmarkStreamRead(b *testing.B) {
-	for _, c := range configs()[1:4] {
+	for _, c := range chunked(1 << 20) {
 		b.Run(c.name, func(b *testing.B) {
-			opts := c.opts
-			opts.ChunkSize = 1 << 20
-			file, _ := writeSample(b, opts, 5000, 7)
+			file, _ := writeSample(b, c.opts, 5000, 7)
 			b.SetBytes(int64(len(file)))
 			b.ReportAllocs()
 			for b.Loop() {
@@ -384,5 +388,88 @@ func BenchmarkStreamRead(b *testing.B) {
 				r.Close()
 			}
 		})
+	}
+}
+
+// A Summary Offset that does not frame a whole group of its opcode is
+// refused (the summary CRC zeroed, so that only this check can see it).
+func TestSummaryOffsetsChecked(t *testing.T) {
+	b, _ := writeSample(t, configs()[2].opts, 50, 8)
+	footer := len(b) - 8 - 29
+	offsets := binary.LittleEndian.Uint64(b[footer+9+8:])
+	for _, edit := range []struct {
+		name string
+		at   int // byte of the first Summary Offset record's body
+		add  uint64
+	}{{"length", 1 + 8, 1}, {"start", 1, 9}} {
+		c := bytes.Clone(b)
+		binary.LittleEndian.PutUint32(c[footer+9+16:], 0)
+		field := int(offsets) + 9 + edit.at
+		binary.LittleEndian.PutUint64(c[field:], binary.LittleEndian.Uint64(c[field:])+edit.add)
+		if _, err := mcap.NewIndexedReader(bytes.NewReader(c), int64(len(c)), mcap.Limits{}); !errors.Is(err, mcap.ErrFormat) || !strings.Contains(err.Error(), "Summary Offset") {
+			t.Errorf("group %s moved: %v", edit.name, err)
+		}
+	}
+	// Untouched but for the zeroed CRC, it reads.
+	c := bytes.Clone(b)
+	binary.LittleEndian.PutUint32(c[footer+9+16:], 0)
+	if _, _, err := indexedAll(c, mcap.Limits{}); err != nil {
+		t.Errorf("summary CRC 0 (not written): %v", err)
+	}
+}
+
+// A filter (channels, log-time window) gives exactly the wanted messages,
+// in log-time order, and does not read chunks outside it (a broken one
+// there goes unnoticed).
+func TestIndexedFilter(t *testing.T) {
+	b, want := writeSample(t, configs()[2].opts, 600, 9)
+	sorted := sortMsgs(want)
+	from, to := sorted[200].Log, sorted[400].Log
+	var exp []msg
+	for _, m := range want {
+		if m.Channel == 7 && m.Log >= from && m.Log <= to {
+			exp = append(exp, m)
+		}
+	}
+	// Break the first chunk: outside the window, it must not be read.
+	x, _, err := indexedAll(b, mcap.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := x.ChunkIndexes()[0]
+	if first.MessageEndTime >= from {
+		t.Fatalf("the first chunk (to %d) reaches into the window (from %d)", first.MessageEndTime, from)
+	}
+	b = bytes.Clone(b)
+	b[first.ChunkStartOffset+first.ChunkLength-1] ^= 0xff
+	if _, _, err := indexedAll(b, mcap.Limits{}); !errors.Is(err, mcap.ErrFormat) {
+		t.Fatalf("unfiltered, the broken chunk: %v", err)
+	}
+	x, err = mcap.NewIndexedReader(bytes.NewReader(b), int64(len(b)), mcap.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	if err := x.SetFilter(mcap.Filter{Channels: []uint16{7}, Start: from, End: to}); err != nil {
+		t.Fatal(err)
+	}
+	var got []msg
+	for {
+		m, err := x.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, msg{m.ChannelID, m.Sequence, m.LogTime, m.PublishTime, string(m.Data)})
+	}
+	if len(exp) < 50 {
+		t.Fatalf("only %d messages in the window", len(exp))
+	}
+	equalMsgs(t, "filtered", sortMsgs(got), sortMsgs(exp))
+	inLogOrder(t, "filtered", got)
+	if err := x.SetFilter(mcap.Filter{}); !errors.Is(err, mcap.ErrStarted) {
+		t.Errorf("SetFilter after Next: %v", err)
 	}
 }

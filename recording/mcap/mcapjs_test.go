@@ -101,15 +101,25 @@ func TestMcapCoreReadsHilrig(t *testing.T) {
 	}
 	var res struct {
 		Results []struct {
-			File       string                            `json:"file"`
-			Error      string                            `json:"error"`
-			Header     mcap.Header                       `json:"header"`
-			Stream     []jsMsg                           `json:"stream"`
-			Indexed    []jsMsg                           `json:"indexed"`
-			Records    map[string]int                    `json:"records"`
-			DataCRC    struct{ Stored, Computed uint32 } `json:"dataCrc"`
-			IndexedCRC uint32                            `json:"indexedDataCrc"`
-			Chunks     []string                          `json:"chunkIndexes"`
+			File        string                            `json:"file"`
+			Error       string                            `json:"error"`
+			Header      mcap.Header                       `json:"header"`
+			Stream      []jsMsg                           `json:"stream"`
+			Indexed     []jsMsg                           `json:"indexed"`
+			Records     map[string]int                    `json:"records"`
+			DataCRC     struct{ Stored, Computed uint32 } `json:"dataCrc"`
+			IndexedCRC  uint32                            `json:"indexedDataCrc"`
+			Attachments []struct {
+				Name      string `json:"name"`
+				MediaType string `json:"mediaType"`
+				Data      string `json:"data"`
+				Log       string `json:"log"`
+			} `json:"attachments"`
+			Metadata []struct {
+				Name     string            `json:"name"`
+				Metadata map[string]string `json:"metadata"`
+			} `json:"metadata"`
+			Chunks     []string `json:"chunkIndexes"`
 			Statistics struct {
 				MessageCount string `json:"messageCount"`
 				ChannelCount int    `json:"channelCount"`
@@ -154,6 +164,13 @@ func TestMcapCoreReadsHilrig(t *testing.T) {
 			if r.Statistics.MessageCount != "600" || r.Statistics.ChannelCount != 3 || r.Statistics.SchemaCount != 2 {
 				t.Errorf("statistics %+v", r.Statistics)
 			}
+			if len(r.Attachments) != 1 || r.Attachments[0].Name != "rack.yaml" || r.Attachments[0].MediaType != "application/yaml" ||
+				r.Attachments[0].Data != hex.EncodeToString([]byte("boards: [a, b]\n")) || r.Attachments[0].Log != "5" {
+				t.Errorf("attachments %+v", r.Attachments)
+			}
+			if len(r.Metadata) != 1 || r.Metadata[0].Name != "run" || r.Metadata[0].Metadata["case"] != "imu/udp" {
+				t.Errorf("metadata %+v", r.Metadata)
+			}
 			if len(r.Channels) != 3 || len(r.Schemas) != 2 {
 				t.Errorf("summary: %d channels, %d schemas", len(r.Channels), len(r.Schemas))
 			}
@@ -173,6 +190,17 @@ func TestMcapCoreReadsHilrig(t *testing.T) {
 				got = append(got, m.msg(t))
 			}
 			equalMsgs(t, "@mcap/core indexed reader", sortMsgs(got), sortMsgs(want))
+			// Both indexed readers give the messages in log-time order.
+			b, err := os.ReadFile(r.File)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, ours, err := indexedAll(b, mcap.Limits{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			inLogOrder(t, "@mcap/core indexed reader", got)
+			inLogOrder(t, "hilrig indexed reader", ours)
 			if len(r.Chunks) != r.Statistics.ChunkCount || r.Records["MessageIndex"] < len(r.Chunks) {
 				t.Errorf("%d chunk indexes, statistics %d, %d message indexes", len(r.Chunks), r.Statistics.ChunkCount, r.Records["MessageIndex"])
 			}
@@ -292,6 +320,7 @@ func TestHilrigReadsMcapCore(t *testing.T) {
 					t.Fatalf("indexed reader: %v", err)
 				}
 				equalMsgs(t, "indexed reader", sortMsgs(igot), sortMsgs(exp))
+				inLogOrder(t, "indexed reader", igot)
 				if err := x.VerifyDataCRC(); err != nil {
 					t.Error(err)
 				}

@@ -12,7 +12,7 @@ import (
 // record, chunk or summary over its cap is refused with ErrFormat naming
 // it, before anything of that size is allocated.
 type Limits struct {
-	MaxRecord  uint64 // largest record read whole (compressed chunk included); 0: 256 MiB
+	MaxRecord  uint64 // largest record read whole (compressed chunk included), and a chunk's message indexes together; 0: 256 MiB
 	MaxChunk   uint64 // largest uncompressed chunk; 0: 256 MiB
 	MaxSummary uint64 // largest summary section (indexed reader); 0: 64 MiB
 }
@@ -154,6 +154,7 @@ type StreamReader struct {
 	channels map[uint16]*Channel
 	dec      decompressor
 	chunk    []byte // records of the chunk being read
+	out      []byte // decompression buffer
 	chunkPos int
 	chunkAt  uint64 // its file offset
 	msg      Message
@@ -371,7 +372,7 @@ func (s *StreamReader) openChunk(body []byte, start uint64) error {
 	if err != nil {
 		return err
 	}
-	recs, err := expandChunk(&s.dec, h)
+	recs, err := expandChunk(&s.dec, h, &s.out)
 	if err != nil {
 		return err
 	}
@@ -387,9 +388,10 @@ func (s *StreamReader) openChunk(body []byte, start uint64) error {
 	return nil
 }
 
-// expandChunk decompresses a chunk's records and checks their CRC.
-func expandChunk(d *decompressor, h chunkHead) ([]byte, error) {
-	recs, err := d.decompress(h.compression, h.records, h.usize)
+// expandChunk decompresses a chunk's records into *dst and checks their
+// CRC. Uncompressed records are returned in place.
+func expandChunk(d *decompressor, h chunkHead, dst *[]byte) ([]byte, error) {
+	recs, err := d.decompress(dst, h.compression, h.records, h.usize)
 	if err != nil {
 		return nil, err
 	}

@@ -52,6 +52,8 @@ const (
 var opNames = [...]string{"", "Header", "Footer", "Schema", "Channel", "Message", "Chunk", "MessageIndex",
 	"ChunkIndex", "Attachment", "AttachmentIndex", "Statistics", "Metadata", "MetadataIndex", "SummaryOffset", "DataEnd"}
 
+// String is the record's name in the specification ("Chunk"), or its
+// number for opcodes it does not name.
 func (o Opcode) String() string {
 	if int(o) < len(opNames) && o != 0 {
 		return opNames[o]
@@ -69,6 +71,7 @@ const (
 	CompressLZ4  Compression = "lz4"
 )
 
+// String is "none", "zstd" or "lz4" (what the file says, for others).
 func (c Compression) String() string {
 	if c == CompressNone {
 		return "none"
@@ -123,6 +126,16 @@ type Message struct {
 	LogTime     uint64 // ns, when recorded
 	PublishTime uint64 // ns, when published (LogTime when unknown)
 	Data        []byte
+}
+
+// Attachment is an auxiliary file carried in the data section (a
+// configuration, a calibration, a log), outside any chunk.
+type Attachment struct {
+	LogTime    uint64 // ns
+	CreateTime uint64 // ns; 0 when unknown
+	Name       string
+	MediaType  string // "text/plain", "application/json", …
+	Data       []byte
 }
 
 // ChunkIndex locates a chunk and its message indexes (summary section).
@@ -268,6 +281,26 @@ func appendChunkIndex(b []byte, ci *ChunkIndex) []byte {
 	b = appendString(b, string(ci.Compression))
 	b = appendU64(b, ci.CompressedSize)
 	b = appendU64(b, ci.UncompressedSize)
+	return endRecord(b, at)
+}
+
+func appendAttachment(b []byte, a *Attachment) []byte {
+	b, at := beginRecord(b, OpAttachment)
+	body := len(b)
+	b = appendU64(b, a.LogTime)
+	b = appendU64(b, a.CreateTime)
+	b = appendString(b, a.Name)
+	b = appendString(b, a.MediaType)
+	b = appendU64(b, uint64(len(a.Data)))
+	b = append(b, a.Data...)
+	b = appendU32(b, crcOf(b[body:]))
+	return endRecord(b, at)
+}
+
+func appendMetadata(b []byte, name string, kv map[string]string) []byte {
+	b, at := beginRecord(b, OpMetadata)
+	b = appendString(b, name)
+	b = appendStringMap(b, kv)
 	return endRecord(b, at)
 }
 

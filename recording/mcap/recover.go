@@ -71,6 +71,7 @@ type recoverer struct {
 	t   tally
 	out *countingWriter
 	dec decompressor
+	buf []byte
 	// The chunk whose message indexes may follow.
 	open     *ChunkIndex
 	chanSeen map[uint16]int        // messages per channel in the open chunk
@@ -150,7 +151,7 @@ func (rc *recoverer) chunk(body []byte, at, length uint64) error {
 	if err != nil {
 		return err
 	}
-	recs, err := expandChunk(&rc.dec, h)
+	recs, err := expandChunk(&rc.dec, h, &rc.buf)
 	if err != nil {
 		return err
 	}
@@ -159,6 +160,9 @@ func (rc *recoverer) chunk(body []byte, at, length uint64) error {
 	t.stats.ChannelMessageCounts = maps.Clone(t.stats.ChannelMessageCounts)
 	t.schemaAt, t.chanAt = maps.Clone(t.schemaAt), maps.Clone(t.chanAt)
 	seen, msgAt := map[uint16]int{}, map[uint64]indexEntry{}
+	// The time range from the messages themselves (the chunk's header
+	// fields are outside its CRC).
+	var first, last uint64
 	for pos := 0; pos < len(recs); {
 		op, rb, err := chunkRecord(recs, pos)
 		if err != nil {
@@ -175,6 +179,12 @@ func (rc *recoverer) chunk(body []byte, at, length uint64) error {
 					err = fmt.Errorf("message on channel %d, not defined before it: %w", m.ChannelID, ErrFormat)
 				}
 				t.countMessage(m.ChannelID, m.LogTime)
+				if len(msgAt) == 0 || m.LogTime < first {
+					first = m.LogTime
+				}
+				if len(msgAt) == 0 || m.LogTime > last {
+					last = m.LogTime
+				}
 				seen[m.ChannelID]++
 				msgAt[uint64(pos-recordHeaderLen-len(rb))] = indexEntry{logTime: m.LogTime, offset: uint64(m.ChannelID)}
 			}
@@ -183,7 +193,7 @@ func (rc *recoverer) chunk(body []byte, at, length uint64) error {
 			return fmt.Errorf("%v record at chunk offset %d: %w", op, pos-recordHeaderLen-len(rb), err)
 		}
 	}
-	t.chunks = append(t.chunks, ChunkIndex{MessageStartTime: h.start, MessageEndTime: h.end,
+	t.chunks = append(t.chunks, ChunkIndex{MessageStartTime: first, MessageEndTime: last,
 		ChunkStartOffset: at, ChunkLength: length, MessageIndexOffsets: map[uint16]uint64{},
 		Compression: h.compression, CompressedSize: uint64(len(h.records)), UncompressedSize: h.usize})
 	t.stats.ChunkCount++

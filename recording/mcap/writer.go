@@ -115,6 +115,44 @@ func (w *Writer) AddChannel(c Channel) error {
 	return w.out.write(w.scratch)
 }
 
+// WriteAttachment writes an Attachment record (with its CRC) at once, at
+// the top level of the data section, and indexes it in the summary. The
+// Writer holds a copy of it only while writing.
+func (w *Writer) WriteAttachment(a Attachment) error {
+	if err := w.usable(); err != nil {
+		return err
+	}
+	if !fitsU32(len(a.Name)) || !fitsU32(len(a.MediaType)) {
+		return fmt.Errorf("mcap: attachment %q: a field is over 4 GiB", a.Name)
+	}
+	at := w.out.n
+	rec := appendAttachment(nil, &a)
+	if err := w.out.write(rec); err != nil {
+		return err
+	}
+	w.t.attach = append(w.t.attach, attachmentIndex{offset: at, length: uint64(len(rec)), logTime: a.LogTime,
+		createTime: a.CreateTime, dataSize: uint64(len(a.Data)), name: a.Name, mediaType: a.MediaType})
+	w.t.stats.AttachmentCount++
+	return nil
+}
+
+// WriteMetadata writes a Metadata record (name and key/value pairs) at
+// once, at the top level of the data section, and indexes it in the
+// summary.
+func (w *Writer) WriteMetadata(name string, kv map[string]string) error {
+	if err := w.usable(); err != nil {
+		return err
+	}
+	at := w.out.n
+	w.scratch = appendMetadata(w.scratch[:0], name, kv)
+	if err := w.out.write(w.scratch); err != nil {
+		return err
+	}
+	w.t.meta = append(w.t.meta, metadataIndex{offset: at, length: uint64(len(w.scratch)), name: name})
+	w.t.stats.MetadataCount++
+	return nil
+}
+
 // WriteMessage appends m to the open chunk (writing the chunk first when m
 // would take it past ChunkSize), or writes it at once when Unchunked. The
 // Writer copies m.Data: the caller may reuse it on return. Its channel
@@ -168,8 +206,8 @@ func (w *Writer) WriteMessage(m *Message) error {
 }
 
 // Flush writes the open chunk (if any) and its message indexes, so that
-// everything written so far survives a crash. It does not sync the
-// underlying file.
+// everything written so far survives the process being killed. It does
+// not sync the underlying file: against power loss, Sync the file after.
 func (w *Writer) Flush() error {
 	if err := w.usable(); err != nil {
 		return err
@@ -303,8 +341,7 @@ type tally struct {
 }
 
 // attachmentIndex and metadataIndex are the summary's pointers to the
-// Attachment and Metadata records Recover carries over (the Writer writes
-// neither).
+// Attachment and Metadata records.
 type attachmentIndex struct {
 	offset, length, logTime, createTime, dataSize uint64
 	name, mediaType                               string

@@ -26,7 +26,7 @@ import (
 
 const usage = `usage:
   hilrig mcap info [--check] FILE
-  hilrig mcap cat [--topic TOPIC ...] [--limit N] [--hex] FILE
+  hilrig mcap cat [--topic TOPIC ...] [--limit N] [--hex] [--max-array N] FILE
   hilrig mcap recover IN OUT
   hilrig mcap sample [--duration D] [--seed N] [--compression none|zstd|lz4] OUT
 
@@ -35,8 +35,9 @@ compression, the channels with their message counts and the schemas,
 from the summary (a file without one is read whole). --check also reads
 every record and checks every CRC.
 cat prints one line per message in file order: log time (ns), topic,
-sequence, and the payload: ROS 2 CDR (schema ros2msg) and JSON as JSON,
-anything else (or with --hex) as hex, the first 64 bytes.
+sequence, and the payload: ROS 2 CDR (schema ros2msg) as JSON (arrays
+cut to their first --max-array elements, default 16, 0: whole), JSON as
+is, anything else (or with --hex) as hex, the first 64 bytes.
 recover writes to OUT (which must not exist) IN's data section up to its
 last complete chunk, with a new summary: a recording cut short by a killed
 run becomes a whole file.
@@ -100,6 +101,8 @@ type summary struct {
 	start    uint64
 	end      uint64
 	chunks   map[mcap.Compression]mcap.ChunkTally
+	attach   int
+	meta     int
 	source   string
 }
 
@@ -158,7 +161,7 @@ func fromSummary(f *os.File, size int64) (*summary, error) {
 	}
 	s := &summary{header: x.Header(), channels: x.Channels(), schemas: x.Schemas(), counts: st.ChannelMessageCounts,
 		messages: st.MessageCount, start: st.MessageStartTime, end: st.MessageEndTime,
-		chunks: map[mcap.Compression]mcap.ChunkTally{}, source: "summary"}
+		chunks: map[mcap.Compression]mcap.ChunkTally{}, attach: int(st.AttachmentCount), meta: int(st.MetadataCount), source: "summary"}
 	for _, ci := range x.ChunkIndexes() {
 		t := s.chunks[ci.Compression]
 		t.Count++
@@ -195,7 +198,8 @@ func scan(ctx context.Context, r io.Reader) (*summary, error) {
 		src = fmt.Sprintf("scan up to offset %d (the file is cut short or damaged there)", sr.Offset())
 	}
 	return &summary{header: sr.Header(), channels: sr.Channels(), schemas: sr.Schemas(), counts: seen.ChannelMessages,
-		messages: seen.Messages, start: seen.StartTime, end: seen.EndTime, chunks: seen.Chunks, source: src}, err
+		messages: seen.Messages, start: seen.StartTime, end: seen.EndTime, chunks: seen.Chunks,
+		attach: seen.Attachments, meta: seen.Metadata, source: src}, err
 }
 
 func printInfo(w io.Writer, name string, size int64, s *summary) {
@@ -214,6 +218,9 @@ func printInfo(w io.Writer, name string, size int64, s *summary) {
 		t := s.chunks[c]
 		fmt.Fprintf(w, "chunks:    %d %v, %s of records in %s\n", t.Count, c,
 			bytesize.Approx(int64(t.UncompressedSize), " "), bytesize.Approx(int64(t.CompressedSize), " "))
+	}
+	if s.attach+s.meta > 0 {
+		fmt.Fprintf(w, "other:     %d attachments, %d metadata records\n", s.attach, s.meta)
 	}
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "channels:\n  ID\tTOPIC\tMESSAGES\tENCODING\tSCHEMA")
@@ -265,6 +272,7 @@ func cat(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.Var(&only, "topic", "print only this topic (repeatable)")
 	limit := fs.Int("limit", 0, "stop after N messages (0: all)")
 	asHex := fs.Bool("hex", false, "payloads as hex, undecoded")
+	maxArray := fs.Int("max-array", 16, "print at most N elements of each array of a decoded message (0: all)")
 	files, err := parse(fs, args, 1)
 	if err != nil {
 		return err
@@ -279,7 +287,7 @@ func cat(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%s: %w", files[0], err)
 	}
 	defer sr.Close()
-	d := decoders{codecs: map[uint16]*rosmsg.Codec{}, failed: map[uint16]error{}}
+	d := decoders{codecs: map[uint16]*rosmsg.Codec{}, failed: map[uint16]error{}, maxArray: *maxArray}
 	printed := 0
 	for n := 0; *limit == 0 || printed < *limit; n++ {
 		if n%4096 == 0 && ctx.Err() != nil {
@@ -316,8 +324,9 @@ func contains(list []string, s string) bool {
 
 // decoders caches one codec per schema.
 type decoders struct {
-	codecs map[uint16]*rosmsg.Codec
-	failed map[uint16]error
+	codecs   map[uint16]*rosmsg.Codec
+	failed   map[uint16]error
+	maxArray int
 }
 
 const hexBytes = 64
@@ -331,6 +340,9 @@ func (d *decoders) payload(sr *mcap.StreamReader, ch *mcap.Channel, data []byte,
 			} else if m, err := c.Decode(data); err != nil {
 				return fmt.Sprintf("<%v> %s", err, hexOf(data))
 			} else if js, err := c.ToJSON(m); err == nil {
+				if short, err := shortenJSON(js, d.maxArray); err == nil {
+					return string(short)
+				}
 				return string(js)
 			}
 		case "json":

@@ -42,6 +42,7 @@ func rosFile(t *testing.T, n int) string {
 	must(w.AddSchema(s))
 	must(w.AddChannel(ros2mcap.Channel(1, 1, "/cmd_vel", "")))
 	must(w.AddChannel(mcap.Channel{ID: 2, Topic: "/raw", MessageEncoding: "x-raw"}))
+	must(w.WriteMetadata("run", map[string]string{"case": "a"}))
 	c, err := reg.Codec("geometry_msgs/Twist")
 	must(err)
 	const t0 = 1_765_000_000_000_000_000
@@ -72,7 +73,7 @@ func TestInfo(t *testing.T) {
 	}
 	for _, want := range []string{`profile:   "ros2"`, "messages:  200, log time 2025-12-06T05:46:40.000000000Z to", "(99.000001ms)",
 		"zstd", "/cmd_vel  100       cdr       1 geometry_msgs/msg/Twist", "/raw      100       x-raw     -",
-		"1   geometry_msgs/msg/Twist  ros2msg", "from:      summary", "every CRC checked: ok"} {
+		"1   geometry_msgs/msg/Twist  ros2msg", "from:      summary", "every CRC checked: ok", "other:     0 attachments, 1 metadata records"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("info lacks %q:\n%s", want, out)
 		}
@@ -165,5 +166,27 @@ func TestSample(t *testing.T) {
 	t.Log("\n" + out)
 	if _, _, err := run("sample", "--duration", "-1s", name+"2"); !errors.Is(err, cli.ErrUsage) {
 		t.Errorf("negative duration: %v", err)
+	}
+}
+
+// Decoded arrays are cut for the terminal (--max-array), whole with 0.
+func TestCatCutsArrays(t *testing.T) {
+	name := filepath.Join(t.TempDir(), "mix.mcap")
+	if _, _, err := run("sample", "--duration", "200ms", name); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := run("cat", "--topic", "/camera/image_raw", "--limit", "1", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, `"data":[0,0,0,1,0,0,2,0,1,3,0,1,4,0,2,5,"…+57584 more"]`) || len(out) > 1000 {
+		t.Errorf("camera frame printed as (%d bytes):\n%.600s", len(out), out)
+	}
+	out, _, err = run("cat", "--topic", "/camera/image_raw", "--limit", "1", "--max-array", "0", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out, "more") || len(out) < 57600*2 {
+		t.Errorf("--max-array 0 printed %d bytes", len(out))
 	}
 }

@@ -6,7 +6,8 @@
 //   {"mode": "read", "files": [path, ...]}
 //     each file through McapStreamReader (validateCrcs) and
 //     McapIndexedReader (summary CRC, chunk CRCs), and the data-section
-//     CRC recomputed over every byte before Data End (node's zlib.crc32).
+//     CRC recomputed over every byte before Data End (node's zlib.crc32);
+//     attachments (their CRCs checked) and metadata through the indexes.
 //     With "ros2": true, every message of a channel with a ros2msg schema
 //     and cdr encoding is decoded by @foxglove/rosmsg2-serialization from
 //     the schema text in the file: per topic the count and the first value.
@@ -129,6 +130,12 @@ async function readFile(path, ros2) {
     out.channels = [...ir.channelsById.values()].map((c) => ({ id: c.id, topic: c.topic, schemaId: c.schemaId, encoding: c.messageEncoding, metadata: Object.fromEntries(c.metadata) }));
     out.schemas = [...ir.schemasById.values()].map((s) => ({ id: s.id, name: s.name, encoding: s.encoding, data: Buffer.from(s.data).toString("hex") }));
     out.indexedDataCrc = ir.dataSectionCrc ?? 0;
+    out.attachments = [];
+    for await (const a of ir.readAttachments({ validateCrcs: true })) {
+      out.attachments.push({ name: a.name, mediaType: a.mediaType, data: Buffer.from(a.data).toString("hex"), log: a.logTime.toString() });
+    }
+    out.metadata = [];
+    for await (const m of ir.readMetadata()) out.metadata.push({ name: m.name, metadata: Object.fromEntries(m.metadata) });
   }
   return out;
 }

@@ -12,19 +12,14 @@ import (
 
 	"github.com/hilrig/hilrig/agent/internal/sys"
 	"github.com/hilrig/hilrig/agentproto"
+	"github.com/hilrig/hilrig/ros2/ros2test"
 	"github.com/hilrig/hilrig/ros2/rosmsg"
 	"github.com/hilrig/hilrig/ros2/rostopic"
 )
 
 // rosTestPeers are the registered test peers that speak ROS 2, sorted.
 func rosTestPeers(t *testing.T) []string {
-	var names []string
-	for n := range testPeers {
-		if n == "cyclonedds" || n == "fastdds-udp" || n == "fastdds-shm" {
-			names = append(names, n)
-		}
-	}
-	slices.Sort(names)
+	names := ROS2TestPeers()
 	if len(names) == 0 {
 		t.Skip("no DDS peer built in (tags cyclonedds, fastdds)")
 	}
@@ -43,25 +38,6 @@ func openROSPeer(t *testing.T, name string) PeerROS2 {
 		t.Fatalf("%s does not speak ROS 2", name)
 	}
 	return rp
-}
-
-func awaitMatched(t *testing.T, what string, x any) {
-	t.Helper()
-	m := x.(PeerMatcher)
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		n, err := m.Matched()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n > 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s matched nothing in 15 s", what)
-		}
-		time.Sleep(time.Millisecond) // polling the DDS status: nothing to wait on
-	}
 }
 
 // TestROS2PeerWire: a ROS 2 writer on each DDS peer and a reader on each
@@ -106,8 +82,8 @@ func TestROS2PeerWire(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer w.Close()
-				awaitMatched(t, "writer", w)
-				awaitMatched(t, "reader", r)
+				ros2test.AwaitMatch(t, w.(ros2test.Matcher))
+				ros2test.AwaitMatch(t, r.(ros2test.Matcher))
 				msg, err := imu.Append(nil, in)
 				if err != nil {
 					t.Fatal(err)

@@ -3,10 +3,10 @@ package agent_test
 import (
 	"fmt"
 	"os"
-	"slices"
 	"testing"
 	"time"
 
+	"github.com/hilrig/hilrig/agent"
 	"github.com/hilrig/hilrig/agentproto"
 	"github.com/hilrig/hilrig/middleware"
 	"github.com/hilrig/hilrig/ros2/rosmsg"
@@ -25,16 +25,10 @@ import (
 // node does — on this shared machine 1..115 of 300 went so at 200 Hz and
 // at 2 kHz, in the middle of runs, not at their start or end.
 func TestROS2Endpoints(t *testing.T) {
-	var peers []string
-	for n := range testPeers {
-		if n == "cyclonedds" || n == "fastdds-udp" || n == "fastdds-shm" {
-			peers = append(peers, n)
-		}
-	}
+	peers := agent.ROS2TestPeers()
 	if len(peers) == 0 {
 		t.Skip("no DDS peer built in (tags cyclonedds, fastdds)")
 	}
-	slices.Sort(peers)
 	reg, err := rosmsg.Shipped()
 	if err != nil {
 		t.Fatal(err)

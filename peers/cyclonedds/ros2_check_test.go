@@ -10,8 +10,6 @@ import (
 	"testing"
 
 	"github.com/hilrig/hilrig/ros2/ros2test"
-	"github.com/hilrig/hilrig/ros2/rosmsg"
-	"github.com/hilrig/hilrig/ros2/rostopic"
 )
 
 // TestROS2IndependentCyclone (issue 33, scope 4a): a C program built with
@@ -36,36 +34,14 @@ func TestROS2IndependentCyclone(t *testing.T) {
 	// The program's participant is configured as the adapter's: loopback
 	// only, no multicast, unicast discovery (the rig's rule for every DDS).
 	env := []string{"CYCLONEDDS_URI=" + strings.ReplaceAll(p.cfg.xml(), "\n", "")}
-	reg, err := rosmsg.Shipped()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range ros2test.Cases() {
-		codec, err := reg.Codec(c.Type)
-		if err != nil {
-			t.Fatal(err)
-		}
-		topic := rostopic.Topic{Name: fmt.Sprintf("hilrig_check/%s_%d", c.Kind, os.Getpid()), Type: c.Type}
-		start := func(t *testing.T) func(args ...string) *ros2test.Proc {
-			return func(args ...string) *ros2test.Proc {
-				return ros2test.Start(t, bin, env, append([]string{fmt.Sprint(p.cfg.Domain)}, args...)...)
-			}
-		}
-		t.Run("hilrig-to-c/"+c.Kind, func(t *testing.T) {
-			w, err := p.NewROS2Writer(topic.DDSTopic()+"_w", topic.DDSType(), true, 10, 4096)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer w.Close()
-			ros2test.HilrigToCheck(t, codec, c, w, start(t), topic.DDSTopic()+"_w")
-		})
-		t.Run("c-to-hilrig/"+c.Kind, func(t *testing.T) {
-			r, err := p.NewROS2Reader(topic.DDSTopic()+"_r", topic.DDSType(), true, 10, 4096, false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer r.Close()
-			ros2test.CheckToHilrig(t, codec, c, r, start(t), topic.DDSTopic()+"_r")
-		})
-	}
+	ros2test.CheckAll(t, ros2test.Adapter{
+		Name: "c",
+		Start: func(t *testing.T, args ...string) *ros2test.Proc {
+			return ros2test.Start(t, bin, env, append([]string{fmt.Sprint(p.cfg.Domain)}, args...)...)
+		},
+		NewWriter: func(topic, typ string) (ros2test.Writer, error) { return p.NewROS2Writer(topic, typ, true, 10, 4096) },
+		NewReader: func(topic, typ string) (ros2test.Reader, error) {
+			return p.NewROS2Reader(topic, typ, true, 10, 4096, false)
+		},
+	})
 }

@@ -56,16 +56,40 @@ struct RawMsg {
 	}
 };
 
-// RawType is a hand-written TopicDataType for raw bytes (no fastddsgen):
-// a 4-byte CDR_LE encapsulation header, a uint32 length, the bytes. The
-// type name carries the maximum size so both ends preallocate alike.
-class RawType : public TopicDataType {
+// BufType is what the two hand-written types (no fastddsgen) share:
+// messages are RawMsg buffers of the topic's maximum size, unkeyed; the
+// serialized size is the message's plus extra bytes of framing.
+class BufType : public TopicDataType {
 public:
-	explicit RawType(uint32_t max) : max_(max) {
-		setName(("hlr::Raw" + std::to_string(max)).c_str());
-		m_typeSize = max + 8;
+	BufType(const std::string &name, uint32_t max, uint32_t extra) : max_(max), extra_(extra) {
+		setName(name.c_str());
+		m_typeSize = max + extra;
 		m_isGetKeyDefined = false;
 	}
+	std::function<uint32_t()> getSerializedSizeProvider(void *data) override {
+		uint32_t n = static_cast<RawMsg *>(data)->len + extra_;
+		return [n]() { return n; };
+	}
+	void *createData() override {
+		auto *m = new RawMsg;
+		m->buf = new uint8_t[max_];
+		m->cap = max_;
+		m->own = true;
+		return m;
+	}
+	void deleteData(void *data) override { delete static_cast<RawMsg *>(data); }
+	bool getKey(void *, InstanceHandle_t *, bool) override { return false; }
+
+protected:
+	uint32_t max_, extra_;
+};
+
+// RawType is a hand-written TopicDataType for raw bytes: a 4-byte CDR_LE
+// encapsulation header, a uint32 length, the bytes. The type name
+// carries the maximum size so both ends preallocate alike.
+class RawType : public BufType {
+public:
+	explicit RawType(uint32_t max) : BufType("hlr::Raw" + std::to_string(max), max, 8) {}
 	bool serialize(void *data, SerializedPayload_t *p) override {
 		auto *m = static_cast<RawMsg *>(data);
 		if (m->len > max_ || p->max_size < m->len + 8)
@@ -89,22 +113,6 @@ public:
 		m->len = n;
 		return true;
 	}
-	std::function<uint32_t()> getSerializedSizeProvider(void *data) override {
-		uint32_t n = static_cast<RawMsg *>(data)->len + 8;
-		return [n]() { return n; };
-	}
-	void *createData() override {
-		auto *m = new RawMsg;
-		m->buf = new uint8_t[max_];
-		m->cap = max_;
-		m->own = true;
-		return m;
-	}
-	void deleteData(void *data) override { delete static_cast<RawMsg *>(data); }
-	bool getKey(void *, InstanceHandle_t *, bool) override { return false; }
-
-private:
-	uint32_t max_;
 };
 
 struct hlr_fd_peer {
@@ -288,12 +296,9 @@ static void qos(Q &q, int reliable, int depth) {
 	q.endpoint().history_memory_policy = eprosima::fastrtps::rtps::PREALLOCATED_WITH_REALLOC_MEMORY_MODE;
 }
 
-hlr_fd_writer *hlr_fd_writer_new(hlr_fd_peer *p, const char *name, int reliable, int depth, uint32_t max, char *err, int errlen) {
-	Topic *t = topic(p, name, max, err, errlen);
-	if (!t)
-		return nullptr;
-	DataWriterQos q = DATAWRITER_QOS_DEFAULT;
-	qos(q, reliable, depth);
+// writer_on opens a writer on t with QoS q (its reliability, history
+// and durability set), tuned alike for the raw and the ROS 2 topics.
+static hlr_fd_writer *writer_on(hlr_fd_peer *p, Topic *t, DataWriterQos &q, uint32_t max, const char *name, char *err, int errlen) {
 	if (max > 65000) // fragmented samples need the asynchronous mode in 2.9
 		q.publish_mode().kind = ASYNCHRONOUS_PUBLISH_MODE;
 	// Repair and acknowledgement fast (Fast DDS's guide: a shorter
@@ -311,6 +316,15 @@ hlr_fd_writer *hlr_fd_writer_new(hlr_fd_peer *p, const char *name, int reliable,
 	return hw;
 }
 
+hlr_fd_writer *hlr_fd_writer_new(hlr_fd_peer *p, const char *name, int reliable, int depth, uint32_t max, char *err, int errlen) {
+	Topic *t = topic(p, name, max, err, errlen);
+	if (!t)
+		return nullptr;
+	DataWriterQos q = DATAWRITER_QOS_DEFAULT;
+	qos(q, reliable, depth);
+	return writer_on(p, t, q, max, name, err, errlen);
+}
+
 void hlr_fd_writer_free(hlr_fd_peer *p, hlr_fd_writer *w) {
 	if (w->ros) // a reliable ROS 2 writer delivers its last samples first (bounded)
 		w->w->wait_for_acknowledgments(eprosima::fastrtps::Duration_t(1, 0));
@@ -325,6 +339,16 @@ int hlr_fd_matched(hlr_fd_writer *w) {
 	return st.current_count;
 }
 
+// write_msg writes w->msg: 0, 1 = timeout, 2 = other error.
+static int write_msg(hlr_fd_writer *w) {
+	ReturnCode_t rc = w->w->write(&w->msg, HANDLE_NIL);
+	if (rc == ReturnCode_t::RETCODE_OK)
+		return 0;
+	if (rc == ReturnCode_t::RETCODE_TIMEOUT)
+		return 1;
+	return 2;
+}
+
 int hlr_fd_write(hlr_fd_writer *w, uint8_t *buf, uint32_t len, uint64_t seq, int clock) {
 	w->msg.buf = buf;
 	w->msg.len = len;
@@ -332,12 +356,7 @@ int hlr_fd_write(hlr_fd_writer *w, uint8_t *buf, uint32_t len, uint64_t seq, int
 	int64_t mono = now_ns(CLOCK_MONOTONIC), c = now_ns(clock);
 	std::memcpy(buf + 8, &mono, 8);
 	std::memcpy(buf + 16, &c, 8);
-	ReturnCode_t rc = w->w->write(&w->msg, HANDLE_NIL);
-	if (rc == ReturnCode_t::RETCODE_OK)
-		return 0;
-	if (rc == ReturnCode_t::RETCODE_TIMEOUT)
-		return 1;
-	return 2;
+	return write_msg(w);
 }
 
 hlr_fd_reader *hlr_fd_reader_new(hlr_fd_peer *p, const char *name, int reliable, int depth, uint32_t max, int spin, char *err, int errlen) {
@@ -420,12 +439,9 @@ int hlr_fd_reader_matched(hlr_fd_reader *hr) {
 // or type information (auto-fill off; the type has none to give), so
 // endpoints match by type name only — a Fast DDS 3 (Kilted) peer that
 // sends type information has nothing of ours to refuse.
-class OpaqueType : public TopicDataType {
+class OpaqueType : public BufType {
 public:
-	OpaqueType(const char *name, uint32_t max) : max_(max) {
-		setName(name);
-		m_typeSize = max;
-		m_isGetKeyDefined = false;
+	OpaqueType(const char *name, uint32_t max) : BufType(name, max, 0) {
 		auto_fill_type_object(false);
 		auto_fill_type_information(false);
 	}
@@ -446,22 +462,6 @@ public:
 		m->len = p->length;
 		return true;
 	}
-	std::function<uint32_t()> getSerializedSizeProvider(void *data) override {
-		uint32_t n = static_cast<RawMsg *>(data)->len;
-		return [n]() { return n; };
-	}
-	void *createData() override {
-		auto *m = new RawMsg;
-		m->buf = new uint8_t[max_];
-		m->cap = max_;
-		m->own = true;
-		return m;
-	}
-	void deleteData(void *data) override { delete static_cast<RawMsg *>(data); }
-	bool getKey(void *, InstanceHandle_t *, bool) override { return false; }
-
-private:
-	uint32_t max_;
 };
 
 // The ROS 2 QoS profiles: reliability as given, keep-last depth,
@@ -487,18 +487,9 @@ hlr_fd_writer *hlr_fd_ros2_writer_new(hlr_fd_peer *p, const char *name, const ch
 	ros_qos(q, reliable, depth);
 	q.representation().m_value.clear();
 	q.representation().m_value.push_back(XCDR_DATA_REPRESENTATION); // XCDR1, as ROS 2
-	if (max > 65000)
-		q.publish_mode().kind = ASYNCHRONOUS_PUBLISH_MODE;
-	q.reliable_writer_qos().times.heartbeatPeriod = eprosima::fastrtps::Duration_t(0, 10 * 1000 * 1000);
-	q.reliable_writer_qos().times.nackResponseDelay = eprosima::fastrtps::Duration_t(0, 0);
-	DataWriter *w = p->pub->create_datawriter(t, q);
-	if (!w) {
-		seterr(err, errlen, std::string("create_datawriter on ") + name + " failed");
-		return nullptr;
-	}
-	auto *hw = new hlr_fd_writer;
-	hw->w = w;
-	hw->ros = true;
+	hlr_fd_writer *hw = writer_on(p, t, q, max, name, err, errlen);
+	if (hw)
+		hw->ros = true;
 	return hw;
 }
 
@@ -512,12 +503,7 @@ int hlr_fd_ros2_write(hlr_fd_writer *w, uint8_t *buf, uint32_t len, uint32_t sta
 	uint32_t nsec = (uint32_t)(c % 1000000000LL);
 	std::memcpy(buf + stamp_at, &sec, 4);
 	std::memcpy(buf + stamp_at + 4, &nsec, 4);
-	ReturnCode_t rc = w->w->write(&w->msg, HANDLE_NIL);
-	if (rc == ReturnCode_t::RETCODE_OK)
-		return 0;
-	if (rc == ReturnCode_t::RETCODE_TIMEOUT)
-		return 1;
-	return 2;
+	return write_msg(w);
 }
 
 hlr_fd_reader *hlr_fd_ros2_reader_new(hlr_fd_peer *p, const char *name, const char *type_name, int reliable, int depth, uint32_t max, int spin, char *err, int errlen) {

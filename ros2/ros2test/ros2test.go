@@ -8,7 +8,9 @@ package ros2test
 
 import (
 	"bufio"
+	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -163,6 +165,7 @@ func Cases() []Case {
 type Writer interface {
 	Matcher
 	Write(payload []byte, seq uint64, clock int32) error
+	Close() error
 }
 
 // Reader is a ROS 2 reader of a peer adapter.
@@ -170,6 +173,7 @@ type Reader interface {
 	Matcher
 	Take(timeout time.Duration) ([]byte, int64, error)
 	Release()
+	Close() error
 }
 
 // HilrigToCheck: w (hilrig's writer on topic) writes c's message; the
@@ -177,10 +181,7 @@ type Reader interface {
 // fields.
 func HilrigToCheck(t *testing.T, codec *rosmsg.Codec, c Case, w Writer, start func(args ...string) *Proc, topic string) {
 	t.Helper()
-	p := start("read", c.Kind, topic)
-	if l := p.Line(t); l != "matched" {
-		t.Fatalf("ros2check: %q, want matched", l)
-	}
+	p := matched(t, start("read", c.Kind, topic))
 	AwaitMatch(t, w)
 	b, err := codec.Append(nil, c.Msg)
 	if err != nil {
@@ -197,10 +198,7 @@ func HilrigToCheck(t *testing.T, codec *rosmsg.Codec, c Case, w Writer, start fu
 // read the fields the program printed.
 func CheckToHilrig(t *testing.T, codec *rosmsg.Codec, c Case, r Reader, start func(args ...string) *Proc, topic string) {
 	t.Helper()
-	p := start("write", c.Kind, topic)
-	if l := p.Line(t); l != "matched" {
-		t.Fatalf("ros2check: %q, want matched", l)
-	}
+	p := matched(t, start("write", c.Kind, topic))
 	AwaitMatch(t, r)
 	if _, err := io.WriteString(p.In, "go\n"); err != nil {
 		t.Fatal(err)
@@ -220,6 +218,60 @@ func CheckToHilrig(t *testing.T, codec *rosmsg.Codec, c Case, r Reader, start fu
 		t.Fatal("hilrig's reader got nothing in 20 s")
 	}
 	SameMsg(t, codec, got, p.Line(t))
+}
+
+// matched returns p once it printed "matched" (its endpoint matched ours).
+func matched(t testing.TB, p *Proc) *Proc {
+	t.Helper()
+	if l := p.Line(t); l != "matched" {
+		t.Fatalf("ros2check: %q, want matched", l)
+	}
+	return p
+}
+
+// Adapter is the ROS 2 side of a peer adapter under check.
+type Adapter struct {
+	// Name names the other program's side in subtest names ("c", "cpp").
+	Name string
+	// Start runs the program with args after its domain.
+	Start     func(t *testing.T, args ...string) *Proc
+	NewWriter func(ddsTopic, ddsType string) (Writer, error)
+	NewReader func(ddsTopic, ddsType string) (Reader, error)
+}
+
+// CheckAll runs HilrigToCheck and CheckToHilrig over Cases on a.
+func CheckAll(t *testing.T, a Adapter) {
+	reg, err := rosmsg.Shipped()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range Cases() {
+		codec, err := reg.Codec(c.Type)
+		if err != nil {
+			t.Fatal(err)
+		}
+		topic := fmt.Sprintf("rt/hilrig_check/%s_%d", c.Kind, os.Getpid())
+		ddsType := rosmsg.DDSTypeName(c.Type)
+		start := func(t *testing.T) func(args ...string) *Proc {
+			return func(args ...string) *Proc { return a.Start(t, args...) }
+		}
+		t.Run("hilrig-to-"+a.Name+"/"+c.Kind, func(t *testing.T) {
+			w, err := a.NewWriter(topic+"_w", ddsType)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			HilrigToCheck(t, codec, c, w, start(t), topic+"_w")
+		})
+		t.Run(a.Name+"-to-hilrig/"+c.Kind, func(t *testing.T) {
+			r, err := a.NewReader(topic+"_r", ddsType)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			CheckToHilrig(t, codec, c, r, start(t), topic+"_r")
+		})
+	}
 }
 
 // Run runs t's command, failing the test with its output.

@@ -94,6 +94,13 @@ type PeerROS2 interface {
 	NewROS2Reader(ddsTopic, ddsType string, reliable bool, depth, maxPayload int, spin bool) (PeerReader, error)
 }
 
+// PeerForwarder is implemented by the ROS 2 writers of PeerROS2: Forward
+// writes a message as it is, its header stamp untouched (a bridge
+// forwarding another bus's message). Allocates nothing on the Go side.
+type PeerForwarder interface {
+	Forward(payload []byte) error
+}
+
 // ErrNoROS2: the peer an endpoint asked for does not speak ROS 2.
 var ErrNoROS2 = errors.New("agent: peer does not speak ROS 2")
 

@@ -318,13 +318,17 @@ void hlr_cd_ros2_writer_free(hlr_cd_ros2_writer *w) {
 }
 
 dds_return_t hlr_cd_ros2_write(hlr_cd_ros2_writer *w, uint8_t *buf, uint32_t len, uint32_t stamp_at, int clock) {
-	if (stamp_at + 8 > len)
-		return DDS_RETCODE_BAD_PARAMETER;
-	int64_t c = ros_now(clock);
-	int32_t sec = (int32_t)(c / 1000000000LL);
-	uint32_t nsec = (uint32_t)(c % 1000000000LL);
-	memcpy(buf + stamp_at, &sec, 4);
-	memcpy(buf + stamp_at + 4, &nsec, 4);
+	if (stamp_at != HLR_NO_STAMP) {
+		if (len < 8 || stamp_at > len - 8)
+			return DDS_RETCODE_BAD_PARAMETER;
+		int64_t c = ros_now(clock);
+		int32_t sec = (int32_t)(c / 1000000000LL);
+		uint32_t nsec = (uint32_t)(c % 1000000000LL);
+		memcpy(buf + stamp_at, &sec, 4);
+		memcpy(buf + stamp_at + 4, &nsec, 4);
+	} else if (len < 4) {
+		return DDS_RETCODE_BAD_PARAMETER; // no encapsulation header
+	}
 	struct hlr_sd *d = sd_new(w->st, SDK_DATA, len);
 	if (!d)
 		return DDS_RETCODE_OUT_OF_RESOURCES;

@@ -53,13 +53,19 @@ func (p *Peer) NewROS2Reader(ddsTopic, ddsType string, reliable bool, depth, max
 	return &Reader{r: r}, nil
 }
 
-// writeROS2 stamps and writes one ROS 2 message. 0 allocations on the Go
-// side (Cyclone's serdata is allocated in C).
-func (w *Writer) writeROS2(payload []byte, clock int32) error {
-	if len(payload) < stampAt+8 {
-		return fmt.Errorf("cyclonedds: ROS 2 message of %d bytes has no header stamp", len(payload))
+// Forward writes a ROS 2 message as it is, its header stamp untouched (a
+// bridge forwarding another bus's message). 0 allocations on the Go side.
+func (w *Writer) Forward(payload []byte) error {
+	if w.ros == nil {
+		return fmt.Errorf("cyclonedds: Forward on a raw writer")
 	}
-	rc := C.hlr_cd_ros2_write(w.ros, (*C.uint8_t)(unsafe.Pointer(&payload[0])), C.uint32_t(len(payload)), stampAt, C.int(clock))
+	if len(payload) < 4 {
+		return fmt.Errorf("cyclonedds: ROS 2 message of %d bytes has no encapsulation header", len(payload))
+	}
+	return w.rc(C.hlr_cd_ros2_write(w.ros, (*C.uint8_t)(unsafe.Pointer(&payload[0])), C.uint32_t(len(payload)), C.HLR_NO_STAMP, 0))
+}
+
+func (w *Writer) rc(rc C.dds_return_t) error {
 	if rc == C.DDS_RETCODE_TIMEOUT {
 		return fmt.Errorf("cyclonedds: ROS 2 write: %w", ErrTimeout)
 	}
@@ -67,4 +73,13 @@ func (w *Writer) writeROS2(payload []byte, clock int32) error {
 		return fmt.Errorf("cyclonedds: ROS 2 write: %w", ddsErr(C.int(rc)))
 	}
 	return nil
+}
+
+// writeROS2 stamps and writes one ROS 2 message. 0 allocations on the Go
+// side (Cyclone's serdata is allocated in C).
+func (w *Writer) writeROS2(payload []byte, clock int32) error {
+	if len(payload) < stampAt+8 {
+		return fmt.Errorf("cyclonedds: ROS 2 message of %d bytes has no header stamp", len(payload))
+	}
+	return w.rc(C.hlr_cd_ros2_write(w.ros, (*C.uint8_t)(unsafe.Pointer(&payload[0])), C.uint32_t(len(payload)), stampAt, C.int(clock)))
 }

@@ -46,7 +46,9 @@ hlr_cd_reader *hlr_cd_reader_on(dds_entity_t pp, dds_entity_t t, const dds_qos_t
 hlr_cd_ros2_writer *hlr_cd_ros2_writer_new(dds_entity_t pp, const char *topic, const char *type_name, int reliable, int depth, dds_return_t *rc);
 void hlr_cd_ros2_writer_free(hlr_cd_ros2_writer *w);
 // Stamps the header stamp at buf[stamp_at:+8] (int32 sec, uint32 nanosec
-// of clock) immediately before writing buf (XCDR1, header included).
+// of clock) immediately before writing buf (XCDR1, header included);
+// stamp_at HLR_NO_STAMP writes buf as it is (a bridge forwarding).
+#define HLR_NO_STAMP UINT32_MAX
 dds_return_t hlr_cd_ros2_write(hlr_cd_ros2_writer *w, uint8_t *buf, uint32_t len, uint32_t stamp_at, int clock);
 hlr_cd_reader *hlr_cd_ros2_reader_new(dds_entity_t pp, const char *topic, const char *type_name, int reliable, int depth, int spin, dds_return_t *rc);
 int hlr_cd_take_opaque(hlr_cd_reader *r);

@@ -59,7 +59,23 @@ func (w *Writer) writeROS2(payload []byte, clock int32) error {
 	if len(payload) < stampAt+8 {
 		return fmt.Errorf("fastdds: ROS 2 message of %d bytes has no header stamp", len(payload))
 	}
-	switch C.hlr_fd_ros2_write(w.w, (*C.uint8_t)(unsafe.Pointer(&payload[0])), C.uint32_t(len(payload)), stampAt, C.int(clock)) {
+	return rc(C.hlr_fd_ros2_write(w.w, (*C.uint8_t)(unsafe.Pointer(&payload[0])), C.uint32_t(len(payload)), stampAt, C.int(clock)))
+}
+
+// Forward writes a ROS 2 message as it is, its header stamp untouched (a
+// bridge forwarding another bus's message). 0 allocations on the Go side.
+func (w *Writer) Forward(payload []byte) error {
+	if !w.ros {
+		return errors.New("fastdds: Forward on a raw writer")
+	}
+	if len(payload) < 4 {
+		return fmt.Errorf("fastdds: ROS 2 message of %d bytes has no encapsulation header", len(payload))
+	}
+	return rc(C.hlr_fd_ros2_write(w.w, (*C.uint8_t)(unsafe.Pointer(&payload[0])), C.uint32_t(len(payload)), C.HLR_NO_STAMP, 0))
+}
+
+func rc(n C.int) error {
+	switch n {
 	case 0:
 		return nil
 	case 1:

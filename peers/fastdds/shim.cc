@@ -494,10 +494,12 @@ hlr_fd_writer *hlr_fd_ros2_writer_new(hlr_fd_peer *p, const char *name, const ch
 }
 
 int hlr_fd_ros2_write(hlr_fd_writer *w, uint8_t *buf, uint32_t len, uint32_t stamp_at, int clock) {
-	if (stamp_at + 8 > len)
-		return 2;
 	w->msg.buf = buf;
 	w->msg.len = len;
+	if (stamp_at == HLR_NO_STAMP)
+		return len < 4 ? 2 : write_msg(w); // forwarded as it is
+	if (len < 8 || stamp_at > len - 8)
+		return 2;
 	int64_t c = now_ns(clock);
 	int32_t sec = (int32_t)(c / 1000000000LL);
 	uint32_t nsec = (uint32_t)(c % 1000000000LL);

@@ -77,13 +77,73 @@ func (d *Direction) UnmarshalText(b []byte) error {
 	return nil
 }
 
+// Transport is hilrig's transport of a bridged topic.
+type Transport uint8
+
+// Transports.
+const (
+	Shm Transport = iota // shared memory (default)
+	UDP                  // UDP (Hilrig.UDP: listen address or peers)
+)
+
+// String is "shm" or "udp".
+func (t Transport) String() string {
+	if t == UDP {
+		return "udp"
+	}
+	return "shm"
+}
+
+// MarshalText is String.
+func (t Transport) MarshalText() ([]byte, error) { return []byte(t.String()), nil }
+
+// UnmarshalText reads "shm" (or "") and "udp".
+func (t *Transport) UnmarshalText(b []byte) error {
+	switch string(b) {
+	case "", "shm":
+		*t = Shm
+	case "udp":
+		*t = UDP
+	default:
+		return fmt.Errorf("bridge: transport %q: want shm or udp", b)
+	}
+	return nil
+}
+
+// Hilrig is the hilrig side of a bridged topic.
+type Hilrig struct {
+	// Topic is hilrig's topic name ([A-Za-z0-9._/-], 1..64 bytes).
+	Topic     string    `json:"topic"`
+	Transport Transport `json:"transport,omitempty"`
+	// MaxPayload bounds a message (the ROS 2 encoding, header included).
+	MaxPayload int `json:"max_payload"`
+	// Reliable makes the topic reliable (default best effort); Depth is
+	// its history depth (0: the middleware's default).
+	Reliable bool `json:"reliable,omitempty"`
+	Depth    int  `json:"depth,omitempty"`
+	// UDP configures the UDP transport: a to_ros topic's bridge listens
+	// on UDP.Listen, a from_ros topic's bridge sends to UDP.Peers.
+	UDP middleware.UDPConfig `json:"udp,omitempty"`
+}
+
+// Contract is hilrig's contract of the topic.
+func (h Hilrig) Contract() middleware.Contract {
+	c := middleware.Contract{Topic: h.Topic, MaxPayload: h.MaxPayload, Depth: h.Depth, Transport: middleware.TransportShm, UDP: h.UDP}
+	if h.Transport == UDP {
+		c.Transport = middleware.TransportUDP
+	}
+	if h.Reliable {
+		c.Reliability = middleware.Reliable
+	}
+	return c
+}
+
 // Topic is one forwarded topic.
 type Topic struct {
 	// ROS is the ROS 2 side: name, type, QoS profile.
 	ROS rostopic.Topic `json:"ros"`
-	// Hilrig is hilrig's side: its contract (topic, transport, max
-	// payload, reliability, depth; UDP listen/peers for UDP).
-	Hilrig middleware.Contract `json:"hilrig"`
+	// Hilrig is hilrig's side.
+	Hilrig Hilrig `json:"hilrig"`
 	// Direction: to_ros (default) or from_ros.
 	Direction Direction `json:"direction"`
 }
@@ -232,7 +292,7 @@ func (b *Bridge) open(t Topic) (*forwarder, error) {
 			return nil, errors.New("the DDS writer cannot forward (no Forward)")
 		}
 		f.w, f.wc = fw, w
-		if f.sub, err = b.node.NewSubscriber(t.Hilrig, nil); err != nil {
+		if f.sub, err = b.node.NewSubscriber(t.Hilrig.Contract(), nil); err != nil {
 			w.Close()
 			return nil, err
 		}
@@ -243,7 +303,7 @@ func (b *Bridge) open(t Topic) (*forwarder, error) {
 		return nil, err
 	}
 	f.r = r
-	if f.pub, err = b.node.NewPublisher(t.Hilrig, nil); err != nil {
+	if f.pub, err = b.node.NewPublisher(t.Hilrig.Contract(), nil); err != nil {
 		r.Close()
 		return nil, err
 	}

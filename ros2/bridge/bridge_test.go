@@ -124,9 +124,9 @@ func conform(t *testing.T, dds agent.PeerROS2, prb probe) {
 	}
 	id := os.Getpid()
 	out := bridge.Topic{ROS: rostopic.Topic{Name: fmt.Sprintf("bridge_test/imu_%d", id), Type: "sensor_msgs/Imu"},
-		Hilrig: middleware.Contract{Topic: "imu", MaxPayload: 1024, Reliability: middleware.Reliable, Depth: 64, Transport: middleware.TransportShm}}
+		Hilrig: bridge.Hilrig{Topic: "imu", MaxPayload: 1024, Reliable: true, Depth: 64}}
 	in := bridge.Topic{ROS: rostopic.Topic{Name: fmt.Sprintf("bridge_test/cmd_%d", id), Type: "sensor_msgs/Imu"}, Direction: bridge.FromROS,
-		Hilrig: middleware.Contract{Topic: "cmd", MaxPayload: 1024, Reliability: middleware.Reliable, Depth: 64, Transport: middleware.TransportShm}}
+		Hilrig: bridge.Hilrig{Topic: "cmd", MaxPayload: 1024, Reliable: true, Depth: 64}}
 	// The probe's ends first: the bridge's writer then matches a reader
 	// that exists, and its reader a writer.
 	pr, err := prb.NewROS2Reader(out.ROS.DDSTopic(), out.ROS.DDSType(), true, 10, 1024, false)
@@ -149,12 +149,12 @@ func conform(t *testing.T, dds agent.PeerROS2, prb probe) {
 	done := make(chan error, 1)
 	go func() { done <- b.Run(ctx, &health, time.Hour) }()
 
-	sub, err := node.NewSubscriber(in.Hilrig, nil)
+	sub, err := node.NewSubscriber(in.Hilrig.Contract(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sub.Close()
-	pub, err := node.NewPublisher(out.Hilrig, nil)
+	pub, err := node.NewPublisher(out.Hilrig.Contract(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,14 +278,15 @@ func TestBridgeFake(t *testing.T) {
 func TestConfig(t *testing.T) {
 	f := t.TempDir() + "/bridge.json"
 	if err := os.WriteFile(f, []byte(`{"topics":[{"ros":{"name":"imu","type":"sensor_msgs/Imu","profile":"sensor_data"},
-"hilrig":{"topic":"imu","max_payload":1024},"direction":"to_ros"}]}`), 0o644); err != nil {
+"hilrig":{"topic":"imu","max_payload":1024,"transport":"udp","reliable":true},"direction":"to_ros"}]}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	c, err := bridge.LoadConfig(f)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tp := c.Topics[0]; tp.ROS.Profile != rostopic.ProfileSensorData || tp.Direction != bridge.ToROS || tp.Hilrig.MaxPayload != 1024 {
+	if tp := c.Topics[0]; tp.ROS.Profile != rostopic.ProfileSensorData || tp.Direction != bridge.ToROS || tp.Hilrig.Contract().MaxPayload != 1024 ||
+		tp.Hilrig.Contract().Transport != middleware.TransportUDP || tp.Hilrig.Contract().Reliability != middleware.Reliable {
 		t.Errorf("decoded %+v", tp)
 	}
 	for _, bad := range []string{
@@ -294,6 +295,7 @@ func TestConfig(t *testing.T) {
 		`{"topics":[{"ros":{"name":"imu","type":"sensor_msgs/Imu","profile":"fast"},"hilrig":{"topic":"imu","max_payload":1024}}]}`,
 		`{"topics":[{"ros":{"name":"imu","type":"sensor_msgs/Imu"},"hilrig":{"topic":"imu"}}]}`,
 		`{"topics":[{"ros":{"name":"imu","type":"sensor_msgs/Imu"},"hilrig":{"topic":"imu","max_payload":1024}}],"extra":1}`,
+		`{"topics":[{"ros":{"name":"imu","type":"sensor_msgs/Imu"},"hilrig":{"topic":"imu","max_payload":1024,"transport":"tcp"}}]}`,
 	} {
 		if err := os.WriteFile(f, []byte(bad), 0o644); err != nil {
 			t.Fatal(err)

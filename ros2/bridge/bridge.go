@@ -231,6 +231,13 @@ func (h *Health) Counts() (forwarded, dropped uint64) {
 	return h.forwarded, h.dropped
 }
 
+// Added is the latency the bridge added so far, ns: p50, p99, max.
+func (h *Health) Added() (p50, p99, maxNs int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.added.ValueAtQuantile(50), h.added.ValueAtQuantile(99), h.added.ValueAtQuantile(100)
+}
+
 // Line is the topic's health line: direction, names, forwarded, dropped,
 // the latency added (p50, p99, max) and the last error.
 func (h *Health) Line() string {
@@ -238,7 +245,7 @@ func (h *Health) Line() string {
 	defer h.mu.Unlock()
 	s := fmt.Sprintf("bridge %s %s (%s) <-> hilrig %s: forwarded %d, dropped %d", h.Topic.Direction, h.Topic.ROS.Name, h.Topic.ROS.Type, h.Topic.Hilrig.Topic, h.forwarded, h.dropped)
 	if h.added.Count() > 0 {
-		s += fmt.Sprintf(", added p50 %s p99 %s max %s", report.FormatNs(h.added.ValueAtQuantile(0.5)), report.FormatNs(h.added.ValueAtQuantile(0.99)), report.FormatNs(h.added.ValueAtQuantile(1)))
+		s += fmt.Sprintf(", added p50 %s p99 %s max %s", report.FormatNs(h.added.ValueAtQuantile(50)), report.FormatNs(h.added.ValueAtQuantile(99)), report.FormatNs(h.added.ValueAtQuantile(100)))
 	}
 	if h.lastErr != nil {
 		s += ", last error: " + h.lastErr.Error()

@@ -49,14 +49,7 @@ func openROSPeer(t *testing.T, name string) PeerROS2 {
 // decodes to what was encoded. The Go side of Write allocates nothing.
 func TestROS2PeerWire(t *testing.T) {
 	peers := rosTestPeers(t)
-	reg, err := rosmsg.Shipped()
-	if err != nil {
-		t.Fatal(err)
-	}
-	imu, err := reg.Codec("sensor_msgs/Imu")
-	if err != nil {
-		t.Fatal(err)
-	}
+	imu := ros2test.Codec(t, "sensor_msgs/Imu")
 	in := rosmsg.Msg{
 		"header":                 rosmsg.Msg{"frame_id": "imu_link"},
 		"orientation":            rosmsg.Msg{"x": 0.5, "y": -0.5, "z": 0.25, "w": math.Sqrt(0.4375)},

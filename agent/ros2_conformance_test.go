@@ -9,7 +9,7 @@ import (
 	"github.com/hilrig/hilrig/agent"
 	"github.com/hilrig/hilrig/agentproto"
 	"github.com/hilrig/hilrig/middleware"
-	"github.com/hilrig/hilrig/ros2/rosmsg"
+	"github.com/hilrig/hilrig/ros2/ros2test"
 	"github.com/hilrig/hilrig/ros2/rostopic"
 )
 
@@ -29,14 +29,7 @@ func TestROS2Endpoints(t *testing.T) {
 	if len(peers) == 0 {
 		t.Skip("no DDS peer built in (tags cyclonedds, fastdds)")
 	}
-	reg, err := rosmsg.Shipped()
-	if err != nil {
-		t.Fatal(err)
-	}
-	imu, err := reg.Codec("sensor_msgs/Imu")
-	if err != nil {
-		t.Fatal(err)
-	}
+	imu := ros2test.Codec(t, "sensor_msgs/Imu")
 	imuSize, err := rostopic.MinSize(imu)
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"github.com/hilrig/hilrig/agent"
 	"github.com/hilrig/hilrig/middleware"
 	"github.com/hilrig/hilrig/ros2/bridge"
+	"github.com/hilrig/hilrig/ros2/ros2test"
 	"github.com/hilrig/hilrig/ros2/rosmsg"
 	"github.com/hilrig/hilrig/ros2/rostopic"
 )
@@ -78,25 +79,11 @@ type probe interface {
 	agent.PeerROS2
 }
 
+// awaitMatched waits for x's first match, when x can tell.
 func awaitMatched(t *testing.T, x any) {
 	t.Helper()
-	m, ok := x.(agent.PeerMatcher)
-	if !ok {
-		return
-	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		n, err := m.Matched()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n > 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no match in 20 s")
-		}
-		time.Sleep(time.Millisecond) // polling DDS's status: nothing to wait on
+	if m, ok := x.(ros2test.Matcher); ok {
+		ros2test.AwaitMatch(t, m)
 	}
 }
 
@@ -114,14 +101,7 @@ func conform(t *testing.T, dds agent.PeerROS2, prb probe) {
 		t.Fatal(err)
 	}
 	defer node.Close()
-	reg, err := rosmsg.Shipped()
-	if err != nil {
-		t.Fatal(err)
-	}
-	imu, err := reg.Codec("sensor_msgs/Imu")
-	if err != nil {
-		t.Fatal(err)
-	}
+	imu := ros2test.Codec(t, "sensor_msgs/Imu")
 	id := os.Getpid()
 	out := bridge.Topic{ROS: rostopic.Topic{Name: fmt.Sprintf("bridge_test/imu_%d", id), Type: "sensor_msgs/Imu"},
 		Hilrig: bridge.Hilrig{Topic: "imu", MaxPayload: 1024, Reliable: true, Depth: 64}}

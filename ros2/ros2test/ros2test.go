@@ -274,6 +274,20 @@ func CheckAll(t *testing.T, a Adapter) {
 	}
 }
 
+// Codec is the codec of a shipped type; the test fails without it.
+func Codec(t testing.TB, name string) *rosmsg.Codec {
+	t.Helper()
+	reg, err := rosmsg.Shipped()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := reg.Codec(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // Run runs t's command, failing the test with its output.
 func Run(t testing.TB, name string, args ...string) string {
 	t.Helper()

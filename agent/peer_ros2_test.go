@@ -57,83 +57,95 @@ func TestROS2PeerWire(t *testing.T) {
 		"linear_acceleration":    rosmsg.Msg{"x": 0.1, "y": -0.2, "z": 9.81},
 		"orientation_covariance": []float64{1, 0, 0, 0, 1, 0, 0, 0, 1},
 	}
+	// one: writer and reader on one participant, as one agent running
+	// both ends on one board does.
 	for _, wn := range peers {
 		for _, rn := range peers {
-			if wn != rn && (wn == "fastdds-shm" || rn == "fastdds-shm") {
-				continue // SHM only between Fast DDS participants
-			}
-			t.Run(wn+"->"+rn, func(t *testing.T) {
-				topic := rostopic.Topic{Name: fmt.Sprintf("hilrig_test/imu_%d_%s_%s", os.Getpid(), wn[:4], rn[:4]), Type: "sensor_msgs/Imu"}
-				wp, rp := openROSPeer(t, wn), openROSPeer(t, rn)
-				r, err := rp.NewROS2Reader(topic.DDSTopic(), topic.DDSType(), true, 10, 1024, false)
-				if err != nil {
-					t.Fatal(err)
+			for _, one := range []bool{false, true} {
+				if wn != rn && (wn == "fastdds-shm" || rn == "fastdds-shm" || one) {
+					continue // SHM only between Fast DDS participants
 				}
-				defer r.Close()
-				w, err := wp.NewROS2Writer(topic.DDSTopic(), topic.DDSType(), true, 10, 1024)
-				if err != nil {
-					t.Fatal(err)
+				name := wn + "->" + rn
+				if one {
+					name += "/one-participant"
 				}
-				defer w.Close()
-				ros2test.AwaitMatch(t, w.(ros2test.Matcher))
-				ros2test.AwaitMatch(t, r.(ros2test.Matcher))
-				msg, err := imu.Append(nil, in)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if len(msg) != 324 {
-					t.Fatalf("Imu with frame imu_link: %d bytes, want 324", len(msg))
-				}
-				before := sys.Now(sys.ClockRealtime)
-				if err := w.Write(msg, 1, sys.ClockRealtime); err != nil {
-					t.Fatal(err)
-				}
-				after := sys.Now(sys.ClockRealtime)
-				var got []byte
-				deadline := time.Now().Add(10 * time.Second)
-				for got == nil && time.Now().Before(deadline) {
-					data, recv, err := r.Take(100 * time.Millisecond)
+				t.Run(name, func(t *testing.T) {
+					topic := rostopic.Topic{Name: fmt.Sprintf("hilrig_test/imu_%d_%s_%s_%v", os.Getpid(), wn[:4], rn[:4], one), Type: "sensor_msgs/Imu"}
+					wp := openROSPeer(t, wn)
+					rp := wp
+					if !one {
+						rp = openROSPeer(t, rn)
+					}
+					r, err := rp.NewROS2Reader(topic.DDSTopic(), topic.DDSType(), true, 10, 1024, false)
 					if err != nil {
 						t.Fatal(err)
 					}
-					if data != nil {
-						if recv <= 0 {
-							t.Errorf("receive stamp %d", recv)
-						}
-						got = slices.Clone(data)
-						r.Release()
-					}
-				}
-				if got == nil {
-					t.Fatal("nothing received in 10 s")
-				}
-				if !slices.Equal(got, msg) {
-					t.Fatalf("received %d bytes\n% x\nwant (as written, stamp included)\n% x", len(got), got, msg)
-				}
-				stamp, ok := rostopic.Stamp(got)
-				if !ok || stamp < before || stamp > after {
-					t.Errorf("header stamp %d, want within [%d, %d] (realtime around the write)", stamp, before, after)
-				}
-				out, err := imu.Decode(got)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, f := range []string{"orientation", "angular_velocity", "linear_acceleration"} {
-					if fmt.Sprint(out[f]) != fmt.Sprint(in[f]) {
-						t.Errorf("%s: decoded %v, sent %v", f, out[f], in[f])
-					}
-				}
-				if h := out["header"].(rosmsg.Msg); h["frame_id"] != "imu_link" {
-					t.Errorf("frame_id %v", h["frame_id"])
-				}
-				if n := testing.AllocsPerRun(20, func() {
-					if err := w.Write(msg, 2, sys.ClockRealtime); err != nil {
+					defer r.Close()
+					w, err := wp.NewROS2Writer(topic.DDSTopic(), topic.DDSType(), true, 10, 1024)
+					if err != nil {
 						t.Fatal(err)
 					}
-				}); n != 0 {
-					t.Errorf("ROS 2 Write: %v allocs on the Go side", n)
-				}
-			})
+					defer w.Close()
+					ros2test.AwaitMatch(t, w.(ros2test.Matcher))
+					ros2test.AwaitMatch(t, r.(ros2test.Matcher))
+					msg, err := imu.Append(nil, in)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if len(msg) != 324 {
+						t.Fatalf("Imu with frame imu_link: %d bytes, want 324", len(msg))
+					}
+					before := sys.Now(sys.ClockRealtime)
+					if err := w.Write(msg, 1, sys.ClockRealtime); err != nil {
+						t.Fatal(err)
+					}
+					after := sys.Now(sys.ClockRealtime)
+					var got []byte
+					deadline := time.Now().Add(10 * time.Second)
+					for got == nil && time.Now().Before(deadline) {
+						data, recv, err := r.Take(100 * time.Millisecond)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if data != nil {
+							if recv <= 0 {
+								t.Errorf("receive stamp %d", recv)
+							}
+							got = slices.Clone(data)
+							r.Release()
+						}
+					}
+					if got == nil {
+						t.Fatal("nothing received in 10 s")
+					}
+					if !slices.Equal(got, msg) {
+						t.Fatalf("received %d bytes\n% x\nwant (as written, stamp included)\n% x", len(got), got, msg)
+					}
+					stamp, ok := rostopic.Stamp(got)
+					if !ok || stamp < before || stamp > after {
+						t.Errorf("header stamp %d, want within [%d, %d] (realtime around the write)", stamp, before, after)
+					}
+					out, err := imu.Decode(got)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, f := range []string{"orientation", "angular_velocity", "linear_acceleration"} {
+						if fmt.Sprint(out[f]) != fmt.Sprint(in[f]) {
+							t.Errorf("%s: decoded %v, sent %v", f, out[f], in[f])
+						}
+					}
+					if h := out["header"].(rosmsg.Msg); h["frame_id"] != "imu_link" {
+						t.Errorf("frame_id %v", h["frame_id"])
+					}
+					if n := testing.AllocsPerRun(20, func() {
+						if err := w.Write(msg, 2, sys.ClockRealtime); err != nil {
+							t.Fatal(err)
+						}
+					}); n != 0 {
+						t.Errorf("ROS 2 Write: %v allocs on the Go side", n)
+					}
+				})
+			}
 		}
 	}
 }

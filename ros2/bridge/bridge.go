@@ -400,7 +400,7 @@ func (b *Bridge) Run(ctx context.Context, health io.Writer, period time.Duration
 	}
 	t := time.NewTicker(period)
 	defer t.Stop()
-	print := func() {
+	printAll := func() {
 		for _, f := range b.topics {
 			fmt.Fprintln(health, f.h.Line())
 		}
@@ -411,11 +411,11 @@ loop:
 		case <-ctx.Done():
 			break loop
 		case <-t.C:
-			print()
+			printAll()
 		}
 	}
 	wg.Wait()
-	print()
+	printAll()
 	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"fmt"
+	"slices"
 )
 
 // testPeers are the peer adapters this test binary was built with (the
@@ -36,4 +37,17 @@ func SetUpPeers() (func(), error) {
 		teardown = append(teardown, td)
 	}
 	return undo, nil
+}
+
+// ROS2TestPeers are the registered test peers that speak ROS 2 (the DDS
+// ones), sorted.
+func ROS2TestPeers() []string {
+	var names []string
+	for n := range testPeers {
+		if n == "cyclonedds" || n == "fastdds-udp" || n == "fastdds-shm" {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	return names
 }

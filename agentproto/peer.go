@@ -1,6 +1,10 @@
 package agentproto
 
-import "regexp"
+import (
+	"regexp"
+
+	"github.com/hilrig/hilrig/ros2/rostopic"
+)
 
 // Peer middlewares (issue 19): an endpoint whose Start.Middleware names a
 // peer (cyclonedds, fastdds-shm, fastdds-udp, iceoryx) runs the same role
@@ -53,6 +57,11 @@ func IsPeer(name string) bool { return name != "" && name != MiddlewareHilrig }
 // enough for the in-band header.
 func (s *Start) validatePeer() error {
 	if !IsPeer(s.Middleware) {
+		if s.ROS2 != nil {
+			e := errf(CodeInvalid, "start.ros2: only a DDS peer middleware speaks ROS 2 (middleware %q)", s.Middleware)
+			e.Endpoint = s.Endpoint
+			return e
+		}
 		if s.ColdPeer {
 			e := errf(CodeInvalid, "start.cold_peer: only a peer middleware opens participants (middleware %q)", s.Middleware)
 			e.Endpoint = s.Endpoint
@@ -77,6 +86,9 @@ func (s *Start) validatePeer() error {
 	}
 	if s.Send == SendLoan {
 		return bad("start.send loan: only hilrig's middleware loans (middleware %s)", s.Middleware)
+	}
+	if s.ROS2 != nil {
+		return s.validateROS2(bad)
 	}
 	need := PeerHeaderBytes
 	if roundTripRole(s.Role) {
@@ -114,4 +126,43 @@ func (n *PeerNet) Key() string {
 		return "shm"
 	}
 	return n.Address
+}
+
+// A ROS 2 topic (Start.ROS2, issue 33): a DDS peer endpoint that speaks
+// ROS 2's conventions instead of carrying raw bytes. Its messages are the
+// type's XCDR1 encoding (rostopic.Template, built once by the publisher
+// at Payload bytes), so no in-band header of PeerHeaderBytes fits in
+// them. What rides instead:
+//
+//   - the send time, in the message's std_msgs/Header stamp
+//     (rostopic.StampOffset), on Start.Stamp's clock, stamped by the
+//     peer's C code immediately before its write call — as a ROS 2 node
+//     stamps header.stamp with now() before publish;
+//   - no sequence number: the reader numbers messages in arrival order,
+//     so loss shows only as fewer messages than Count (the final counts
+//     it), never as a gap, and a ROS 2 endpoint runs only the one-way
+//     roles (publisher, subscriber).
+//
+// The reader takes its receive stamp on CLOCK_MONOTONIC as for every
+// peer and converts the header stamp into CLOCK_MONOTONIC with the
+// clocks' offset read at receipt (one kernel: latency mono); across
+// kernels the controller measures on the stamp clock (LatencyStamp).
+
+// validateROS2 checks a ROS 2 endpoint: the topic's form, a one-way role,
+// a payload that holds at least the header stamp.
+func (s *Start) validateROS2(bad func(string, ...any) error) error {
+	if err := s.ROS2.Validate(); err != nil {
+		return bad("start.ros2: %v", err)
+	}
+	if s.Role != Publisher && s.Role != Subscriber {
+		return bad("start.ros2: role %s: a ROS 2 topic carries no sequence number or ping header, so only publisher and subscriber run on one", s.Role)
+	}
+	need := rostopic.StampOffset + rostopic.StampBytes
+	if s.Contract.MaxPayload < need {
+		return bad("start.contract.max_payload %d: a ROS 2 message with a header needs at least %d bytes", s.Contract.MaxPayload, need)
+	}
+	if s.Role == Publisher && (s.Payload < need || s.Payload > s.Contract.MaxPayload) {
+		return bad("start.payload %d: a ROS 2 message with a header is %d..%d bytes here", s.Payload, need, s.Contract.MaxPayload)
+	}
+	return nil
 }

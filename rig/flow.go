@@ -14,6 +14,7 @@ import (
 	"github.com/hilrig/hilrig/internal/kind"
 	"github.com/hilrig/hilrig/middleware"
 	"github.com/hilrig/hilrig/report"
+	"github.com/hilrig/hilrig/ros2/rostopic"
 )
 
 // Traffic is what a flow (FlowSpec) and a round trip (EchoSpec) share:
@@ -80,6 +81,10 @@ type Traffic struct {
 	// Stages asks shared-memory endpoints for the stage split of every
 	// message (agentproto.Start.Stages); FlowResult.Case joins it.
 	Stages bool
+	// ROS2 makes a flow on a DDS peer a ROS 2 topic (agentproto.Start.ROS2):
+	// its profile sets the reliability and depth (BestEffort and Depth are
+	// ignored) and Payload is the message's size (rostopic.Template).
+	ROS2 *rostopic.Topic
 }
 
 // CaseTransport names t's transport in report cases: shm sent on loan is
@@ -225,6 +230,12 @@ func (r *Rig) Flow(ctx context.Context, spec FlowSpec) (*Flow, error) {
 	}
 	c := middleware.Contract{Topic: "hilrig/" + r.Domain + "/" + spec.Name, MaxPayload: max(spec.Payload, 8),
 		Reliability: spec.reliability(), Depth: spec.Depth, Transport: mt}
+	if t := spec.ROS2; t != nil {
+		c.Reliability, c.Depth = middleware.BestEffort, t.Profile.Depth()
+		if t.Profile.Reliable() {
+			c.Reliability = middleware.Reliable
+		}
+	}
 	type subAddr struct{ listen netip.AddrPort }
 	subs := make([]subAddr, len(spec.To))
 	switch spec.Transport {
@@ -255,7 +266,7 @@ func (r *Rig) Flow(ctx context.Context, spec FlowSpec) (*Flow, error) {
 		Domain: r.Domain, Contract: c, Payload: spec.Payload, RateHz: spec.RateHz, Count: spec.Count,
 		DurationNs: int64(spec.Duration), WarmUp: spec.WarmUp, Send: spec.Send, Wait: spec.Wait,
 		Latency: spec.Latency, WindowNs: int64(spec.Window), Middleware: spec.Middleware, Trace: spec.Trace,
-		HugePages: spec.HugePages, Stages: spec.Stages, ColdPeer: spec.ColdPeer,
+		HugePages: spec.HugePages, Stages: spec.Stages, ColdPeer: spec.ColdPeer, ROS2: spec.ROS2,
 	}
 	f := &Flow{Spec: spec, Transport: spec.Transport, Route: RouteOf(r.Rack, spec.Transport, spec.From, spec.To...)}
 	ok := false

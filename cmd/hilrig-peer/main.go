@@ -1,8 +1,9 @@
 // Command hilrig-peer is the peer agent: `hilrig agent` with the peer
 // middleware adapters (peers/…, cgo) linked in, so endpoints can run on
 // Cyclone DDS, Fast DDS or iceoryx as well as on hilrig's own middleware;
-// and `bench pingpong --transport PEER`, the ping-pong comparison with
-// hilrig in one invocation. Which peers it has depends on its build tags:
+// `bench pingpong --transport PEER`, the ping-pong comparison with
+// hilrig in one invocation; and `bridge`, hilrig's bus ↔ a ROS 2 graph
+// (ros2/bridge; `hilrig bridge` execs it). Which peers it has depends on its build tags:
 //
 //	go build -tags cyclonedds,fastdds,iceoryx ./cmd/hilrig-peer
 //
@@ -28,6 +29,7 @@ import (
 
 	"github.com/hilrig/hilrig/agent"
 	"github.com/hilrig/hilrig/peers/peerbench"
+	"github.com/hilrig/hilrig/ros2/bridge"
 )
 
 // peers are the adapters this build has (peers_*.go, by build tag).
@@ -54,7 +56,7 @@ func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: hilrig-peer agent [-board NAME] | bench pingpong --transport PEER[,PEER] | shm-clean SEGMENT... | version")
+		fmt.Fprintln(stderr, "usage: hilrig-peer agent [-board NAME] | bench pingpong --transport PEER[,PEER] | bridge --config FILE [--dds PEER] | shm-clean SEGMENT... | version")
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -81,6 +83,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			break
 		}
 		err = peerbench.Main(ctx, exe, args[1:], stdout, stderr)
+	case "bridge":
+		err = bridge.Main(ctx, args[1:], stdout, stderr, peers)
 	case "shm-clean":
 		err = shmClean(args[1:], stdout)
 	case "version":
@@ -91,7 +95,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "hilrig-peer %s: %v\n", args[0], err)
-		if errors.Is(err, agent.ErrUsage) || errors.Is(err, peerbench.ErrUsage) {
+		if errors.Is(err, agent.ErrUsage) || errors.Is(err, peerbench.ErrUsage) || errors.Is(err, bridge.ErrUsage) {
 			return 2
 		}
 		return 1

@@ -132,23 +132,29 @@ func isPeerList(t string) bool {
 	return true
 }
 
-// runPeerBench runs the peer bench in the peer agent binary:
+// runPeerBench runs the peer bench in the peer agent binary.
+func runPeerBench(ctx context.Context, peerArgs, tags []string, stdout, stderr io.Writer) error {
+	return runPeerBin(ctx, errPeerBench, peerArgs, tags, stdout, stderr)
+}
+
+// runPeerBin runs a command of the peer agent binary (cmd/hilrig-peer):
 // $HILRIG_PEER_BIN if set, else built from this module's source for
 // tags (deploy's build cache; needs the Debian -dev packages the peers
-// link). Its output is passed through; blocks until it ends or ctx does.
-func runPeerBench(ctx context.Context, peerArgs, tags []string, stdout, stderr io.Writer) error {
+// link). Its output is passed through; errors wrap errKind. Blocks until
+// it ends or ctx does.
+func runPeerBin(ctx context.Context, errKind error, peerArgs, tags []string, stdout, stderr io.Writer) error {
 	bin := os.Getenv("HILRIG_PEER_BIN")
 	if bin == "" {
 		var err error
 		if bin, err = deploy.Build(ctx, deploy.BuildOptions{Peers: tags}); err != nil {
-			return fmt.Errorf("%w: the peer agent binary (cgo, tags %v) is needed for a peer transport; set HILRIG_PEER_BIN to one, or run from the module's source: %w", errPeerBench, tags, err)
+			return fmt.Errorf("%w: the peer agent binary (cgo, tags %v) is needed; set HILRIG_PEER_BIN to one, or run from the module's source: %w", errKind, tags, err)
 		}
 	}
-	fmt.Fprintf(stderr, "# peer transports run in %s %s\n", bin, strings.Join(peerArgs, " "))
+	fmt.Fprintf(stderr, "# runs in %s %s\n", bin, strings.Join(peerArgs, " "))
 	cmd := exec.CommandContext(ctx, bin, peerArgs...)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("%w: %s: %w", errPeerBench, bin, err)
+		return fmt.Errorf("%w: %s: %w", errKind, bin, err)
 	}
 	return nil
 }

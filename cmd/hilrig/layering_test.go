@@ -56,8 +56,9 @@ func listPackages(t *testing.T) []pkgInfo {
 //
 // so a package may import only packages to its right (and the leaves:
 // netns, internal/…). middleware imports none of the harness; nothing
-// imports suites (nor the ROS 2 side, ros2/, whose codec ros2/rosmsg is a
-// leaf); suites reach boards only through the rig (the fault kit
+// imports suites; the ROS 2 side, ros2/, imports nothing of the rig side
+// (its codec ros2/rosmsg is a leaf; ros2/rostopic, the topic declaration,
+// is what agentproto, agent, fixtures and rig take from it); suites reach boards only through the rig (the fault kit
 // is the single package below suites/ that may drive the middleware and the
 // deployers in-process); vendor libraries are imported only from their
 // internal leaves; and the hilrig binary does not link gomega.

@@ -36,6 +36,7 @@ func commands() cli.Set {
 	return cli.Set{Prog: "hilrig", Commands: []cli.Command{
 		{Name: "agent", Summary: "run the board agent (line-delimited JSON on stdin/stdout)", Run: runAgent},
 		{Name: "bench", Summary: "benchmarks: pingpong, throughput (with baselines in the same run)", Run: runBench},
+		{Name: "bridge", Summary: "forward topics between hilrig's bus and a ROS 2 graph (runs in hilrig-peer)", Run: runBridge},
 		{Name: "console", Summary: "follow a board's serial console (captured, stamped, flagged)", Run: consolecli.Run},
 		{Name: "gpio", Summary: "GPIO: ls, mark, watch", Run: gpiocli.Run},
 		{Name: "mcap", Summary: "MCAP recordings: info, cat, recover", Run: mcapcli.Run},

@@ -132,9 +132,11 @@ func cbool(b bool) C.int {
 	return 0
 }
 
-// Writer is one DDS writer of raw bytes.
+// Writer is one DDS writer of raw bytes, or of a ROS 2 topic's messages
+// (NewROS2Writer).
 type Writer struct {
-	w C.dds_entity_t
+	w   C.dds_entity_t
+	ros *C.hlr_cd_ros2_writer
 }
 
 // NewWriter opens a writer on topic with hilrig's QoS mapping.
@@ -152,8 +154,13 @@ func (p *Peer) NewWriter(topic string, reliable bool, depth, maxPayload int) (*W
 var ErrTimeout = os.ErrDeadlineExceeded
 
 // Write stamps payload[0:24) (seq, CLOCK_MONOTONIC, clock) in C right
-// before dds_write and writes it. 0 allocations.
+// before dds_write and writes it. A ROS 2 writer instead stamps the
+// message's header stamp (payload[4:12): int32 sec, uint32 nanosec of
+// clock) right before dds_writecdr and ignores seq. 0 allocations.
 func (w *Writer) Write(payload []byte, seq uint64, clock int32) error {
+	if w.ros != nil {
+		return w.writeROS2(payload, clock)
+	}
 	if len(payload) < 24 {
 		return errors.New("cyclonedds: payload shorter than the 24-byte header")
 	}
@@ -169,6 +176,11 @@ func (w *Writer) Write(payload []byte, seq uint64, clock int32) error {
 
 // Close deletes the writer.
 func (w *Writer) Close() error {
+	if w.ros != nil {
+		C.hlr_cd_ros2_writer_free(w.ros)
+		w.ros = nil
+		return nil
+	}
 	C.dds_delete(w.w)
 	return nil
 }

@@ -64,8 +64,13 @@ hlr_cd_reader *hlr_cd_reader_new(dds_entity_t pp, const char *name, int reliable
 		return NULL;
 	}
 	dds_qos_t *q = qos(reliable, depth);
-	dds_entity_t rd = dds_create_reader(pp, t, q, NULL);
+	hlr_cd_reader *r = hlr_cd_reader_on(pp, t, q, spin, rc);
 	dds_delete_qos(q);
+	return r;
+}
+
+hlr_cd_reader *hlr_cd_reader_on(dds_entity_t pp, dds_entity_t t, const dds_qos_t *q, int spin, dds_return_t *rc) {
+	dds_entity_t rd = dds_create_reader(pp, t, q, NULL);
 	if (rd < 0) {
 		*rc = rd;
 		return NULL;
@@ -110,6 +115,8 @@ dds_return_t hlr_cd_write(dds_entity_t wr, uint8_t *buf, uint32_t len, uint64_t 
 // taken before the take could precede the sample's arrival: the sample
 // may land between the stamp and the take.)
 static int take_one(hlr_cd_reader *r) {
+	if (r->opaque)
+		return hlr_cd_take_opaque(r);
 	for (;;) {
 		void *samples[1] = {NULL};
 		dds_sample_info_t info;
@@ -150,7 +157,10 @@ int hlr_cd_take(hlr_cd_reader *r, int64_t timeout_ns) {
 }
 
 void hlr_cd_release(hlr_cd_reader *r) {
-	if (r->loaned) {
+	if (r->loaned && r->opaque) {
+		hlr_cd_release_opaque(r);
+		r->loaned = 0;
+	} else if (r->loaned) {
 		void *samples[1] = {r->sample};
 		dds_return_loan(r->rd, samples, 1);
 		r->loaned = 0;

@@ -143,10 +143,12 @@ func cbool(b bool) C.int {
 	return 0
 }
 
-// Writer is one DataWriter of raw bytes.
+// Writer is one DataWriter of raw bytes, or of a ROS 2 topic's messages
+// (ros: NewROS2Writer).
 type Writer struct {
-	p *Peer
-	w *C.hlr_fd_writer
+	p   *Peer
+	w   *C.hlr_fd_writer
+	ros bool
 }
 
 // NewWriter opens a writer on topic with hilrig's QoS mapping.
@@ -172,7 +174,12 @@ func (w *Writer) Matched() (int, error) {
 
 // Write stamps payload[0:24) in C right before DataWriter::write and
 // writes it. 0 allocations on the Go side.
+// A ROS 2 writer stamps the message's header stamp (payload[4:12)) instead
+// and ignores seq.
 func (w *Writer) Write(payload []byte, seq uint64, clock int32) error {
+	if w.ros {
+		return w.writeROS2(payload, clock)
+	}
 	if len(payload) < 24 {
 		return errors.New("fastdds: payload shorter than the 24-byte header")
 	}

@@ -56,16 +56,40 @@ struct RawMsg {
 	}
 };
 
-// RawType is a hand-written TopicDataType for raw bytes (no fastddsgen):
-// a 4-byte CDR_LE encapsulation header, a uint32 length, the bytes. The
-// type name carries the maximum size so both ends preallocate alike.
-class RawType : public TopicDataType {
+// BufType is what the two hand-written types (no fastddsgen) share:
+// messages are RawMsg buffers of the topic's maximum size, unkeyed; the
+// serialized size is the message's plus extra bytes of framing.
+class BufType : public TopicDataType {
 public:
-	explicit RawType(uint32_t max) : max_(max) {
-		setName(("hlr::Raw" + std::to_string(max)).c_str());
-		m_typeSize = max + 8;
+	BufType(const std::string &name, uint32_t max, uint32_t extra) : max_(max), extra_(extra) {
+		setName(name.c_str());
+		m_typeSize = max + extra;
 		m_isGetKeyDefined = false;
 	}
+	std::function<uint32_t()> getSerializedSizeProvider(void *data) override {
+		uint32_t n = static_cast<RawMsg *>(data)->len + extra_;
+		return [n]() { return n; };
+	}
+	void *createData() override {
+		auto *m = new RawMsg;
+		m->buf = new uint8_t[max_];
+		m->cap = max_;
+		m->own = true;
+		return m;
+	}
+	void deleteData(void *data) override { delete static_cast<RawMsg *>(data); }
+	bool getKey(void *, InstanceHandle_t *, bool) override { return false; }
+
+protected:
+	uint32_t max_, extra_;
+};
+
+// RawType is a hand-written TopicDataType for raw bytes: a 4-byte CDR_LE
+// encapsulation header, a uint32 length, the bytes. The type name
+// carries the maximum size so both ends preallocate alike.
+class RawType : public BufType {
+public:
+	explicit RawType(uint32_t max) : BufType("hlr::Raw" + std::to_string(max), max, 8) {}
 	bool serialize(void *data, SerializedPayload_t *p) override {
 		auto *m = static_cast<RawMsg *>(data);
 		if (m->len > max_ || p->max_size < m->len + 8)
@@ -89,22 +113,6 @@ public:
 		m->len = n;
 		return true;
 	}
-	std::function<uint32_t()> getSerializedSizeProvider(void *data) override {
-		uint32_t n = static_cast<RawMsg *>(data)->len + 8;
-		return [n]() { return n; };
-	}
-	void *createData() override {
-		auto *m = new RawMsg;
-		m->buf = new uint8_t[max_];
-		m->cap = max_;
-		m->own = true;
-		return m;
-	}
-	void deleteData(void *data) override { delete static_cast<RawMsg *>(data); }
-	bool getKey(void *, InstanceHandle_t *, bool) override { return false; }
-
-private:
-	uint32_t max_;
 };
 
 struct hlr_fd_peer {
@@ -117,6 +125,7 @@ struct hlr_fd_peer {
 
 struct hlr_fd_writer {
 	DataWriter *w;
+	bool ros = false;
 	RawMsg msg; // points at the caller's buffer
 };
 
@@ -125,6 +134,25 @@ struct reader_impl {
 	RawMsg *msg;
 	TypeSupport type;
 };
+
+// reader_on opens a reader on t with QoS q, its message buffer from the
+// topic's type.
+static hlr_fd_reader *reader_on(hlr_fd_peer *p, Topic *t, DataReaderQos &q, const char *name, int spin, char *err, int errlen) {
+	q.reliable_reader_qos().times.heartbeatResponseDelay = eprosima::fastrtps::Duration_t(0, 0);
+	DataReader *r = p->sub->create_datareader(t, q);
+	if (!r) {
+		seterr(err, errlen, std::string("create_datareader on ") + name + " failed");
+		return nullptr;
+	}
+	auto *impl = new reader_impl;
+	impl->r = r;
+	impl->type = p->pp->find_type(t->get_type_name());
+	impl->msg = static_cast<RawMsg *>(impl->type->createData());
+	auto *hr = new hlr_fd_reader{};
+	hr->impl = impl;
+	hr->spin = spin;
+	return hr;
+}
 
 hlr_fd_peer *hlr_fd_open(uint32_t domain, int transport, uint32_t shm_segment, const char *addr, const char **peers, int npeers, char *err, int errlen) {
 	std::string local = addr ? addr : "127.0.0.1";
@@ -212,12 +240,14 @@ void hlr_fd_close(hlr_fd_peer *p) {
 	delete p;
 }
 
-static Topic *topic(hlr_fd_peer *p, const char *name, uint32_t max, char *err, int errlen) {
+static Topic *topic_of(hlr_fd_peer *p, const char *name, TopicDataType *type, char *err, int errlen) {
 	std::lock_guard<std::mutex> l(p->mu);
 	auto it = p->topics.find(name);
-	if (it != p->topics.end())
+	if (it != p->topics.end()) {
+		delete type;
 		return it->second;
-	TypeSupport t(new RawType(max));
+	}
+	TypeSupport t(type);
 	if (t.register_type(p->pp) != ReturnCode_t::RETCODE_OK && !p->pp->find_type(t.get_type_name())) {
 		seterr(err, errlen, "register_type failed");
 		return nullptr;
@@ -229,6 +259,10 @@ static Topic *topic(hlr_fd_peer *p, const char *name, uint32_t max, char *err, i
 	}
 	p->topics[name] = tp;
 	return tp;
+}
+
+static Topic *topic(hlr_fd_peer *p, const char *name, uint32_t max, char *err, int errlen) {
+	return topic_of(p, name, new RawType(max), err, errlen);
 }
 
 // The QoS mapping (docs/peers.md), as for Cyclone: reliable = KEEP_ALL
@@ -262,12 +296,9 @@ static void qos(Q &q, int reliable, int depth) {
 	q.endpoint().history_memory_policy = eprosima::fastrtps::rtps::PREALLOCATED_WITH_REALLOC_MEMORY_MODE;
 }
 
-hlr_fd_writer *hlr_fd_writer_new(hlr_fd_peer *p, const char *name, int reliable, int depth, uint32_t max, char *err, int errlen) {
-	Topic *t = topic(p, name, max, err, errlen);
-	if (!t)
-		return nullptr;
-	DataWriterQos q = DATAWRITER_QOS_DEFAULT;
-	qos(q, reliable, depth);
+// writer_on opens a writer on t with QoS q (its reliability, history
+// and durability set), tuned alike for the raw and the ROS 2 topics.
+static hlr_fd_writer *writer_on(hlr_fd_peer *p, Topic *t, DataWriterQos &q, uint32_t max, const char *name, char *err, int errlen) {
 	if (max > 65000) // fragmented samples need the asynchronous mode in 2.9
 		q.publish_mode().kind = ASYNCHRONOUS_PUBLISH_MODE;
 	// Repair and acknowledgement fast (Fast DDS's guide: a shorter
@@ -285,7 +316,18 @@ hlr_fd_writer *hlr_fd_writer_new(hlr_fd_peer *p, const char *name, int reliable,
 	return hw;
 }
 
+hlr_fd_writer *hlr_fd_writer_new(hlr_fd_peer *p, const char *name, int reliable, int depth, uint32_t max, char *err, int errlen) {
+	Topic *t = topic(p, name, max, err, errlen);
+	if (!t)
+		return nullptr;
+	DataWriterQos q = DATAWRITER_QOS_DEFAULT;
+	qos(q, reliable, depth);
+	return writer_on(p, t, q, max, name, err, errlen);
+}
+
 void hlr_fd_writer_free(hlr_fd_peer *p, hlr_fd_writer *w) {
+	if (w->ros) // a reliable ROS 2 writer delivers its last samples first (bounded)
+		w->w->wait_for_acknowledgments(eprosima::fastrtps::Duration_t(1, 0));
 	p->pub->delete_datawriter(w->w);
 	delete w;
 }
@@ -297,6 +339,16 @@ int hlr_fd_matched(hlr_fd_writer *w) {
 	return st.current_count;
 }
 
+// write_msg writes w->msg: 0, 1 = timeout, 2 = other error.
+static int write_msg(hlr_fd_writer *w) {
+	ReturnCode_t rc = w->w->write(&w->msg, HANDLE_NIL);
+	if (rc == ReturnCode_t::RETCODE_OK)
+		return 0;
+	if (rc == ReturnCode_t::RETCODE_TIMEOUT)
+		return 1;
+	return 2;
+}
+
 int hlr_fd_write(hlr_fd_writer *w, uint8_t *buf, uint32_t len, uint64_t seq, int clock) {
 	w->msg.buf = buf;
 	w->msg.len = len;
@@ -304,12 +356,7 @@ int hlr_fd_write(hlr_fd_writer *w, uint8_t *buf, uint32_t len, uint64_t seq, int
 	int64_t mono = now_ns(CLOCK_MONOTONIC), c = now_ns(clock);
 	std::memcpy(buf + 8, &mono, 8);
 	std::memcpy(buf + 16, &c, 8);
-	ReturnCode_t rc = w->w->write(&w->msg, HANDLE_NIL);
-	if (rc == ReturnCode_t::RETCODE_OK)
-		return 0;
-	if (rc == ReturnCode_t::RETCODE_TIMEOUT)
-		return 1;
-	return 2;
+	return write_msg(w);
 }
 
 hlr_fd_reader *hlr_fd_reader_new(hlr_fd_peer *p, const char *name, int reliable, int depth, uint32_t max, int spin, char *err, int errlen) {
@@ -324,20 +371,7 @@ hlr_fd_reader *hlr_fd_reader_new(hlr_fd_peer *p, const char *name, int reliable,
 	// history, bounded by depth, still blocks it until acknowledged.
 	if (reliable)
 		q.resource_limits() = ResourceLimitsQosPolicy();
-	q.reliable_reader_qos().times.heartbeatResponseDelay = eprosima::fastrtps::Duration_t(0, 0);
-	DataReader *r = p->sub->create_datareader(t, q);
-	if (!r) {
-		seterr(err, errlen, std::string("create_datareader on ") + name + " failed");
-		return nullptr;
-	}
-	auto *impl = new reader_impl;
-	impl->r = r;
-	impl->type = p->pp->find_type(t->get_type_name());
-	impl->msg = static_cast<RawMsg *>(impl->type->createData());
-	auto *hr = new hlr_fd_reader{};
-	hr->impl = impl;
-	hr->spin = spin;
-	return hr;
+	return reader_on(p, t, q, name, spin, err, errlen);
 }
 
 void hlr_fd_reader_free(hlr_fd_peer *p, hlr_fd_reader *hr) {
@@ -397,4 +431,88 @@ int hlr_fd_reader_matched(hlr_fd_reader *hr) {
 	if (static_cast<reader_impl *>(hr->impl)->r->get_subscription_matched_status(st) != ReturnCode_t::RETCODE_OK)
 		return -1;
 	return st.current_count;
+}
+
+// ROS 2 topics (issue 33). OpaqueType carries a ROS 2 message's XCDR1
+// bytes as they are (encapsulation header included) under the ROS type
+// name ("sensor_msgs::msg::dds_::Imu_"): unkeyed, and with no type object
+// or type information (auto-fill off; the type has none to give), so
+// endpoints match by type name only — a Fast DDS 3 (Kilted) peer that
+// sends type information has nothing of ours to refuse.
+class OpaqueType : public BufType {
+public:
+	OpaqueType(const char *name, uint32_t max) : BufType(name, max, 0) {
+		auto_fill_type_object(false);
+		auto_fill_type_information(false);
+	}
+	bool serialize(void *data, SerializedPayload_t *p) override {
+		auto *m = static_cast<RawMsg *>(data);
+		if (m->len < 4 || m->len > max_ || p->max_size < m->len)
+			return false;
+		std::memcpy(p->data, m->buf, m->len);
+		p->length = m->len;
+		p->encapsulation = m->buf[1] == 1 ? CDR_LE : CDR_BE;
+		return true;
+	}
+	bool deserialize(SerializedPayload_t *p, void *data) override {
+		auto *m = static_cast<RawMsg *>(data);
+		if (p->length > m->cap)
+			return false;
+		std::memcpy(m->buf, p->data, p->length);
+		m->len = p->length;
+		return true;
+	}
+};
+
+// The ROS 2 QoS profiles: reliability as given, keep-last depth,
+// volatile; data sharing off as for the raw topics.
+template <class Q>
+static void ros_qos(Q &q, int reliable, int depth) {
+	if (depth < 1)
+		depth = 1;
+	q.reliability().kind = reliable ? RELIABLE_RELIABILITY_QOS : BEST_EFFORT_RELIABILITY_QOS;
+	q.reliability().max_blocking_time = eprosima::fastrtps::Duration_t(0, 100 * 1000 * 1000);
+	q.history().kind = KEEP_LAST_HISTORY_QOS;
+	q.history().depth = depth;
+	q.durability().kind = VOLATILE_DURABILITY_QOS;
+	q.data_sharing().off();
+	q.endpoint().history_memory_policy = eprosima::fastrtps::rtps::PREALLOCATED_WITH_REALLOC_MEMORY_MODE;
+}
+
+hlr_fd_writer *hlr_fd_ros2_writer_new(hlr_fd_peer *p, const char *name, const char *type_name, int reliable, int depth, uint32_t max, char *err, int errlen) {
+	Topic *t = topic_of(p, name, new OpaqueType(type_name, max), err, errlen);
+	if (!t)
+		return nullptr;
+	DataWriterQos q = DATAWRITER_QOS_DEFAULT;
+	ros_qos(q, reliable, depth);
+	q.representation().m_value.clear();
+	q.representation().m_value.push_back(XCDR_DATA_REPRESENTATION); // XCDR1, as ROS 2
+	hlr_fd_writer *hw = writer_on(p, t, q, max, name, err, errlen);
+	if (hw)
+		hw->ros = true;
+	return hw;
+}
+
+int hlr_fd_ros2_write(hlr_fd_writer *w, uint8_t *buf, uint32_t len, uint32_t stamp_at, int clock) {
+	w->msg.buf = buf;
+	w->msg.len = len;
+	if (stamp_at == HLR_NO_STAMP)
+		return len < 4 ? 2 : write_msg(w); // forwarded as it is
+	if (len < 8 || stamp_at > len - 8)
+		return 2;
+	int64_t c = now_ns(clock);
+	int32_t sec = (int32_t)(c / 1000000000LL);
+	uint32_t nsec = (uint32_t)(c % 1000000000LL);
+	std::memcpy(buf + stamp_at, &sec, 4);
+	std::memcpy(buf + stamp_at + 4, &nsec, 4);
+	return write_msg(w);
+}
+
+hlr_fd_reader *hlr_fd_ros2_reader_new(hlr_fd_peer *p, const char *name, const char *type_name, int reliable, int depth, uint32_t max, int spin, char *err, int errlen) {
+	Topic *t = topic_of(p, name, new OpaqueType(type_name, max), err, errlen);
+	if (!t)
+		return nullptr;
+	DataReaderQos q = DATAREADER_QOS_DEFAULT;
+	ros_qos(q, reliable, depth);
+	return reader_on(p, t, q, name, spin, err, errlen);
 }

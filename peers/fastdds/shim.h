@@ -36,6 +36,17 @@ void hlr_fd_reader_free(hlr_fd_peer *p, hlr_fd_reader *r);
 int hlr_fd_take(hlr_fd_reader *r, int64_t timeout_ns);
 int hlr_fd_reader_matched(hlr_fd_reader *r);
 
+// ROS 2 topics: topic and ROS type name as given, the profile's
+// reliability and keep-last depth, volatile, XCDR1, no type information;
+// messages up to max bytes, encapsulation header included.
+hlr_fd_writer *hlr_fd_ros2_writer_new(hlr_fd_peer *p, const char *topic, const char *type_name, int reliable, int depth, uint32_t max, char *err, int errlen);
+// Stamps buf[stamp_at:+8] (int32 sec, uint32 nanosec of clock) right
+// before DataWriter::write; HLR_NO_STAMP writes buf as it is (a bridge
+// forwarding). 0, 1 = timeout, 2 = other error.
+#define HLR_NO_STAMP UINT32_MAX
+int hlr_fd_ros2_write(hlr_fd_writer *w, uint8_t *buf, uint32_t len, uint32_t stamp_at, int clock);
+hlr_fd_reader *hlr_fd_ros2_reader_new(hlr_fd_peer *p, const char *topic, const char *type_name, int reliable, int depth, uint32_t max, int spin, char *err, int errlen);
+
 #ifdef __cplusplus
 }
 #endif

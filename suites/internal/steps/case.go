@@ -15,6 +15,7 @@ import (
 	"github.com/hilrig/hilrig/internal/kind"
 	"github.com/hilrig/hilrig/report"
 	"github.com/hilrig/hilrig/rig"
+	"github.com/hilrig/hilrig/ros2/rostopic"
 	"github.com/hilrig/hilrig/scopes"
 )
 
@@ -53,6 +54,13 @@ type gateOutcome struct {
 	err    error
 }
 
+// ROS2Method says what a ROS 2 topic's latency is measured between: the
+// message carries no in-band header, so the send time rides in its
+// std_msgs/Header stamp.
+func ROS2Method(t rostopic.Topic) string {
+	return fmt.Sprintf("ROS 2 %s: from the message's header.stamp (the stamp clock, written by the peer's C code immediately before its DDS write) to the receive stamp (C, as the DDS take returned the sample), the stamp moved onto CLOCK_MONOTONIC by the clocks' offset read at receipt; messages numbered in arrival order (loss = sent − received)", t.Type)
+}
+
 // flowCase is the case of one measured flow: the rig's figures, the
 // method, the PTP gate's verdict on the samples (g, nil when ungated), the
 // rack's bounds and the notes saying what ran.
@@ -61,6 +69,10 @@ func flowCase(env *Env, name string, p Params, run *Ran, g *gateOutcome, werr er
 	c.Transport = p.Path.String()
 	peerNotes(c, p.Path, run.Flow.Publisher)
 	c.Method = Method(env.Rack, run.From, run.To)
+	if t := p.ROS2; t != nil {
+		c.Method.Clocks = ROS2Method(*t) + "; " + c.Method.Clocks
+		c.Add(report.Noted("steps.flowCase", fmt.Sprintf("ROS 2 topic %s: DDS topic %s, type %s, QoS %s", t.Name, t.DDSTopic(), t.DDSType(), t.Profile.Describe())))
+	}
 	if g != nil {
 		c.Method.Clocks += "; samples gated per agent window (windows not locked throughout excluded)"
 		if g.err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/hilrig/hilrig/report"
 	"github.com/hilrig/hilrig/report/live"
 	"github.com/hilrig/hilrig/rig"
+	"github.com/hilrig/hilrig/ros2/rostopic"
 	"github.com/hilrig/hilrig/suites/internal/harness"
 
 	"github.com/hilrig/hilrig/internal/bytesize"
@@ -51,6 +52,10 @@ type Params struct {
 	// ColdPeer: on a peer, every endpoint opens its own participant
 	// (discovery from cold; rig.Traffic.ColdPeer).
 	ColdPeer bool
+	// ROS2 makes the flow a ROS 2 topic on Path's DDS peer
+	// (rig.Traffic.ROS2): BestEffort must match its profile and Payload
+	// is its message size (fixtures.ROS2Topic.Size).
+	ROS2 *rostopic.Topic
 
 	// untraced runs the flow with the kernel trace off whatever the
 	// config says: the reference run of trace_overhead.
@@ -103,7 +108,7 @@ func start(ctx context.Context, env *Env, p Params) (*rig.Flow, string, string, 
 	}
 	spec := rig.FlowSpec{Traffic: rig.Traffic{From: from, Link: link, Transport: p.Path.Transport, Send: p.Path.Send,
 		BestEffort: p.BestEffort, Payload: p.Payload, RateHz: p.RateHz, Count: p.Count + p.WarmUp, WarmUp: p.WarmUp,
-		Markers: p.Markers, Window: p.Window, Duration: p.Duration, Middleware: p.Path.Middleware, ColdPeer: p.ColdPeer},
+		Markers: p.Markers, Window: p.Window, Duration: p.Duration, Middleware: p.Path.Middleware, ColdPeer: p.ColdPeer, ROS2: p.ROS2},
 		Drain: p.Drain, Latency: LatencyClock(env.Rack, from, to)}
 	for range p.Subscribers {
 		spec.To = append(spec.To, to)

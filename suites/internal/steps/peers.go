@@ -115,3 +115,9 @@ func Unrunnable(tc *harness.TestContext, p Path) string {
 	}
 	return tc.MiddlewareSkip(p.Middleware)
 }
+
+// ROS2Paths are the DDS peers a ROS 2 topic (fixtures.ROS2Topic) is
+// measured on, over the rack's UDP link as two ROS 2 nodes on two hosts
+// would talk: Cyclone DDS and Fast DDS, whose rmw layers are ROS 2's
+// Tier-1 middlewares.
+var ROS2Paths = []Path{UDP.On("cyclonedds"), UDP.On("fastdds-udp")}

@@ -76,7 +76,7 @@ func (c Config) Describe() string {
 	if c.Address != "" {
 		on = c.Address
 	}
-	return fmt.Sprintf("cyclonedds %s (C API): UDP on %s only, unicast discovery to %s, no multicast, no SHM; 64 KiB datagrams, synchronous delivery, loaned take; domain %d", Version, on, strings.Join(c.Peers, ","), c.Domain)
+	return fmt.Sprintf("cyclonedds %s (C API): UDP on %s only, unicast discovery to %s, no multicast, no SHM; 64 KiB datagrams, synchronous delivery, loaned take; the reader waits in a waitset through a blocking cgo call, one thread hand-off more than ddsperf's default listener (docs/peers.md, Against the peer's own tool); domain %d", Version, on, strings.Join(c.Peers, ","), c.Domain)
 }
 
 // Peer is one participant. Safe for concurrent use (each writer/reader

@@ -85,20 +85,7 @@ func TestPrometheusScrapesSimRackSoak(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := report.NewResult(report.RunInfo{Rack: rack.Name})
-	for _, c := range soakrun.Cases("soak", "live", lg, soak.Judge(lg, soak.Bounds{}), soak.Bounds{}) {
-		c.Finalize()
-		m.ObserveCase(&c)
-		res.Cases = append(res.Cases, c)
-	}
-	rj := filepath.Join(dir, "result.json")
-	if err := res.WriteFile(rj); err != nil {
-		t.Fatal(err)
-	}
-	got, err := report.ReadFile(rj)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := recordCases(t, dir, rack.Name, m, soakrun.Cases("soak", "live", lg, soak.Judge(lg, soak.Bounds{}), soak.Bounds{}))
 	var sc *report.Case
 	var board string
 	for i := range got.Cases {

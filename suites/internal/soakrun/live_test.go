@@ -158,20 +158,7 @@ func TestPrometheusScrapesSoak(t *testing.T) {
 		t.Fatal(err)
 	}
 	v := soak.Judge(lg, soak.Bounds{})
-	res := report.NewResult(report.RunInfo{Rack: "sim"})
-	for _, c := range soakrun.Cases("soak", "prom", lg, v, soak.Bounds{}) {
-		c.Finalize()
-		m.ObserveCase(&c) // as harness.Record does
-		res.Cases = append(res.Cases, c)
-	}
-	rj := filepath.Join(dir, "result.json")
-	if err := res.WriteFile(rj); err != nil {
-		t.Fatal(err)
-	}
-	got, err := report.ReadFile(rj)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := recordCases(t, dir, "sim", m, soakrun.Cases("soak", "prom", lg, v, soak.Bounds{}))
 	var stream *report.Case
 	for i := range got.Cases {
 		if got.Cases[i].Delivered > 0 && !strings.HasSuffix(got.Cases[i].Name, "verdicts") {
@@ -293,4 +280,25 @@ func TestRunnerPublishesVerdictSoFar(t *testing.T) {
 			}
 		})
 	}
+}
+
+// recordCases finalizes the cases, observes each on m and writes them to
+// dir/result.json as harness.Record does, and returns the file read back.
+func recordCases(t *testing.T, dir, rack string, m *live.Metrics, cases []report.Case) *report.Result {
+	t.Helper()
+	res := report.NewResult(report.RunInfo{Rack: rack})
+	for _, c := range cases {
+		c.Finalize()
+		m.ObserveCase(&c)
+		res.Cases = append(res.Cases, c)
+	}
+	rj := filepath.Join(dir, "result.json")
+	if err := res.WriteFile(rj); err != nil {
+		t.Fatal(err)
+	}
+	got, err := report.ReadFile(rj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
 }

@@ -127,7 +127,7 @@ func TestRunnerFailsOnRestartErrorKeepingClosedWindows(t *testing.T) {
 }
 
 func TestPlanProfiles(t *testing.T) {
-	cfg, err := fixtures.ParseConfig("ginkgo.config", []byte(`
+	cfg, rack, prof := planInputs(t, `
 payload_sizes: [64]
 rates_hz: [1000]
 messages: 100
@@ -136,18 +136,7 @@ traffic_mix:
   - {transport: shm, payload: 64, rate_hz: 1000}
   - {transport: udp, payload: 4KiB, rate_hz: 100}
   - {transport: intra, payload: 64, rate_hz: 10}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rack, err := fixtures.SimRack()
-	if err != nil {
-		t.Fatal(err)
-	}
-	prof, err := rack.Profile("")
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	tests := []struct {
 		profile    string
 		dur        time.Duration
@@ -507,7 +496,7 @@ func TestConsolePanicIsRecovered(t *testing.T) {
 // renamed and placed where the route says, notes the others, and fails
 // when none is left; Shorten rescales window, churn and warm-up.
 func TestPlanOnMiddleware(t *testing.T) {
-	cfg, err := fixtures.ParseConfig("ginkgo.config", []byte(`
+	cfg, rack, prof := planInputs(t, `
 payload_sizes: [64]
 rates_hz: [1000]
 messages: 100
@@ -515,18 +504,7 @@ soak: {duration: 72h, short_duration: 30s, checkpoint: 10s}
 traffic_mix:
   - {transport: shm, payload: 64, rate_hz: 1000}
   - {transport: udp, payload: 4KiB, rate_hz: 100}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rack, err := fixtures.SimRack()
-	if err != nil {
-		t.Fatal(err)
-	}
-	prof, err := rack.Profile("")
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	p, err := soakrun.NewPlan(soakrun.ProfileSmoke, cfg, rack, prof)
 	if err != nil {
 		t.Fatal(err)

@@ -55,30 +55,19 @@ func TestDDSConfinement(t *testing.T) {
 	for _, mw := range mws {
 		t.Run(mw, func(t *testing.T) {
 			tx0 := ns.txPackets(t)
-			var got []procNet
-			var inspectErr error
+			var in inspected
 			o := peerbench.Options{Exe: wrapper, Count: 2000, WarmUp: 10, Wait: kind.WaitFutex, Reliable: true,
-				// Called once both endpoints run and pings flow:
-				// discovery is done and the data path is open.
-				Started: func(echo, pinger *os.Process) {
-					for _, p := range []*os.Process{echo, pinger} {
-						pn, err := inspectProc(p.Pid)
-						if err != nil {
-							inspectErr = err
-							return
-						}
-						got = append(got, pn)
-					}
-				}}
+				Started: in.started}
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			res, err := peerbench.RunCase(ctx, o, mw, peerbench.Class(mw), 256)
 			if err != nil {
 				t.Fatalf("ping-pong on %s in namespace %s: %v", mw, ns.name, err)
 			}
-			if inspectErr != nil {
-				t.Fatal(inspectErr)
+			if in.err != nil {
+				t.Fatal(in.err)
 			}
+			got := in.got
 			if res.Sent == 0 || len(got) != 2 {
 				t.Fatalf("%d pings sent, %d agents inspected: the peers did not run", res.Sent, len(got))
 			}
@@ -146,30 +135,21 @@ func TestDDSConfinementVeth(t *testing.T) {
 	for _, mw := range mws {
 		t.Run(mw, func(t *testing.T) {
 			txA, txB := nsA.txPackets(t), nsB.txPackets(t)
-			var got []procNet
-			var inspectErr error
+			var in inspected
 			o := peerbench.Options{EchoExe: wA, PingerExe: wB, Count: 2000, WarmUp: 10, Wait: kind.WaitFutex, Reliable: true,
 				EchoNet:   &agentproto.PeerNet{Address: addrA.String(), Peers: []string{addrB.String()}},
 				PingerNet: &agentproto.PeerNet{Address: addrB.String(), Peers: []string{addrA.String()}},
-				Started: func(echo, pinger *os.Process) {
-					for _, p := range []*os.Process{echo, pinger} {
-						pn, err := inspectProc(p.Pid)
-						if err != nil {
-							inspectErr = err
-							return
-						}
-						got = append(got, pn)
-					}
-				}}
+				Started:   in.started}
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			res, err := peerbench.RunCase(ctx, o, mw, peerbench.Class(mw), 256)
 			if err != nil {
 				t.Fatalf("ping-pong on %s over %s–%s: %v", mw, devA, devB, err)
 			}
-			if inspectErr != nil {
-				t.Fatal(inspectErr)
+			if in.err != nil {
+				t.Fatal(in.err)
 			}
+			got := in.got
 			if res.Sent == 0 || len(got) != 2 {
 				t.Fatalf("%d pings sent, %d agents inspected: the peers did not run", res.Sent, len(got))
 			}
@@ -636,4 +616,23 @@ func segFiles(seg string) []string {
 		fs = append(fs, filepath.Join(filepath.Dir(seg), "sem."+b+"_mutex"))
 	}
 	return fs
+}
+
+// inspected collects the network view of both peers of a ping-pong:
+// started is the Options.Started hook (called once both run and pings
+// flow: discovery is done and the data path is open).
+type inspected struct {
+	got []procNet
+	err error
+}
+
+func (in *inspected) started(echo, pinger *os.Process) {
+	for _, p := range []*os.Process{echo, pinger} {
+		pn, err := inspectProc(p.Pid)
+		if err != nil {
+			in.err = err
+			return
+		}
+		in.got = append(in.got, pn)
+	}
 }

@@ -15,10 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"net/http/httptest"
-
 	"github.com/hilrig/hilrig/report"
 	"github.com/hilrig/hilrig/report/live"
+	"github.com/hilrig/hilrig/report/live/promtest"
 	"github.com/hilrig/hilrig/report/soak"
 )
 
@@ -182,18 +181,7 @@ func TestDocsPromtool(t *testing.T) {
 // registered.
 func gauge(t *testing.T, m *live.Metrics, series string) float64 {
 	t.Helper()
-	rec := httptest.NewRecorder()
-	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
-	for _, l := range strings.Split(rec.Body.String(), "\n") {
-		if v, ok := strings.CutPrefix(l, series+" "); ok {
-			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			if err != nil {
-				t.Fatalf("%s: %v", l, err)
-			}
-			return f
-		}
-	}
-	return -1
+	return promtest.Exposed(t, m.Handler(), series)
 }
 
 func soakWindow(i int, p50 int64, lost int64, locked bool, rss int64) *soak.Window {

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
@@ -195,4 +196,24 @@ func freePort(tb testing.TB) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// Exposed reads one series' value from h's exposition (served in
+// process, no scrape): -1 when absent, so a test can tell a series that
+// moved from one that is merely registered. series is the name with its
+// labels as exposed ("name{label=\"x\"}").
+func Exposed(t testing.TB, h http.Handler, series string) float64 {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	for _, l := range strings.Split(rec.Body.String(), "\n") {
+		if v, ok := strings.CutPrefix(l, series+" "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				t.Fatalf("%s: %v", l, err)
+			}
+			return f
+		}
+	}
+	return -1
 }

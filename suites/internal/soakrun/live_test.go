@@ -3,9 +3,7 @@ package soakrun_test
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -34,18 +32,7 @@ func (lockedPTP) Sample(agent string, _, _ time.Time) *soak.PTPSample {
 // value reads one series from m's exposition (-1 when absent).
 func value(t *testing.T, m *live.Metrics, series string) float64 {
 	t.Helper()
-	rec := httptest.NewRecorder()
-	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
-	for _, l := range strings.Split(rec.Body.String(), "\n") {
-		if v, ok := strings.CutPrefix(l, series+" "); ok {
-			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			if err != nil {
-				t.Fatalf("%s: %v", l, err)
-			}
-			return f
-		}
-	}
-	return -1
+	return promtest.Exposed(t, m.Handler(), series)
 }
 
 // The runner feeds the live endpoint while the soak runs: after every

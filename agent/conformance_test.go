@@ -13,6 +13,7 @@ import (
 	"github.com/hilrig/hilrig/agentproto"
 	"github.com/hilrig/hilrig/gpio"
 	"github.com/hilrig/hilrig/gpio/gpiosim"
+	"github.com/hilrig/hilrig/internal/kind"
 	"github.com/hilrig/hilrig/middleware"
 	"github.com/hilrig/hilrig/report"
 )
@@ -102,7 +103,7 @@ func conformReliable(t *testing.T, mw string) {
 	}
 	t.Cleanup(func() { chip.Remove() })
 	ctx := context.Background()
-	sim := "sim:" + chipName
+	sim := kind.SimChip(chipName)
 	w, err := gpio.Watch(ctx, gpio.LineSpec{Chip: sim, Line: "TX", Consumer: "scope"}, gpio.LineSpec{Chip: sim, Line: "RX", Consumer: "scope"})
 	if err != nil {
 		t.Fatal(err)

@@ -220,7 +220,7 @@ func TestTeardownAfterAbortedSpec(t *testing.T) {
 			}
 		}
 	}
-	chip := strings.TrimPrefix(r.Chip("sim:hilrig"), "sim:")
+	chip, _ := r.Chip("sim:hilrig").Sim()
 	if chip == "hilrig" {
 		t.Error("the rig shares the rack's sim chip name with other rigs")
 	}

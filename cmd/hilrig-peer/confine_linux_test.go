@@ -61,16 +61,7 @@ func TestDDSConfinement(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			res, err := peerbench.RunCase(ctx, o, mw, peerbench.Class(mw), 256)
-			if err != nil {
-				t.Fatalf("ping-pong on %s in namespace %s: %v", mw, ns.name, err)
-			}
-			if in.err != nil {
-				t.Fatal(in.err)
-			}
-			got := in.got
-			if res.Sent == 0 || len(got) != 2 {
-				t.Fatalf("%d pings sent, %d agents inspected: the peers did not run", res.Sent, len(got))
-			}
+			got := in.check(t, res, err, fmt.Sprintf("%s in namespace %s", mw, ns.name))
 			for _, pn := range got {
 				t.Logf("agent %d: inet sockets %v", pn.pid, pn.sockets)
 				for _, v := range violations(mw, pn) {
@@ -143,16 +134,7 @@ func TestDDSConfinementVeth(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			res, err := peerbench.RunCase(ctx, o, mw, peerbench.Class(mw), 256)
-			if err != nil {
-				t.Fatalf("ping-pong on %s over %s–%s: %v", mw, devA, devB, err)
-			}
-			if in.err != nil {
-				t.Fatal(in.err)
-			}
-			got := in.got
-			if res.Sent == 0 || len(got) != 2 {
-				t.Fatalf("%d pings sent, %d agents inspected: the peers did not run", res.Sent, len(got))
-			}
+			got := in.check(t, res, err, fmt.Sprintf("%s over %s–%s", mw, devA, devB))
 			for _, pn := range got {
 				t.Logf("agent %d: inet sockets %v", pn.pid, pn.sockets)
 			}
@@ -624,6 +606,22 @@ func segFiles(seg string) []string {
 type inspected struct {
 	got []procNet
 	err error
+}
+
+// check fails the test if the ping-pong over route failed, a peer could
+// not be inspected or no ping was sent; it returns the inspected peers.
+func (in *inspected) check(t *testing.T, res *peerbench.Result, err error, route string) []procNet {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("ping-pong on %s: %v", route, err)
+	}
+	if in.err != nil {
+		t.Fatal(in.err)
+	}
+	if res.Sent == 0 || len(in.got) != 2 {
+		t.Fatalf("%d pings sent, %d agents inspected: the peers did not run", res.Sent, len(in.got))
+	}
+	return in.got
 }
 
 func (in *inspected) started(echo, pinger *os.Process) {

@@ -3,7 +3,6 @@
 package middleware_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -158,15 +157,9 @@ func adviseTmpfs(b *testing.B) string {
 // sendNext sends payload and takes it with fn, n times in turn, and
 // returns how long that took (wall clock); it fails b on an error.
 func sendNext(b *testing.B, pub *middleware.Publisher, sub *middleware.Subscriber, payload []byte, fn func(*middleware.Message), n int) time.Duration {
-	ctx := context.Background()
 	t0 := time.Now()
 	for range n {
-		if err := pub.Send(payload); err != nil {
-			b.Fatal(err)
-		}
-		if err := sub.Next(ctx, fn); err != nil {
-			b.Fatal(err)
-		}
+		sendTake(b, pub, sub, payload, fn)
 	}
 	return time.Since(t0)
 }

@@ -8,7 +8,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -20,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hilrig/hilrig/internal/testkit"
 )
 
 // ScrapeInterval is how often the server scrapes its targets: short, so a
@@ -59,7 +60,7 @@ func Start(tb testing.TB, targets ...string) *Server {
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		tb.Fatal(err)
 	}
-	s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(freePort(tb)), dir: dir}
+	s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(testkit.FreePort(tb)), dir: dir}
 	logf, err := os.Create(filepath.Join(dir, "log"))
 	if err != nil {
 		tb.Fatal(err)
@@ -187,15 +188,6 @@ func (s *Server) WaitScalar(ctx context.Context, expr string, timeout time.Durat
 		}
 		time.Sleep(ScrapeInterval / 2) // polling an external process against a deadline
 	}
-}
-
-func freePort(tb testing.TB) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // Exposed reads one series' value from h's exposition (served in

@@ -64,7 +64,7 @@ func (r *Rig) HostPingPong(ctx context.Context, spec HostPingPongSpec) (report.S
 	if err != nil {
 		return report.Summary{}, err
 	}
-	cfg := bench.PingPongConfig{Wait: middleware.WaitFutex.String(), Sizes: []int{spec.Payload}, RoundTrips: spec.RoundTrips, Warmup: spec.Warmup,
+	cfg := bench.PingPongConfig{Wait: middleware.WaitFutex, Sizes: []int{spec.Payload}, RoundTrips: spec.RoundTrips, Warmup: spec.Warmup,
 		Reliable: spec.Reliable, NetNS: spec.NetNS, Launcher: bench.Launcher{Exe: bin, Args: []string{"bench"}}}
 	switch spec.Transport {
 	case fixtures.Intra:

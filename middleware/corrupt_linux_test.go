@@ -235,6 +235,17 @@ func resultCorrupt(t *testing.T, who string, p *corruptProc, path string) string
 	return res
 }
 
+// bothCorrupt wants the subscriber's and then the publisher's result an
+// ErrCorrupt naming path, logs both and finishes the pair.
+func bothCorrupt(t *testing.T, path string, pub, sub *corruptProc) {
+	t.Helper()
+	res := resultCorrupt(t, "subscriber", sub, path)
+	pres := resultCorrupt(t, "publisher", pub, path)
+	t.Log(res)
+	t.Log(pres)
+	finish(t, path, pub, sub)
+}
+
 func finish(t *testing.T, path string, procs ...*corruptProc) {
 	t.Helper()
 	for _, p := range procs {
@@ -325,11 +336,7 @@ func TestCorruptSubscriberTable(t *testing.T) {
 				table[i] = byte(rng.Uint32())
 			}
 			writeAt(t, path, 512, table)
-			res := resultCorrupt(t, "subscriber", sub, path)
-			pres := resultCorrupt(t, "publisher", pub, path)
-			t.Log(res)
-			t.Log(pres)
-			finish(t, path, pub, sub)
+			bothCorrupt(t, path, pub, sub)
 		})
 	}
 }
@@ -345,11 +352,7 @@ func TestCorruptTruncatedLive(t *testing.T) {
 			if err := os.Truncate(path, size); err != nil {
 				t.Fatal(err)
 			}
-			res := resultCorrupt(t, "subscriber", sub, path)
-			pres := resultCorrupt(t, "publisher", pub, path)
-			t.Log(res)
-			t.Log(pres)
-			finish(t, path, pub, sub)
+			bothCorrupt(t, path, pub, sub)
 		})
 	}
 }

@@ -23,17 +23,7 @@ type client struct {
 
 func connect(t *testing.T, d scopesim.Dialect, ch map[int]scopesim.EdgeSource) (*scopesim.Server, *client) {
 	t.Helper()
-	srv, err := scopesim.Start(t.Context(), scopesim.Config{Dialect: d, Channels: ch})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Close() })
-	c, err := net.Dial("tcp", srv.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return srv, &client{c, bufio.NewReader(c)}
+	return connectIDN(t, d, "", ch)
 }
 
 func (c *client) query(t *testing.T, q string) string {

@@ -112,11 +112,7 @@ func TestPrometheusScrapesSoak(t *testing.T) {
 	m := live.New()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	addr, err := m.Serve(ctx, "127.0.0.1:0", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	prom := promtest.Start(t, addr.String())
+	prom := serveScraped(ctx, t, m)
 	// Prometheus hands new targets to its scrapers after a few seconds:
 	// start the soak once the endpoint was scraped, so every window is.
 	if _, err := prom.WaitScalar(ctx, `up{job="hilrig"}`, 2*time.Minute, func(x float64) bool { return x == 1 }); err != nil {
@@ -288,4 +284,15 @@ func recordCases(t *testing.T, dir, rack string, m *live.Metrics, cases []report
 		t.Fatal(err)
 	}
 	return got
+}
+
+// serveScraped serves m's endpoint on a loopback port until ctx ends and
+// starts a real Prometheus scraping it.
+func serveScraped(ctx context.Context, t *testing.T, m *live.Metrics) *promtest.Server {
+	t.Helper()
+	addr, err := m.Serve(ctx, "127.0.0.1:0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return promtest.Start(t, addr.String())
 }

@@ -30,11 +30,24 @@ func (m countingMarker) Close() error { return nil }
 
 func startSession(t testing.TB, shmDir string) *session {
 	t.Helper()
+	marks := new(atomic.Int64)
+	s := runSession(t, &agent.Options{Board: "test", Build: "test", ShmDir: shmDir,
+		OpenMarker: func(context.Context, agentproto.Marker) (agent.Marker, error) { return countingMarker{marks}, nil }})
+	s.marks = marks
+	t.Cleanup(func() { s.in.Close() })
+	hello := s.expect(agentproto.KindHello)
+	if hello.Hello.Version != agentproto.Version || hello.Hello.Board != "test" {
+		t.Fatalf("hello = %+v", hello.Hello)
+	}
+	return s
+}
+
+// runSession runs agent.Run with opts on pipes and decodes its output
+// into s.msgs (closed when the output ends); the caller closes s.in.
+func runSession(t testing.TB, opts *agent.Options) *session {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	s := &session{t: t, in: inW, enc: agentproto.NewEncoder(inW), msgs: make(chan *agentproto.Msg, 1024), done: make(chan error, 1), marks: new(atomic.Int64)}
-	opts := &agent.Options{Board: "test", Build: "test", ShmDir: shmDir,
-		OpenMarker: func(context.Context, agentproto.Marker) (agent.Marker, error) { return countingMarker{s.marks}, nil }}
+	s := &session{t: t, in: inW, enc: agentproto.NewEncoder(inW), msgs: make(chan *agentproto.Msg, 1024), done: make(chan error, 1)}
 	go func() { s.done <- agent.Run(context.Background(), inR, outW, opts); outW.Close() }()
 	go func() {
 		dec := agentproto.NewDecoder(outR)
@@ -47,12 +60,25 @@ func startSession(t testing.TB, shmDir string) *session {
 			s.msgs <- m
 		}
 	}()
-	t.Cleanup(func() { inW.Close() })
-	hello := s.expect(agentproto.KindHello)
-	if hello.Hello.Version != agentproto.Version || hello.Hello.Board != "test" {
-		t.Fatalf("hello = %+v", hello.Hello)
-	}
 	return s
+}
+
+// start sends a start and expects it started.
+func (s *session) start(st agentproto.Start) {
+	s.t.Helper()
+	s.send(agentproto.NewStart(st))
+	s.expect(agentproto.KindStarted)
+}
+
+// stop stops every endpoint, expects the agent's bye and its clean
+// return.
+func (s *session) stop() {
+	s.t.Helper()
+	s.send(agentproto.NewStop(""))
+	s.expect(agentproto.KindBye)
+	if err := s.wait(); err != nil {
+		s.t.Error(err)
+	}
 }
 
 func (s *session) send(m *agentproto.Msg) {
@@ -157,8 +183,7 @@ func contract(topic string) middleware.Contract {
 func TestEOFStopsEndpointsAndLeavesNoSegments(t *testing.T) {
 	dir := t.TempDir()
 	s := startSession(t, dir)
-	s.send(agentproto.NewStart(agentproto.Start{Endpoint: "sub", Role: agentproto.Subscriber, Domain: "eoftest", Contract: contract("eof/t")}))
-	s.expect(agentproto.KindStarted)
+	s.start(agentproto.Start{Endpoint: "sub", Role: agentproto.Subscriber, Domain: "eoftest", Contract: contract("eof/t")})
 	s.send(agentproto.NewStart(agentproto.Start{Endpoint: "sub", Role: agentproto.Subscriber, Domain: "eoftest", Contract: contract("eof/t")}))
 	if e := s.expect(agentproto.KindError); e.Error.Code != agentproto.CodeDuplicateEndpoint {
 		t.Errorf("duplicate start: %+v", e.Error)
@@ -188,11 +213,7 @@ func TestStartFailureIsStructured(t *testing.T) {
 	if e.Error.Code != agentproto.CodeStart || e.Error.Endpoint != "p" {
 		t.Errorf("error = %+v", e.Error)
 	}
-	s.send(agentproto.NewStop(""))
-	s.expect(agentproto.KindBye)
-	if err := s.wait(); err != nil {
-		t.Error(err)
-	}
+	s.stop()
 }
 
 func TestPublishToSubscriberInProcess(t *testing.T) {
@@ -201,10 +222,8 @@ func TestPublishToSubscriberInProcess(t *testing.T) {
 	subS, pubS := startSession(t, dir), startSession(t, dir)
 	c := contract("agent/inproc")
 	marker := &agentproto.Marker{Chip: "fake", Line: "0"}
-	subS.send(agentproto.NewStart(agentproto.Start{Endpoint: "sub", Role: agentproto.Subscriber, Domain: "aproc", Contract: c, Count: n, Marker: marker, WindowNs: int64(100 * time.Millisecond)}))
-	subS.expect(agentproto.KindStarted)
-	pubS.send(agentproto.NewStart(agentproto.Start{Endpoint: "pub", Role: agentproto.Publisher, Domain: "aproc", Contract: c, Count: n, Payload: 64, Send: agentproto.SendLoan, Marker: marker}))
-	pubS.expect(agentproto.KindStarted)
+	subS.start(agentproto.Start{Endpoint: "sub", Role: agentproto.Subscriber, Domain: "aproc", Contract: c, Count: n, Marker: marker, WindowNs: int64(100 * time.Millisecond)})
+	pubS.start(agentproto.Start{Endpoint: "pub", Role: agentproto.Publisher, Domain: "aproc", Contract: c, Count: n, Payload: 64, Send: agentproto.SendLoan, Marker: marker})
 	pf := pubS.expect(agentproto.KindFinal).Final
 	sf := subS.expect(agentproto.KindFinal).Final
 	if pf.Sent != n || pf.Reason != agentproto.EndCount || pf.Marks != n {
@@ -223,11 +242,7 @@ func TestPublishToSubscriberInProcess(t *testing.T) {
 		t.Errorf("subscriber marks = %d", got)
 	}
 	for _, s := range []*session{subS, pubS} {
-		s.send(agentproto.NewStop(""))
-		s.expect(agentproto.KindBye)
-		if err := s.wait(); err != nil {
-			t.Error(err)
-		}
+		s.stop()
 	}
 	if segs, err := middleware.ListSegments(dir); err != nil || len(segs) != 0 {
 		t.Errorf("segments left: %+v %v", segs, err)
@@ -238,9 +253,8 @@ func TestPinnedPublisher(t *testing.T) {
 	dir := t.TempDir()
 	s := startSession(t, dir)
 	cpu := 0
-	s.send(agentproto.NewStart(agentproto.Start{Endpoint: "p", Role: agentproto.Publisher, Domain: "pin", Contract: contract("pin/t"),
-		Payload: 64, Count: 100, CPU: &cpu, RateHz: 10000, WindowNs: int64(20 * time.Millisecond)}))
-	s.expect(agentproto.KindStarted)
+	s.start(agentproto.Start{Endpoint: "p", Role: agentproto.Publisher, Domain: "pin", Contract: contract("pin/t"),
+		Payload: 64, Count: 100, CPU: &cpu, RateHz: 10000, WindowNs: int64(20 * time.Millisecond)})
 	f := s.expect(agentproto.KindFinal).Final
 	if f.Sent != 100 || f.Reason != agentproto.EndCount {
 		t.Errorf("final = %+v", f)
@@ -249,9 +263,5 @@ func TestPinnedPublisher(t *testing.T) {
 	if f.DurationNs < int64(9*time.Millisecond) {
 		t.Errorf("100 messages at 10kHz took %v", time.Duration(f.DurationNs))
 	}
-	s.send(agentproto.NewStop(""))
-	s.expect(agentproto.KindBye)
-	if err := s.wait(); err != nil {
-		t.Error(err)
-	}
+	s.stop()
 }

@@ -3,7 +3,6 @@ package agent_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"slices"
 	"strconv"
@@ -14,6 +13,7 @@ import (
 	"github.com/hilrig/hilrig/agentproto"
 	"github.com/hilrig/hilrig/gpio"
 	"github.com/hilrig/hilrig/gpio/gpiosim"
+	"github.com/hilrig/hilrig/internal/kind"
 	"github.com/hilrig/hilrig/middleware"
 	"github.com/hilrig/hilrig/report"
 )
@@ -43,31 +43,16 @@ func (slowMarker) Close() error { return nil }
 // chip "slow" is a slowMarker, anything else a real gpio marker.
 func startPeerSession(t *testing.T, shmDir string) *session {
 	t.Helper()
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	s := &session{t: t, in: inW, enc: agentproto.NewEncoder(inW), msgs: make(chan *agentproto.Msg, 1024), done: make(chan error, 1)}
-	opts := &agent.Options{Board: "conf", Build: "test", ShmDir: shmDir, Peers: testPeers,
+	s := runSession(t, &agent.Options{Board: "conf", Build: "test", ShmDir: shmDir, Peers: testPeers,
 		OpenMarker: func(ctx context.Context, m agentproto.Marker) (agent.Marker, error) {
 			if m.Chip == "slow" {
 				return slowMarker{}, nil
 			}
 			return gpio.Open(ctx, gpio.LineSpec{Chip: m.Chip, Line: m.Line, Consumer: "conformance"}, gpio.Mode{Kind: gpio.Toggle})
-		}}
-	go func() { s.done <- agent.Run(context.Background(), inR, outW, opts); outW.Close() }()
-	go func() {
-		dec := agentproto.NewDecoder(outR)
-		for {
-			m, err := dec.Next()
-			if err != nil {
-				close(s.msgs)
-				return
-			}
-			s.msgs <- m
-		}
-	}()
+		}})
 	t.Cleanup(func() {
 		s.send(agentproto.NewStop(""))
-		inW.Close()
+		s.in.Close()
 		s.wait()
 	})
 	s.expect(agentproto.KindHello)
@@ -118,7 +103,7 @@ func conformReliable(t *testing.T, mw string) {
 	}
 	t.Cleanup(func() { chip.Remove() })
 	ctx := context.Background()
-	sim := "sim:" + chipName
+	sim := kind.SimChip(chipName)
 	w, err := gpio.Watch(ctx, gpio.LineSpec{Chip: sim, Line: "TX", Consumer: "scope"}, gpio.LineSpec{Chip: sim, Line: "RX", Consumer: "scope"})
 	if err != nil {
 		t.Fatal(err)
@@ -134,9 +119,8 @@ func conformReliable(t *testing.T, mw string) {
 	if st.Started.Middleware != mw || (mw != agentproto.MiddlewareHilrig && st.Started.Peer == "") {
 		t.Fatalf("started = %+v, want middleware %s with its description", st.Started, mw)
 	}
-	ps.send(agentproto.NewStart(agentproto.Start{Endpoint: "pub", Role: agentproto.Publisher, Middleware: mw, Domain: "conf", Contract: c, Count: n, Payload: 200,
-		RateHz: 5000, Marker: &agentproto.Marker{Chip: sim, Line: "TX"}}))
-	ps.expect(agentproto.KindStarted)
+	ps.start(agentproto.Start{Endpoint: "pub", Role: agentproto.Publisher, Middleware: mw, Domain: "conf", Contract: c, Count: n, Payload: 200,
+		RateHz: 5000, Marker: &agentproto.Marker{Chip: sim, Line: "TX"}})
 	pub, sub := ps.finals("pub")["pub"], s.finals("sub")["sub"]
 	if pub.Sent != n || pub.Marks != n || pub.Timeouts != 0 {
 		t.Errorf("publisher sent %d marks %d timeouts %d, want %d, %d, 0 (%+v)", pub.Sent, pub.Marks, pub.Timeouts, n, n, pub)
@@ -183,11 +167,9 @@ func conformBestEffort(t *testing.T, mw string) {
 	dir := t.TempDir()
 	s, ps := startPeerSession(t, dir), startPeerSession(t, dir)
 	c := confContract(mw, "conf/be/"+strconv.Itoa(os.Getpid()), middleware.BestEffort, 4)
-	s.send(agentproto.NewStart(agentproto.Start{Endpoint: "sub", Role: agentproto.Subscriber, Middleware: mw, Domain: "conf", Contract: c, Count: n,
-		IdleTimeoutNs: int64(time.Second), Marker: &agentproto.Marker{Chip: "slow", Line: "0"}}))
-	s.expect(agentproto.KindStarted)
-	ps.send(agentproto.NewStart(agentproto.Start{Endpoint: "pub", Role: agentproto.Publisher, Middleware: mw, Domain: "conf", Contract: c, Count: n, Payload: 128, RateHz: 20000}))
-	ps.expect(agentproto.KindStarted)
+	s.start(agentproto.Start{Endpoint: "sub", Role: agentproto.Subscriber, Middleware: mw, Domain: "conf", Contract: c, Count: n,
+		IdleTimeoutNs: int64(time.Second), Marker: &agentproto.Marker{Chip: "slow", Line: "0"}})
+	ps.start(agentproto.Start{Endpoint: "pub", Role: agentproto.Publisher, Middleware: mw, Domain: "conf", Contract: c, Count: n, Payload: 128, RateHz: 20000})
 	pub, sub := ps.finals("pub")["pub"], s.finals("sub")["sub"]
 	if pub.Sent != n {
 		t.Fatalf("publisher sent %d of %d (%+v)", pub.Sent, n, pub)

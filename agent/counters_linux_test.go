@@ -75,7 +75,7 @@ func TestEndpointCountersLockedThread(t *testing.T) {
 func reserveHugePages(t *testing.T, n int64) {
 	t.Helper()
 	const p = "/proc/sys/vm/nr_hugepages"
-	free := meminfo(t, "HugePages_Free")
+	free := hostProc.Meminfo("HugePages_Free")
 	if free >= n {
 		return
 	}
@@ -98,23 +98,9 @@ func reserveHugePages(t *testing.T, n int64) {
 	if err := os.WriteFile(p, []byte(strconv.FormatInt(cur+n-free, 10)), 0); err != nil {
 		t.Skipf("cannot reserve huge pages: %v", err)
 	}
-	if got := meminfo(t, "HugePages_Free"); got < n {
+	if got := hostProc.Meminfo("HugePages_Free"); got < n {
 		t.Skipf("asked the kernel for %d more huge pages, %d free (memory fragmented)", n-free, got)
 	}
-}
-
-func meminfo(t *testing.T, key string) int64 {
-	b, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, key+":"); ok {
-			n, _ := strconv.ParseInt(strings.Fields(v)[0], 10, 64)
-			return n
-		}
-	}
-	return 0
 }
 
 // With NodeOptions.HugePages and a hugetlb pool, the intra-process ring's
@@ -265,3 +251,6 @@ func selectedChoice(s string) string {
 	}
 	return strings.TrimSpace(s)
 }
+
+// hostProc reads this machine's /proc.
+var hostProc = counters.Paths{Proc: "/proc"}

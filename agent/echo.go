@@ -331,15 +331,11 @@ func (p *pinger) send(ctx context.Context, timeout time.Duration) error {
 		if err != nil {
 			p.sentSeq.Add(^uint64(0)) // not sent: the next ping gets this Seq
 		}
-		switch {
-		case err == nil:
-		case errors.Is(err, middleware.ErrTimeout):
-			e.timeouts++
+		if sent, err := e.tally(err, "ping", i+1); err != nil {
+			return err
+		} else if !sent {
 			continue
-		default:
-			return fmt.Errorf("ping %d: %w", i+1, err)
 		}
-		e.countSent()
 		if period == 0 {
 			if err := p.awaitReply(ctx, seq, timeout); err != nil {
 				return err

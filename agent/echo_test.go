@@ -77,10 +77,8 @@ func TestPingerEchoShmAcrossAgents(t *testing.T) {
 	echoS, pingS := startSession(t, dir), startSession(t, dir)
 	ps, es := roundTripStarts(contract("rtt/ping"), contract("rtt/pong"), n, 0)
 	es.Marker = &agentproto.Marker{Chip: "fake", Line: "0"}
-	echoS.send(agentproto.NewStart(es))
-	echoS.expect(agentproto.KindStarted)
-	pingS.send(agentproto.NewStart(ps))
-	pingS.expect(agentproto.KindStarted)
+	echoS.start(es)
+	pingS.start(ps)
 	wins, pf := pingS.collect("ping")
 	checkPinger(t, n, wins, pf)
 	echoS.send(agentproto.NewStop("echo"))
@@ -95,11 +93,7 @@ func TestPingerEchoShmAcrossAgents(t *testing.T) {
 		t.Errorf("echo marks = %d, want %d", got, n)
 	}
 	for _, s := range []*session{echoS, pingS} {
-		s.send(agentproto.NewStop(""))
-		s.expect(agentproto.KindBye)
-		if err := s.wait(); err != nil {
-			t.Error(err)
-		}
+		s.stop()
 	}
 	if segs, err := middleware.ListSegments(dir); err != nil || len(segs) != 0 {
 		t.Errorf("segments left: %+v %v", segs, err)
@@ -115,10 +109,8 @@ func TestPingerEchoIntraOneAgent(t *testing.T) {
 	ping.Transport, reply.Transport = middleware.TransportIntra, middleware.TransportIntra
 	ps, es := roundTripStarts(ping, reply, n, 2000)
 	es.Count = n // the echo ends by itself after the last ping (then lingers)
-	s.send(agentproto.NewStart(es))
-	s.expect(agentproto.KindStarted)
-	s.send(agentproto.NewStart(ps))
-	s.expect(agentproto.KindStarted)
+	s.start(es)
+	s.start(ps)
 	wins, pf := s.collect("ping")
 	checkPinger(t, n, wins, pf)
 	// 200 pings at 2 kHz take ~100 ms: the pacing must not be a no-op
@@ -147,8 +139,7 @@ func TestPingerWithoutEchoCountsEveryPingLost(t *testing.T) {
 	ping.Reliability = middleware.BestEffort
 	ps, _ := roundTripStarts(ping, reply, 5, 0)
 	ps.Echo.ReplyTimeoutNs = int64(20 * time.Millisecond)
-	s.send(agentproto.NewStart(ps))
-	s.expect(agentproto.KindStarted)
+	s.start(ps)
 	_, f := s.collect("ping")
 	if f.Sent != 5 || f.Received != 0 || f.Lost != 5 || f.Reason != agentproto.EndCount {
 		t.Errorf("final = %+v", f)
@@ -156,11 +147,7 @@ func TestPingerWithoutEchoCountsEveryPingLost(t *testing.T) {
 	if f.Latency != nil && f.Latency.Count() != 0 {
 		t.Errorf("RTT recorded without replies: %d", f.Latency.Count())
 	}
-	s.send(agentproto.NewStop(""))
-	s.expect(agentproto.KindBye)
-	if err := s.wait(); err != nil {
-		t.Error(err)
-	}
+	s.stop()
 }
 
 // TestPingerDurationLosesNothingInFlight: a pinger bounded by duration
@@ -170,10 +157,8 @@ func TestPingerDurationLosesNothingInFlight(t *testing.T) {
 	echoS, pingS := startSession(t, dir), startSession(t, dir)
 	ps, es := roundTripStarts(contract("rtt/dping"), contract("rtt/dpong"), 0, 0)
 	ps.DurationNs, ps.WarmUp = int64(200*time.Millisecond), 0
-	echoS.send(agentproto.NewStart(es))
-	echoS.expect(agentproto.KindStarted)
-	pingS.send(agentproto.NewStart(ps))
-	pingS.expect(agentproto.KindStarted)
+	echoS.start(es)
+	pingS.start(ps)
 	_, f := pingS.collect("ping")
 	if f.Reason != agentproto.EndDuration || f.Sent == 0 || f.Received != f.Sent || f.Lost != 0 {
 		t.Errorf("pinger final = %+v", f)
@@ -186,11 +171,7 @@ func TestPingerDurationLosesNothingInFlight(t *testing.T) {
 		t.Errorf("echo final = %+v, pinger sent %d", ef, f.Sent)
 	}
 	for _, s := range []*session{echoS, pingS} {
-		s.send(agentproto.NewStop(""))
-		s.expect(agentproto.KindBye)
-		if err := s.wait(); err != nil {
-			t.Error(err)
-		}
+		s.stop()
 	}
 }
 
@@ -203,10 +184,8 @@ func TestPinnedPinger(t *testing.T) {
 	ps, es := roundTripStarts(ping, reply, 100, 0)
 	cpu := 0
 	ps.CPU = &cpu
-	s.send(agentproto.NewStart(es))
-	s.expect(agentproto.KindStarted)
-	s.send(agentproto.NewStart(ps))
-	s.expect(agentproto.KindStarted)
+	s.start(es)
+	s.start(ps)
 	wins, pf := s.collect("ping")
 	checkPinger(t, 100, wins, pf)
 	s.send(agentproto.NewStop(""))
@@ -228,8 +207,7 @@ func TestPingerWithoutEchoEndsBounded(t *testing.T) {
 	ping.Reliability = middleware.BestEffort
 	ps, _ := roundTripStarts(ping, reply, 100000, 0)
 	ps.Echo.ReplyTimeoutNs = int64(10 * time.Millisecond)
-	s.send(agentproto.NewStart(ps))
-	s.expect(agentproto.KindStarted)
+	s.start(ps)
 	var f *agentproto.Final
 	deadline := time.After(30 * time.Second)
 	for f == nil {

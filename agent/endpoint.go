@@ -441,16 +441,9 @@ func (e *endpoint) publish(pub outlet, mk Marker) error {
 		if e.tr != nil {
 			e.tr.markSend(i + 1)
 		}
-		err := pub.send(payload, i+1)
-		switch {
-		case err == nil:
-		case errors.Is(err, middleware.ErrTimeout):
-			e.timeouts++
-			continue
-		default:
-			return fmt.Errorf("send message %d: %w", i+1, err)
+		if _, err := e.tally(pub.send(payload, i+1), "send message", i+1); err != nil {
+			return err
 		}
-		e.countSent()
 	}
 	e.lastNs = time.Now().UnixNano()
 	return nil
@@ -606,6 +599,23 @@ func rosSettle(ctx context.Context, matched time.Duration) error {
 }
 
 // countSent counts one message sent, in the run and in the open window.
+// tally counts the outcome err of sending message n: sent, it is
+// counted sent; a send timeout is counted and skipped (sent false, no
+// error); any other error ends the endpoint, named what n. No
+// allocation unless it returns an error.
+func (e *endpoint) tally(err error, what string, n uint64) (sent bool, _ error) {
+	switch {
+	case err == nil:
+		e.countSent()
+		return true, nil
+	case errors.Is(err, middleware.ErrTimeout):
+		e.timeouts++
+		return false, nil
+	default:
+		return false, fmt.Errorf("%s %d: %w", what, n, err)
+	}
+}
+
 func (e *endpoint) countSent() {
 	e.sent++
 	e.mu.Lock()

@@ -98,9 +98,8 @@ func assertQuiet(t *testing.T) {
 // ends by itself when its duration is over, reporting what it ran.
 func TestLoadMemPinnedEndsOnDuration(t *testing.T) {
 	s := startSession(t, t.TempDir())
-	s.send(agentproto.NewStart(agentproto.Start{Endpoint: "mem", Role: agentproto.Load, DurationNs: int64(200 * time.Millisecond),
-		Load: &agentproto.LoadSpec{Threads: 1, CPUs: []int{0}, Kind: agentproto.LoadMem, MemMiB: 2}}))
-	s.expect(agentproto.KindStarted)
+	s.start(agentproto.Start{Endpoint: "mem", Role: agentproto.Load, DurationNs: int64(200 * time.Millisecond),
+		Load: &agentproto.LoadSpec{Threads: 1, CPUs: []int{0}, Kind: agentproto.LoadMem, MemMiB: 2}})
 	_, f := s.collect("mem")
 	if f.Reason != agentproto.EndDuration || f.Load == nil {
 		t.Fatalf("final = %+v, want reason duration with a load report", f)

@@ -29,12 +29,10 @@ func TestPinnedEndpointThreadEndsWithIt(t *testing.T) {
 	before := threadStates(t)
 	s := startSession(t, t.TempDir())
 	c := contract("rt/t")
-	s.send(agentproto.NewStart(agentproto.Start{Endpoint: "sub", Role: agentproto.Subscriber, Domain: "rtleak", Contract: c,
-		CPU: &cpu, Priority: 5, Count: 200}))
-	s.expect(agentproto.KindStarted)
-	s.send(agentproto.NewStart(agentproto.Start{Endpoint: "pub", Role: agentproto.Publisher, Domain: "rtleak", Contract: c,
-		CPU: &cpu, Priority: 5, Payload: 64, Count: 200, RateHz: 10000}))
-	s.expect(agentproto.KindStarted)
+	s.start(agentproto.Start{Endpoint: "sub", Role: agentproto.Subscriber, Domain: "rtleak", Contract: c,
+		CPU: &cpu, Priority: 5, Count: 200})
+	s.start(agentproto.Start{Endpoint: "pub", Role: agentproto.Publisher, Domain: "rtleak", Contract: c,
+		CPU: &cpu, Priority: 5, Payload: 64, Count: 200, RateHz: 10000})
 	for range 2 {
 		if f := s.expect(agentproto.KindFinal).Final; f.Reason != agentproto.EndCount {
 			t.Fatalf("final %+v", f)

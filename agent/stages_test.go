@@ -17,19 +17,13 @@ func TestStagesAcrossAgents(t *testing.T) {
 		dir := t.TempDir()
 		subS, pubS := startSession(t, dir), startSession(t, dir)
 		c := contract("agent/stages")
-		subS.send(agentproto.NewStart(agentproto.Start{Endpoint: "sub", Role: agentproto.Subscriber, Domain: "stg", Contract: c, Count: n, WarmUp: warm, Stages: on}))
-		subS.expect(agentproto.KindStarted)
-		pubS.send(agentproto.NewStart(agentproto.Start{Endpoint: "pub", Role: agentproto.Publisher, Domain: "stg", Contract: c, Count: n, WarmUp: warm,
-			Payload: 200, RateHz: 20000, Stages: on}))
-		pubS.expect(agentproto.KindStarted)
+		subS.start(agentproto.Start{Endpoint: "sub", Role: agentproto.Subscriber, Domain: "stg", Contract: c, Count: n, WarmUp: warm, Stages: on})
+		pubS.start(agentproto.Start{Endpoint: "pub", Role: agentproto.Publisher, Domain: "stg", Contract: c, Count: n, WarmUp: warm,
+			Payload: 200, RateHz: 20000, Stages: on})
 		pf := pubS.expect(agentproto.KindFinal).Final
 		sf := subS.expect(agentproto.KindFinal).Final
 		for _, s := range []*session{subS, pubS} {
-			s.send(agentproto.NewStop(""))
-			s.expect(agentproto.KindBye)
-			if err := s.wait(); err != nil {
-				t.Error(err)
-			}
+			s.stop()
 		}
 		if sf.Received != n || sf.Lost != 0 {
 			t.Fatalf("stages %v: subscriber final %+v", on, sf)

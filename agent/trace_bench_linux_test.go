@@ -28,12 +28,10 @@ func BenchmarkTraceOverhead(b *testing.B) {
 	run := func(i int, trace *agentproto.TraceSpec, into *report.Histogram) {
 		c := contract(fmt.Sprintf("ovh/%d", i))
 		sub := fmt.Sprintf("sub%d", i)
-		s.send(agentproto.NewStart(agentproto.Start{Endpoint: sub, Role: agentproto.Subscriber, Domain: "ovh", Contract: c,
-			Count: 1000, WarmUp: 100, Trace: trace}))
-		s.expect(agentproto.KindStarted)
-		s.send(agentproto.NewStart(agentproto.Start{Endpoint: fmt.Sprintf("pub%d", i), Role: agentproto.Publisher, Domain: "ovh", Contract: c,
-			Payload: 64, Count: 1000, RateHz: 2000, Trace: trace}))
-		s.expect(agentproto.KindStarted)
+		s.start(agentproto.Start{Endpoint: sub, Role: agentproto.Subscriber, Domain: "ovh", Contract: c,
+			Count: 1000, WarmUp: 100, Trace: trace})
+		s.start(agentproto.Start{Endpoint: fmt.Sprintf("pub%d", i), Role: agentproto.Publisher, Domain: "ovh", Contract: c,
+			Payload: 64, Count: 1000, RateHz: 2000, Trace: trace})
 		for {
 			m := s.expect(agentproto.KindFinal)
 			if m.Final.Endpoint == sub {

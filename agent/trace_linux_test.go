@@ -35,12 +35,10 @@ func TestTraceOnBreachNamesHog(t *testing.T) {
 	s := startSession(t, dir)
 	spec := &agentproto.TraceSpec{Mode: agentproto.TraceOnBreach, BufferKB: 1024, CPUs: []int{sendCPU, recvCPU}, MaxNs: int64(2 * time.Millisecond)}
 	c := contract("trace/t")
-	s.send(agentproto.NewStart(agentproto.Start{Endpoint: "sub", Role: agentproto.Subscriber, Domain: "trace", Contract: c,
-		CPU: &recvCPU, Priority: 5, Count: 3000, WindowNs: int64(100 * time.Millisecond), Trace: spec}))
-	s.expect(agentproto.KindStarted)
-	s.send(agentproto.NewStart(agentproto.Start{Endpoint: "pub", Role: agentproto.Publisher, Domain: "trace", Contract: c,
-		CPU: &sendCPU, Priority: 5, Payload: 64, Count: 3000, RateHz: 1000, WindowNs: int64(100 * time.Millisecond), Trace: spec}))
-	s.expect(agentproto.KindStarted)
+	s.start(agentproto.Start{Endpoint: "sub", Role: agentproto.Subscriber, Domain: "trace", Contract: c,
+		CPU: &recvCPU, Priority: 5, Count: 3000, WindowNs: int64(100 * time.Millisecond), Trace: spec})
+	s.start(agentproto.Start{Endpoint: "pub", Role: agentproto.Publisher, Domain: "trace", Contract: c,
+		CPU: &sendCPU, Priority: 5, Payload: 64, Count: 3000, RateHz: 1000, WindowNs: int64(100 * time.Millisecond), Trace: spec})
 
 	var snaps []*agentproto.TraceSnapshot
 	var subFinal *agentproto.Final
@@ -132,11 +130,7 @@ func TestTraceOnBreachNamesHog(t *testing.T) {
 	if !firstBreachTraced {
 		t.Errorf("window %d broke the 2 ms bound but carries no trace snapshot", firstBreach)
 	}
-	s.send(agentproto.NewStop(""))
-	s.expect(agentproto.KindBye)
-	if err := s.wait(); err != nil {
-		t.Error(err)
-	}
+	s.stop()
 
 	if len(snaps) == 0 {
 		t.Fatalf("no snapshot in %d windows although the hog delayed messages by ~5ms", windows)

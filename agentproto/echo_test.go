@@ -2,8 +2,6 @@ package agentproto_test
 
 import (
 	"bytes"
-	"errors"
-	"strings"
 	"testing"
 
 	"github.com/hilrig/hilrig/agentproto"
@@ -26,10 +24,7 @@ func TestEchoStartValidate(t *testing.T) {
 			t.Errorf("%s: %v", ok.Role, err)
 		}
 	}
-	tests := []struct {
-		name, field string
-		mod         func(*agentproto.Start)
-	}{
+	checkInvalid(t, "ping", validPinger, []invalidCase{
 		{"no echo spec", "start.echo", func(s *agentproto.Start) { s.Echo = nil }},
 		{"echo spec on a publisher", "start.echo", func(s *agentproto.Start) { s.Role = agentproto.Publisher }},
 		{"no reply topic", "start.echo.reply.topic", func(s *agentproto.Start) { s.Echo.Reply.Topic = "" }},
@@ -42,20 +37,7 @@ func TestEchoStartValidate(t *testing.T) {
 		{"pinger without end", "count or duration_ns", func(s *agentproto.Start) { s.Count = 0 }},
 		{"negative reply timeout", "reply_timeout_ns", func(s *agentproto.Start) { s.Echo.ReplyTimeoutNs = -1 }},
 		{"unknown role", "start.role", func(s *agentproto.Start) { s.Role = "mirror" }},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			s := validPinger()
-			r := *s.Echo
-			s.Echo = &r
-			tt.mod(&s)
-			err := s.Validate()
-			var pe *agentproto.Error
-			if !errors.As(err, &pe) || pe.Code != agentproto.CodeInvalid || pe.Endpoint != "ping" || !strings.Contains(pe.Message, tt.field) {
-				t.Errorf("Validate = %v, want invalid naming %q", err, tt.field)
-			}
-		})
-	}
+	})
 }
 
 func TestEchoStartRoundTrip(t *testing.T) {
@@ -79,34 +61,17 @@ func TestEchoStartRoundTrip(t *testing.T) {
 // FuzzEchoDecode: start lines of the round-trip roles decode to a valid
 // start or a structured error, and a decoded one re-encodes to the same.
 func FuzzEchoDecode(f *testing.F) {
-	var buf bytes.Buffer
-	if err := agentproto.NewEncoder(&buf).Encode(agentproto.NewStart(validPinger())); err != nil {
-		f.Fatal(err)
-	}
-	f.Add(bytes.TrimSpace(buf.Bytes()))
+	seedEncoded(f, agentproto.NewStart(validPinger()))
 	f.Add([]byte(`{"v":1,"kind":"start","start":{"endpoint":"e","role":"echo","contract":{"topic":"t","max_payload":16},"echo":{"reply":{"topic":"t","max_payload":16}}}}`))
 	f.Add([]byte(`{"v":1,"kind":"start","start":{"endpoint":"e","role":"pinger","payload":16,"count":1,"contract":{"topic":"a","max_payload":16},"echo":{"reply":{"topic":"b","max_payload":1},"reply_timeout_ns":-5}}}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
-		m, err := agentproto.Decode(line)
-		if err != nil {
-			var pe *agentproto.Error
-			if !errors.As(err, &pe) {
-				t.Fatalf("non-structured error %T: %v", err, err)
-			}
-			return
-		}
-		if m.Kind != agentproto.KindStart {
+		m, ok := fuzzDecode(t, line)
+		if !ok || m.Kind != agentproto.KindStart {
 			return
 		}
 		if (m.Start.Role == agentproto.Pinger || m.Start.Role == agentproto.Echo) && m.Start.Echo == nil {
 			t.Fatalf("a %s start without its reply contract decoded", m.Start.Role)
 		}
-		var out bytes.Buffer
-		if err := agentproto.NewEncoder(&out).Encode(m); err != nil {
-			t.Fatalf("re-encode: %v", err)
-		}
-		if _, err := agentproto.Decode(bytes.TrimSpace(out.Bytes())); err != nil {
-			t.Fatalf("round trip: %v", err)
-		}
+		reencode(t, m)
 	})
 }

@@ -2,8 +2,6 @@ package agentproto_test
 
 import (
 	"bytes"
-	"errors"
-	"strings"
 	"testing"
 
 	"github.com/hilrig/hilrig/agentproto"
@@ -22,10 +20,7 @@ func TestLoadStartValidate(t *testing.T) {
 			t.Errorf("%+v: %v", ok.Load, err)
 		}
 	}
-	tests := []struct {
-		name, field string
-		mod         func(*agentproto.Start)
-	}{
+	checkInvalid(t, "load", validLoad, []invalidCase{
 		{"no load spec", "start.load", func(s *agentproto.Start) { s.Load = nil }},
 		{"load spec on a subscriber", "start.load", func(s *agentproto.Start) {
 			s.Role, s.Contract = agentproto.Subscriber, middleware.Contract{Topic: "t", MaxPayload: 8}
@@ -43,20 +38,7 @@ func TestLoadStartValidate(t *testing.T) {
 		{"negative duration", "start.duration_ns", func(s *agentproto.Start) { s.DurationNs = -1 }},
 		{"endpoint cpu", "start.cpu", func(s *agentproto.Start) { c := 0; s.CPU = &c }},
 		{"real-time priority", "start.priority", func(s *agentproto.Start) { s.Priority = 50 }},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			s := validLoad()
-			l := *s.Load
-			s.Load = &l
-			tt.mod(&s)
-			err := s.Validate()
-			var pe *agentproto.Error
-			if !errors.As(err, &pe) || pe.Code != agentproto.CodeInvalid || pe.Endpoint != "load" || !strings.Contains(pe.Message, tt.field) {
-				t.Errorf("Validate = %v, want invalid naming %q", err, tt.field)
-			}
-		})
-	}
+	})
 }
 
 // TestLoadRoundTrip: a load start and a final with its report survive the
@@ -96,15 +78,8 @@ func FuzzLoadDecode(f *testing.F) {
 	f.Add([]byte(`{"v":1,"kind":"start","start":{"endpoint":"l","role":"load","contract":{"topic":"","max_payload":0},"load":{"threads":1,"kind":"mem","mem_mib":8}}}`))
 	f.Add([]byte(`{"v":1,"kind":"start","start":{"endpoint":"l","role":"publisher","contract":{"topic":"t","max_payload":8},"payload":8,"count":1,"load":{"threads":1}}}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
-		m, err := agentproto.Decode(line)
-		if err != nil {
-			var pe *agentproto.Error
-			if !errors.As(err, &pe) {
-				t.Fatalf("non-structured error %T: %v", err, err)
-			}
-			return
-		}
-		if m.Kind != agentproto.KindStart {
+		m, ok := fuzzDecode(t, line)
+		if !ok || m.Kind != agentproto.KindStart {
 			return
 		}
 		if (m.Start.Role == agentproto.Load) != (m.Start.Load != nil) {

@@ -1,7 +1,6 @@
 package agentproto_test
 
 import (
-	"bytes"
 	"errors"
 	"io"
 	"reflect"
@@ -39,22 +38,8 @@ func TestRoundTrip(t *testing.T) {
 		agentproto.NewStop("pub-1"),
 		{Kind: agentproto.KindBye, Bye: &agentproto.Bye{Reason: "eof"}},
 	}
-	var buf bytes.Buffer
-	enc := agentproto.NewEncoder(&buf)
-	for _, m := range msgs {
-		if err := enc.Encode(m); err != nil {
-			t.Fatal(err)
-		}
-	}
-	dec := agentproto.NewDecoder(&buf)
-	for i, want := range msgs {
-		got, err := dec.Next()
-		if err != nil {
-			t.Fatalf("message %d (%s): %v", i, want.Kind, err)
-		}
-		if got.Kind != want.Kind || got.V != agentproto.Version {
-			t.Fatalf("message %d: kind %s v%d, want %s", i, got.Kind, got.V, want.Kind)
-		}
+	for i, got := range roundTrip(t, msgs) {
+		want := msgs[i]
 		switch got.Kind {
 		case agentproto.KindStart:
 			if !reflect.DeepEqual(got.Start.Contract, want.Start.Contract) || *got.Start.CPU != 1 || got.Start.Marker.Chip != "sim:hilrig" || got.Start.Send != agentproto.SendLoan {
@@ -73,9 +58,6 @@ func TestRoundTrip(t *testing.T) {
 				t.Errorf("error = %+v", got.Error)
 			}
 		}
-	}
-	if _, err := dec.Next(); err != io.EOF {
-		t.Errorf("after last message: %v, want EOF", err)
 	}
 }
 
@@ -172,38 +154,16 @@ func TestDecoderRecoversAfterBadLines(t *testing.T) {
 }
 
 func FuzzDecode(f *testing.F) {
-	var buf bytes.Buffer
-	enc := agentproto.NewEncoder(&buf)
 	h := report.NewHistogram()
 	h.Record(12345)
-	for _, m := range []*agentproto.Msg{
+	seedEncoded(f,
 		agentproto.NewHello(agentproto.Hello{Agent: "a"}), agentproto.NewStart(validStart()), agentproto.NewStop("x"),
-		{Kind: agentproto.KindWindow, Window: &agentproto.Window{Endpoint: "e", Latency: h}},
-	} {
-		buf.Reset()
-		if err := enc.Encode(m); err != nil {
-			f.Fatal(err)
-		}
-		f.Add(bytes.TrimSpace(buf.Bytes()))
-	}
+		&agentproto.Msg{Kind: agentproto.KindWindow, Window: &agentproto.Window{Endpoint: "e", Latency: h}})
 	f.Add([]byte(`{"v":1,"kind":"start","start":{"endpoint":"e","role":"subscriber","contract":{"topic":"t","max_payload":8},"cpu":-1}}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
-		m, err := agentproto.Decode(line)
-		if err != nil {
-			var pe *agentproto.Error
-			if !errors.As(err, &pe) {
-				t.Fatalf("non-structured error %T: %v", err, err)
-			}
-			return
-		}
 		// A message that decodes re-encodes and decodes to the same kind.
-		var out bytes.Buffer
-		if err := agentproto.NewEncoder(&out).Encode(m); err != nil {
-			t.Fatalf("re-encode: %v", err)
-		}
-		m2, err := agentproto.Decode(bytes.TrimSpace(out.Bytes()))
-		if err != nil || m2.Kind != m.Kind {
-			t.Fatalf("round trip: %v %v", m2, err)
+		if m, ok := fuzzDecode(t, line); ok {
+			reencode(t, m)
 		}
 	})
 }

@@ -1,7 +1,6 @@
 package agentproto_test
 
 import (
-	"bytes"
 	"errors"
 	"strings"
 	"testing"
@@ -34,22 +33,8 @@ func TestPTPRoundTrip(t *testing.T) {
 		agentproto.NewPTPSample(agentproto.PTPSample{Probe: "ptp1", Seq: 8, AtNs: 1, Err: "board b: ptp4l socket /x: no such file"}),
 		agentproto.NewPTPSample(agentproto.PTPSample{Probe: "ptp1", Seq: 9, AtNs: 2, End: agentproto.PTPEndStopped}),
 	}
-	var buf bytes.Buffer
-	enc := agentproto.NewEncoder(&buf)
-	for _, m := range msgs {
-		if err := enc.Encode(m); err != nil {
-			t.Fatal(err)
-		}
-	}
-	dec := agentproto.NewDecoder(&buf)
-	for i, want := range msgs {
-		got, err := dec.Next()
-		if err != nil {
-			t.Fatalf("message %d: %v", i, err)
-		}
-		if got.Kind != want.Kind {
-			t.Fatalf("message %d: kind %s, want %s", i, got.Kind, want.Kind)
-		}
+	for i, got := range roundTrip(t, msgs) {
+		want := msgs[i]
 		switch {
 		case got.PTPProbe != nil && *got.PTPProbe != *want.PTPProbe:
 			t.Errorf("message %d: probe %+v, want %+v", i, *got.PTPProbe, *want.PTPProbe)
@@ -105,40 +90,17 @@ func TestPTPValidate(t *testing.T) {
 // FuzzPTPDecode: any line decodes to a structured error or to a PTP
 // message that re-encodes to an identical one.
 func FuzzPTPDecode(f *testing.F) {
-	var buf bytes.Buffer
-	enc := agentproto.NewEncoder(&buf)
-	for _, m := range []*agentproto.Msg{
+	seedEncoded(f,
 		agentproto.NewPTPProbe(agentproto.PTPProbe{Probe: "ptp1", Socket: "/var/run/ptp4l", PeriodNs: int64(time.Second)}),
 		agentproto.NewPTPProbeStop("ptp1"),
 		agentproto.NewPTPSample(lockedSample()),
-		agentproto.NewPTPSample(agentproto.PTPSample{Probe: "ptp1", Seq: 9, AtNs: 2, End: agentproto.PTPEndShutdown}),
-	} {
-		buf.Reset()
-		if err := enc.Encode(m); err != nil {
-			f.Fatal(err)
-		}
-		f.Add(bytes.TrimSpace(buf.Bytes()))
-	}
+		agentproto.NewPTPSample(agentproto.PTPSample{Probe: "ptp1", Seq: 9, AtNs: 2, End: agentproto.PTPEndShutdown}))
 	f.Fuzz(func(t *testing.T, line []byte) {
-		m, err := agentproto.Decode(line)
-		if err != nil {
-			var pe *agentproto.Error
-			if !errors.As(err, &pe) {
-				t.Fatalf("non-structured error %T: %v", err, err)
-			}
+		m, ok := fuzzDecode(t, line)
+		if !ok {
 			return
 		}
-		var out bytes.Buffer
-		if err := agentproto.NewEncoder(&out).Encode(m); err != nil {
-			t.Fatalf("re-encode: %v", err)
-		}
-		m2, err := agentproto.Decode(bytes.TrimSpace(out.Bytes()))
-		if err != nil {
-			t.Fatalf("re-decode of %s: %v", out.Bytes(), err)
-		}
-		if m2.Kind != m.Kind {
-			t.Fatalf("kind %s became %s", m.Kind, m2.Kind)
-		}
+		m2 := reencode(t, m)
 		if m.PTPSample != nil && *m.PTPSample != *m2.PTPSample {
 			t.Fatalf("sample %+v became %+v", *m.PTPSample, *m2.PTPSample)
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/hilrig/hilrig/bench/internal/sys"
+	"github.com/hilrig/hilrig/internal/kind"
 )
 
 // TestTimedLoopAllocs: the measured loop (round trip + histogram record)
@@ -28,13 +29,13 @@ func TestTimedLoopAllocs(t *testing.T) {
 		{transport: TRawUDP, size: 16 << 10, dgram: 1472, rawGSO: true}, // runs and coalesced reads
 		{transport: TChan, size: 64},
 		{transport: TRawSpinIntra, size: 64},
-		{transport: TShm, wait: "spin", path: "copy", size: 64},
-		{transport: TShm, wait: "futex", path: "loan", size: 64},
-		{transport: TIntra, wait: "spin", path: "copy", size: 64},
-		{transport: TIntra, wait: "futex", path: "loan", size: 64},
-		{transport: TUDP, wait: "futex", path: "copy", size: 64},
+		{transport: TShm, wait: kind.WaitSpin, path: "copy", size: 64},
+		{transport: TShm, wait: kind.WaitFutex, path: "loan", size: 64},
+		{transport: TIntra, wait: kind.WaitSpin, path: "copy", size: 64},
+		{transport: TIntra, wait: kind.WaitFutex, path: "loan", size: 64},
+		{transport: TUDP, wait: kind.WaitFutex, path: "copy", size: 64},
 	} {
-		t.Run(e.transport+"/"+e.wait+"/"+e.path+"/"+FormatSize(e.size), func(t *testing.T) {
+		t.Run(e.transport+"/"+e.wait.String()+"/"+e.path+"/"+FormatSize(e.size), func(t *testing.T) {
 			e.launcher, e.pingCPU, e.pongCPU = l, -1, -1
 			if runtime.NumCPU() >= 2 {
 				e.pingCPU, e.pongCPU = 0, 1 // spinners must not share a CPU
@@ -59,7 +60,7 @@ func TestTimedLoopAllocs(t *testing.T) {
 				t.Fatal(err)
 			}
 			var allocs float64
-			if inProcess(e.transport) && (e.wait == "spin" || e.transport == TRawSpinIntra) {
+			if inProcess(e.transport) && (e.wait == kind.WaitSpin || e.transport == TRawSpinIntra) {
 				var a, b runtime.MemStats
 				runtime.ReadMemStats(&a)
 				err = timedLoop(s.ping, 500, 0, h, &seq)

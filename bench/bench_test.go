@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hilrig/hilrig/bench"
+	"github.com/hilrig/hilrig/internal/kind"
 	"github.com/hilrig/hilrig/netns"
 )
 
@@ -299,15 +300,15 @@ func TestCancelKillsChildren(t *testing.T) {
 func TestMiddlewareTransports(t *testing.T) {
 	noLeftovers(t)
 	cases := []bench.PingPongConfig{
-		{Transport: bench.TShm, Wait: "spin", Path: "copy"},
-		{Transport: bench.TShm, Wait: "spin", Path: "loan"},
-		{Transport: bench.TShm, Wait: "futex", Path: "copy"},
-		{Transport: bench.TShm, Wait: "hybrid", Path: "loan"},
-		{Transport: bench.TIntra, Wait: "spin", Path: "copy"},
-		{Transport: bench.TIntra, Wait: "futex", Path: "loan"},
-		{Transport: bench.TUDP, Wait: "futex", Path: "copy"},
-		{Transport: bench.TUDP, Wait: "futex", Path: "copy", Reliable: true, Depth: 1, KeepLast: true},
-		{Transport: bench.TUDP, Wait: "futex", Path: "copy", Reliable: true, Depth: 1, KeepLast: true, Dedicated: true},
+		{Transport: bench.TShm, Wait: kind.WaitSpin, Path: "copy"},
+		{Transport: bench.TShm, Wait: kind.WaitSpin, Path: "loan"},
+		{Transport: bench.TShm, Wait: kind.WaitFutex, Path: "copy"},
+		{Transport: bench.TShm, Wait: kind.WaitHybrid, Path: "loan"},
+		{Transport: bench.TIntra, Wait: kind.WaitSpin, Path: "copy"},
+		{Transport: bench.TIntra, Wait: kind.WaitFutex, Path: "loan"},
+		{Transport: bench.TUDP, Wait: kind.WaitFutex, Path: "copy"},
+		{Transport: bench.TUDP, Wait: kind.WaitFutex, Path: "copy", Reliable: true, Depth: 1, KeepLast: true},
+		{Transport: bench.TUDP, Wait: kind.WaitFutex, Path: "copy", Reliable: true, Depth: 1, KeepLast: true, Dedicated: true},
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("%s/%s/%s/reliable=%t/keep-last=%t/dedicated=%t", c.Transport, c.Wait, c.Path, c.Reliable, c.KeepLast, c.Dedicated), func(t *testing.T) {
@@ -337,7 +338,7 @@ func TestUDPAcrossNamespaces(t *testing.T) {
 	before, _ := netns.ListOwn()
 	for _, tr := range []string{bench.TRawUDP, bench.TUDP} {
 		t.Run(tr, func(t *testing.T) {
-			rep, err := bench.PingPong(t.Context(), bench.PingPongConfig{Transport: tr, Wait: "futex", NetNS: true,
+			rep, err := bench.PingPong(t.Context(), bench.PingPongConfig{Transport: tr, Wait: kind.WaitFutex, NetNS: true,
 				Sizes: []int{16}, RoundTrips: 200, Warmup: 20, Launcher: launcher(t)})
 			if err != nil {
 				t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/hilrig/hilrig/internal/cli"
+	"github.com/hilrig/hilrig/internal/kind"
 )
 
 // Main is "hilrig bench": it parses args (the sub-command and its flags),
@@ -108,7 +109,7 @@ func mainPingPong(ctx context.Context, l Launcher, args []string, stdout, stderr
 	fs.SetOutput(stderr)
 	var c PingPongConfig
 	fs.StringVar(&c.Transport, "transport", TShm, "transport: "+strings.Join(Transports, ", "))
-	fs.StringVar(&c.Wait, "wait", "spin", "middleware wait strategy: spin, futex, hybrid")
+	fs.TextVar(&c.Wait, "wait", kind.WaitSpin, "middleware wait strategy: spin, futex, hybrid")
 	fs.StringVar(&c.Path, "path", "copy", "middleware publish path: copy (Send) or loan (zero-copy)")
 	fs.Var(sizeFlag{&c.Sizes}, "size", "payload size, repeatable or comma list (16,1KiB,64KiB,1MiB,10MiB); default 16")
 	fs.IntVar(&c.RoundTrips, "n", 20000, "timed round trips per size")

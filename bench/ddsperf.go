@@ -19,6 +19,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/hilrig/hilrig/internal/kind"
 	"github.com/hilrig/hilrig/netns"
 )
 
@@ -406,7 +407,7 @@ func DDSPerf(ctx context.Context, c DDSPerfConfig) (*DDSPerfReport, error) {
 		// before; the default window 16 acknowledges every 8th message.
 		// Both are reported beside it.
 		for _, v := range ddsVariants {
-			pr, err := PingPong(ctx, PingPongConfig{Transport: TUDP, Wait: "futex", Reliable: true, Depth: v.depth, KeepLast: v.keepLast, Dedicated: v.dedicated,
+			pr, err := PingPong(ctx, PingPongConfig{Transport: TUDP, Wait: kind.WaitFutex, Reliable: true, Depth: v.depth, KeepLast: v.keepLast, Dedicated: v.dedicated,
 				Sizes: []int{size}, RoundTrips: n, Warmup: min(n/10, 1000), Pin: c.Pin, PingCPU: ping, PongCPU: pong, NetNS: c.NetNS, Launcher: c.Launcher})
 			if err != nil {
 				return nil, err

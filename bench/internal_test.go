@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/hilrig/hilrig/bench/internal/sys"
+	"github.com/hilrig/hilrig/internal/kind"
 	"github.com/hilrig/hilrig/netns/netnstest"
 )
 
@@ -175,17 +176,17 @@ func BenchmarkPingPong(b *testing.B) {
 	}
 	for _, e := range []endSpec{
 		{transport: TRawSpin},
-		{transport: TShm, wait: "spin", path: "copy"},
-		{transport: TShm, wait: "spin", path: "loan"},
+		{transport: TShm, wait: kind.WaitSpin, path: "copy"},
+		{transport: TShm, wait: kind.WaitSpin, path: "loan"},
 		{transport: TRawFutex},
-		{transport: TShm, wait: "futex", path: "copy"},
+		{transport: TShm, wait: kind.WaitFutex, path: "copy"},
 		{transport: TRawUDP, dgram: 1472},
-		{transport: TUDP, wait: "futex", path: "copy"},
+		{transport: TUDP, wait: kind.WaitFutex, path: "copy"},
 	} {
 		for _, size := range []int{16, 1 << 20} {
 			name := "transport=" + e.transport
-			if e.wait != "" {
-				name += "/wait=" + e.wait + "/path=" + e.path
+			if isMiddleware(e.transport) {
+				name += "/wait=" + e.wait.String() + "/path=" + e.path
 			}
 			b.Run(name+"/size="+FormatSize(size), func(b *testing.B) {
 				e.size, e.launcher, e.pingCPU, e.pongCPU = size, Launcher{Exe: exe}, -1, -1

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hilrig/hilrig/internal/kind"
 	"github.com/hilrig/hilrig/netns"
 )
 
@@ -47,23 +48,23 @@ func (l Launcher) command(ctx context.Context, ns *netns.NS, extra ...string) (*
 
 // childSpec is everything the other end needs, passed as one JSON argument.
 type childSpec struct {
-	Role       string `json:"role"` // "pong" or "sink"
-	Transport  string `json:"transport"`
-	Wait       string `json:"wait,omitempty"`
-	Path       string `json:"path,omitempty"`
-	Size       int    `json:"size"`
-	CPU        int    `json:"cpu"`
-	Reliable   bool   `json:"reliable,omitempty"`
-	Domain     string `json:"domain,omitempty"`
-	ShmDir     string `json:"shm_dir,omitempty"`
-	ChildIP    string `json:"child_ip,omitempty"`
-	ParentAddr string `json:"parent_addr,omitempty"`
-	Dgram      int    `json:"dgram,omitempty"`
-	Depth      int    `json:"depth,omitempty"`     // contract history depth (0: the bench's 1)
-	KeepLast   bool   `json:"keep_last,omitempty"` // udp reliable: keep-last history
-	Dedicated  bool   `json:"dedicated,omitempty"` // udp: dedicated reader (UDPConfig.DedicatedReader)
-	GSO        bool   `json:"gso,omitempty"`       // raw-udp: GSO runs and UDP_GRO reads (udpMsg)
-	KeyFile    string `json:"key_file,omitempty"`  // udp: domain key file (NodeOptions.UDPKeyFile)
+	Role       string    `json:"role"` // "pong" or "sink"
+	Transport  string    `json:"transport"`
+	Wait       kind.Wait `json:"wait,omitempty"` // omitted: futex
+	Path       string    `json:"path,omitempty"`
+	Size       int       `json:"size"`
+	CPU        int       `json:"cpu"`
+	Reliable   bool      `json:"reliable,omitempty"`
+	Domain     string    `json:"domain,omitempty"`
+	ShmDir     string    `json:"shm_dir,omitempty"`
+	ChildIP    string    `json:"child_ip,omitempty"`
+	ParentAddr string    `json:"parent_addr,omitempty"`
+	Dgram      int       `json:"dgram,omitempty"`
+	Depth      int       `json:"depth,omitempty"`     // contract history depth (0: the bench's 1)
+	KeepLast   bool      `json:"keep_last,omitempty"` // udp reliable: keep-last history
+	Dedicated  bool      `json:"dedicated,omitempty"` // udp: dedicated reader (UDPConfig.DedicatedReader)
+	GSO        bool      `json:"gso,omitempty"`       // raw-udp: GSO runs and UDP_GRO reads (udpMsg)
+	KeyFile    string    `json:"key_file,omitempty"`  // udp: domain key file (NodeOptions.UDPKeyFile)
 }
 
 // readyMsg is the child's first stdout line.

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/hilrig/hilrig/bench/internal/sys"
-	"github.com/hilrig/hilrig/middleware"
+	"github.com/hilrig/hilrig/internal/kind"
 )
 
 // PingPongConfig configures [PingPong]. Zero values are documented per
@@ -18,9 +18,11 @@ import (
 type PingPongConfig struct {
 	// Transport is one of [Transports].
 	Transport string
-	// Wait is the middleware subscriber wait strategy: spin (default),
-	// futex or hybrid. Ignored by the baselines (their name says it).
-	Wait string
+	// Wait is the middleware subscriber wait strategy. The zero value is
+	// futex, as everywhere else (agentproto, the middleware); hilrig
+	// bench's --wait defaults to spin. Ignored by the baselines (their
+	// name says it).
+	Wait kind.Wait
 	// Path is the middleware publish path: copy (default, Send) or loan.
 	Path string
 	// Sizes are payload sizes in bytes (>= 8: the first 8 carry the
@@ -88,9 +90,6 @@ func (c *PingPongConfig) Defaults() {
 	if !c.Pin {
 		c.PingCPU, c.PongCPU = -1, -1
 	}
-	if c.Wait == "" {
-		c.Wait = "spin"
-	}
 	if c.Path == "" {
 		c.Path = "copy"
 	}
@@ -117,7 +116,7 @@ func (c *PingPongConfig) Validate() error {
 	if !ok {
 		return fmt.Errorf("%w: --transport %q: want one of %v", ErrUsage, c.Transport, Transports)
 	}
-	if _, err := waitStrategy(c.Wait); err != nil {
+	if err := checkWait(c.Wait); err != nil {
 		return err
 	}
 	if c.Path != "copy" && c.Path != "loan" {
@@ -158,15 +157,15 @@ func (c *PingPongConfig) Validate() error {
 // strategy w in compare mode: shm spin ↔ raw-spin, shm futex/hybrid ↔
 // raw-futex, udp ↔ raw-udp, intra spin ↔ raw-spin-intra, intra
 // futex/hybrid ↔ chan. A baseline's own baseline is itself.
-func Baseline(t, w string) string {
+func Baseline(t string, w kind.Wait) string {
 	switch t {
 	case TShm:
-		if ws, _ := waitStrategy(w); ws == middleware.WaitSpin {
+		if w == kind.WaitSpin {
 			return TRawSpin
 		}
 		return TRawFutex
 	case TIntra:
-		if ws, _ := waitStrategy(w); ws == middleware.WaitSpin {
+		if w == kind.WaitSpin {
 			return TRawSpinIntra
 		}
 		return TChan
@@ -405,7 +404,7 @@ func (c *PingPongConfig) result(t string, size int, h *hist, rounds []int64) Res
 	r := Result{Transport: t, Size: size, NetNS: c.NetNS && (t == TUDP || t == TRawUDP), RTT: h.percentiles(), RoundP50: rounds,
 		Auth: t == TUDP && c.KeyFile != ""}
 	if isMiddleware(t) {
-		r.Wait, r.Path, r.Reliable, r.Depth = c.Wait, c.Path, c.Reliable, max(c.Depth, 1)
+		r.Wait, r.Path, r.Reliable, r.Depth = c.Wait.String(), c.Path, c.Reliable, max(c.Depth, 1)
 		r.KeepLast = c.KeepLast && c.Reliable && t == TUDP
 		r.Dedicated = c.Dedicated && t == TUDP
 	}

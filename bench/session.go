@@ -53,8 +53,8 @@ type ponger interface {
 // endSpec is what one session needs (shared by pingpong and throughput).
 type endSpec struct {
 	transport string
-	wait      string // spin|futex|hybrid (middleware)
-	path      string // copy|loan (middleware)
+	wait      kind.Wait // middleware ends only
+	path      string    // copy|loan (middleware)
 	size      int
 	reliable  bool
 	netns     bool
@@ -163,25 +163,17 @@ func (s *session) startChild(e endSpec, spec childSpec, files []*os.File, ns *ne
 	return p.ready(30 * time.Second)
 }
 
-// waitStrategy decodes a --wait flag: the bench's default is spin (not
-// the agent's futex), the names are the wait type's own.
-func waitStrategy(w string) (middleware.WaitStrategy, error) {
-	if w == "" {
-		return middleware.WaitSpin, nil
+// checkWait refuses a wait strategy outside the enumeration (a value set
+// by code, not decoded: decoding already refuses unknown text).
+func checkWait(w kind.Wait) error {
+	if _, err := w.MarshalText(); err != nil {
+		return fmt.Errorf("%w: --wait: %w", ErrUsage, err)
 	}
-	v, err := kind.ParseWait(w)
-	if err != nil {
-		return 0, fmt.Errorf("%w: --wait: %w", ErrUsage, err)
-	}
-	return v, nil
+	return nil
 }
 
 func (e endSpec) mwOptions() (mwOptions, error) {
-	w, err := waitStrategy(e.wait)
-	if err != nil {
-		return mwOptions{}, err
-	}
-	o := mwOptions{wait: w, reliable: e.reliable, loan: e.path == "loan", size: e.size, depth: e.depth, keepLast: e.keepLast, dedicated: e.dedicated}
+	o := mwOptions{wait: e.wait, reliable: e.reliable, loan: e.path == "loan", size: e.size, depth: e.depth, keepLast: e.keepLast, dedicated: e.dedicated}
 	switch e.transport {
 	case TShm:
 		o.transport = middleware.TransportShm

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hilrig/hilrig/bench/internal/sys"
+	"github.com/hilrig/hilrig/internal/kind"
 	"github.com/hilrig/hilrig/middleware"
 )
 
@@ -27,7 +28,7 @@ type ThroughputConfig struct {
 	Path string
 	// Wait is the sink's wait strategy (default futex: a sink that sleeps
 	// when idle, as a real consumer would).
-	Wait string
+	Wait kind.Wait
 	// Duration of each measurement (default 1 s).
 	Duration time.Duration
 	// BigSize and SmallSize default to 1 MiB and 16 B.
@@ -110,9 +111,6 @@ func (c *ThroughputConfig) defaults() {
 	if c.Path == "" {
 		c.Path = "copy"
 	}
-	if c.Wait == "" {
-		c.Wait = "futex"
-	}
 	if c.Duration == 0 {
 		c.Duration = time.Second
 	}
@@ -143,7 +141,7 @@ func (c *ThroughputConfig) validate() error {
 	if c.Depth < 0 || c.Depth > 64 {
 		return fmt.Errorf("%w: --depth %d: want 1..64", ErrUsage, c.Depth)
 	}
-	if _, err := waitStrategy(c.Wait); err != nil {
+	if err := checkWait(c.Wait); err != nil {
 		return err
 	}
 	if c.SmallSize < 8 || c.BigSize < 8 {
@@ -643,7 +641,7 @@ func mainThroughput(ctx context.Context, l Launcher, args []string, stdout, stde
 	var c ThroughputConfig
 	tr := fs.String("transport", "shm,udp", "transports to measure: shm, udp (comma list)")
 	fs.StringVar(&c.Path, "path", "copy", "shm publish path for the big messages: copy or loan")
-	fs.StringVar(&c.Wait, "wait", "futex", "sink wait strategy: spin, futex, hybrid")
+	fs.TextVar(&c.Wait, "wait", kind.WaitFutex, "sink wait strategy: spin, futex, hybrid")
 	fs.DurationVar(&c.Duration, "duration", time.Second, "length of each measurement")
 	var big, small []int
 	fs.Var(sizeFlag{&big}, "big", "reliable stream message size (default 1MiB)")

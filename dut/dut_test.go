@@ -15,6 +15,7 @@ import (
 	"github.com/hilrig/hilrig/deploy"
 	"github.com/hilrig/hilrig/dut"
 	"github.com/hilrig/hilrig/fixtures"
+	"github.com/hilrig/hilrig/gpio"
 	"github.com/hilrig/hilrig/gpio/gpiosim"
 	"github.com/hilrig/hilrig/internal/testkit"
 	"github.com/hilrig/hilrig/report"
@@ -102,9 +103,9 @@ func setup(t *testing.T) (*fixtures.Rack, dut.Placement) {
 	t.Cleanup(func() { _ = chip.Remove() })
 	// A domain of the test's own, within the middleware's 32 bytes.
 	pl := dut.Placement{Domain: fmt.Sprintf("duttest%d-%d", os.Getpid(), domains.Add(1)),
-		Chip: func(c string) string {
+		Chip: func(c gpio.Chip) gpio.Chip {
 			if c == "sim:t" {
-				return "sim:" + name
+				return gpio.Chip("sim:" + name)
 			}
 			return c
 		}}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hilrig/hilrig/deploy"
 	"github.com/hilrig/hilrig/fixtures"
+	"github.com/hilrig/hilrig/internal/kind"
 	"github.com/hilrig/hilrig/internal/procstat"
 	"github.com/hilrig/hilrig/internal/tailbuf"
 )
@@ -27,13 +28,13 @@ type Placement struct {
 	Domain string
 	// Chip maps a rack chip name to the chip the run uses (a sim chip's
 	// run-unique name); nil: names as written.
-	Chip func(rackChip string) string
+	Chip func(rackChip kind.Chip) kind.Chip
 	// Netns maps a rack namespace name to the namespace the rig made;
 	// nil or not found: the name as written.
 	Netns func(logical string) (string, bool)
 }
 
-func (pl Placement) chip(c string) string {
+func (pl Placement) chip(c kind.Chip) kind.Chip {
 	if pl.Chip == nil {
 		return c
 	}
@@ -145,7 +146,7 @@ func Env(d *fixtures.DUT, pl Placement) []string {
 	for _, p := range append(append([]fixtures.DUTPort{}, d.Inputs...), d.Outputs...) {
 		k := "HILRIG_" + strings.NewReplacer(".", "_", "-", "_").Replace(strings.ToUpper(p.Name)) + "_"
 		if p.GPIO != nil {
-			env = append(env, k+"CHIP="+pl.chip(p.GPIO.Chip), k+"LINE="+p.GPIO.Ref(), k+"ACTIVE_LOW="+strconv.FormatBool(p.GPIO.ActiveLow))
+			env = append(env, k+"CHIP="+pl.chip(p.GPIO.Chip).String(), k+"LINE="+p.GPIO.Ref(), k+"ACTIVE_LOW="+strconv.FormatBool(p.GPIO.ActiveLow))
 			continue
 		}
 		env = append(env, k+"TOPIC="+p.Topic, k+"PAYLOAD="+strconv.Itoa(p.PayloadOrDefault()), k+"DEPTH="+strconv.Itoa(TopicDepth))

@@ -25,7 +25,7 @@ func Chips(ctx context.Context) ([]ChipInfo, error) {
 	for _, n := range names {
 		c, err := gpiosim.Open(n)
 		if err != nil {
-			out = append(out, ChipInfo{Name: SimPrefix + n, Path: gpiosim.Path("", n), Label: err.Error()})
+			out = append(out, ChipInfo{Name: SimChip(n).String(), Path: gpiosim.Path("", n), Label: err.Error()})
 			continue
 		}
 		out = append(out, c.Info())

@@ -17,6 +17,7 @@ func TestErrorTexts(t *testing.T) {
 	ctx := context.Background()
 	sim := gpiotest.NewSim(t, gpiosim.Config{Lines: 4, Group: "gpio-lab"})
 	chip := sim.Chip()
+	chipS := chip.String()
 	line := func(l string) gpio.LineSpec { return gpio.LineSpec{Chip: chip, Line: l} }
 
 	tests := []struct {
@@ -34,27 +35,27 @@ func TestErrorTexts(t *testing.T) {
 		{name: "chip missing (real label)", spec: gpio.LineSpec{Chip: "no-such-label", Line: "3"},
 			want: gpio.ErrChipMissing, texts: []string{"no-such-label", "line 3", "no chip has this label"}},
 		{name: "chip missing (fault switch)", setup: fault(sim, gpiosim.FaultMissing), spec: line("1"),
-			want: gpio.ErrChipMissing, texts: []string{chip, "line 1", "gpio chip not found", "unplugged"}},
+			want: gpio.ErrChipMissing, texts: []string{chipS, "line 1", "gpio chip not found", "unplugged"}},
 		{name: "chip missing on watch", setup: fault(sim, gpiosim.FaultMissing), spec: line("1"), watch: true,
-			want: gpio.ErrChipMissing, texts: []string{chip, "gpio chip not found"}},
+			want: gpio.ErrChipMissing, texts: []string{chipS, "gpio chip not found"}},
 		{name: "offset out of range", spec: line("4"),
-			want: gpio.ErrOffsetRange, texts: []string{chip, "line 4", "out of range", "4 lines (0..3)"}},
+			want: gpio.ErrOffsetRange, texts: []string{chipS, "line 4", "out of range", "4 lines (0..3)"}},
 		{name: "offset out of range on watch", spec: line("9"), watch: true,
-			want: gpio.ErrOffsetRange, texts: []string{chip, "line 9", "out of range"}},
+			want: gpio.ErrOffsetRange, texts: []string{chipS, "line 9", "out of range"}},
 		{name: "line name not found", spec: line("NOPE"),
-			want: gpio.ErrLineNotFound, texts: []string{chip, `line "NOPE"`, "not found"}},
+			want: gpio.ErrLineNotFound, texts: []string{chipS, `line "NOPE"`, "not found"}},
 		{name: "line busy", setup: func(t *testing.T) {
 			if err := sim.C.SetLineBusy(2, "kernel-led-driver"); err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { sim.C.SetLineBusy(2, "") })
-		}, spec: line("2"), want: gpio.ErrBusy, texts: []string{chip, "line 2", "busy", `held by consumer "kernel-led-driver"`}},
+		}, spec: line("2"), want: gpio.ErrBusy, texts: []string{chipS, "line 2", "busy", `held by consumer "kernel-led-driver"`}},
 		{name: "permission denied", setup: fault(sim, gpiosim.FaultPermission), spec: line("1"),
-			want: gpio.ErrPermission, texts: []string{chip, "line 1", "permission denied", `group "gpio-lab"`, "usermod -aG gpio-lab"}},
+			want: gpio.ErrPermission, texts: []string{chipS, "line 1", "permission denied", `group "gpio-lab"`, "usermod -aG gpio-lab"}},
 		{name: "permission denied on watch", setup: fault(sim, gpiosim.FaultPermission), spec: line("1"), watch: true,
-			want: gpio.ErrPermission, texts: []string{chip, `group "gpio-lab"`}},
+			want: gpio.ErrPermission, texts: []string{chipS, `group "gpio-lab"`}},
 		{name: "kernel too old", setup: fault(sim, gpiosim.FaultKernelTooOld), spec: line("1"),
-			want: gpio.ErrKernelTooOld, texts: []string{chip, "line 1", "uAPI v2", "5.10"}},
+			want: gpio.ErrKernelTooOld, texts: []string{chipS, "line 1", "uAPI v2", "5.10"}},
 		{name: "invalid spec", spec: gpio.LineSpec{Chip: chip}, want: gpio.ErrInvalidSpec, texts: []string{"field line is empty"}},
 	}
 	for _, tc := range tests {
@@ -116,7 +117,7 @@ func TestTinyBufferFault(t *testing.T) {
 	if !errors.As(err, &oe) || oe.Dropped != 8 || e.LineSeqno != 9 {
 		t.Fatalf("err = %v, edge %v: want 8 dropped and edge 9 returned", err, e)
 	}
-	for _, s := range []string{sim.Chip(), "line 0", "8 edge events dropped"} {
+	for _, s := range []string{sim.Chip().String(), "line 0", "8 edge events dropped"} {
 		if !strings.Contains(err.Error(), s) {
 			t.Errorf("overflow error %q lacks %q", err, s)
 		}

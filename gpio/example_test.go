@@ -23,7 +23,7 @@ func ExampleWatch() {
 	defer chip.Remove()
 	ctx := context.Background()
 
-	tx := gpio.LineSpec{Chip: "sim:" + name, Line: "TX", Consumer: "sender"}
+	tx := gpio.LineSpec{Chip: gpio.SimChip(name), Line: "TX", Consumer: "sender"}
 	w, err := gpio.Watch(ctx, tx)
 	if err != nil {
 		fmt.Println(err)

@@ -2,6 +2,7 @@ package gpio_test
 
 import (
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -83,7 +84,7 @@ func TestPairEdges(t *testing.T) {
 				idx = append(idx, p.Index)
 				del = append(del, p.DelayNs/1000)
 			}
-			if !eqU(idx, tc.wantPairs) || !eqI(del, tc.wantDelaysUs) {
+			if !slices.Equal(idx, tc.wantPairs) || !slices.Equal(del, tc.wantDelaysUs) {
 				t.Fatalf("pairs %v delays %vµs, want %v %vµs", idx, del, tc.wantPairs, tc.wantDelaysUs)
 			}
 			var um []string
@@ -126,30 +127,6 @@ func TestSplitLines(t *testing.T) {
 	if len(s) != 2 || len(r) != 1 || s[1].TimestampNs != 3 {
 		t.Fatalf("split %v / %v", s, r)
 	}
-}
-
-func eqU(a, b []uint64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
-func eqI(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func itoa(v int64) string {

@@ -6,10 +6,19 @@ import (
 	"strings"
 
 	"github.com/hilrig/hilrig/gpio/internal/core"
+	"github.com/hilrig/hilrig/internal/kind"
 )
 
 // SimPrefix marks a chip reference as a simulated chip: "sim:NAME".
-const SimPrefix = "sim:"
+const SimPrefix = kind.SimPrefix
+
+// Chip is a chip reference: a name ("gpiochip0"), path
+// ("/dev/gpiochip0"), label, or a simulated chip "sim:NAME"; see
+// kind.Chip, which decides once whether it is simulated (Sim, IsSim).
+type Chip = kind.Chip
+
+// SimChip returns the reference of the simulated chip name ("sim:NAME").
+func SimChip(name string) Chip { return kind.SimChip(name) }
 
 // DefaultConsumer is the consumer label used when a spec sets none.
 const DefaultConsumer = "hilrig"
@@ -30,7 +39,7 @@ const DefaultConsumer = "hilrig"
 type LineSpec struct {
 	// Chip is a chip name ("gpiochip0"), path ("/dev/gpiochip0"), label
 	// ("pinctrl-bcm2711") or simulated chip ("sim:rack").
-	Chip string `yaml:"chip" json:"chip"`
+	Chip kind.Chip `yaml:"chip" json:"chip"`
 	// Line is the offset ("17") or the line name ("GPIO17", "MARK_TX").
 	Line string `yaml:"line" json:"line"`
 	// ActiveLow makes the active (marked) level the low voltage.
@@ -60,7 +69,7 @@ func (s *LineSpec) UnmarshalText(b []byte) error {
 	if i <= 0 || i == len(head)-1 {
 		return fmt.Errorf("gpio: line spec %q: want CHIP/LINE[,options], e.g. gpiochip0/17 or sim:rack/3: %w", text, ErrInvalidSpec)
 	}
-	ls := LineSpec{Chip: strings.TrimSpace(head[:i]), Line: strings.TrimSpace(head[i+1:])}
+	ls := LineSpec{Chip: kind.Chip(strings.TrimSpace(head[:i])), Line: strings.TrimSpace(head[i+1:])}
 	for _, o := range parts[1:] {
 		o = strings.TrimSpace(o)
 		switch {
@@ -91,7 +100,7 @@ func (s LineSpec) MarshalText() ([]byte, error) { return []byte(s.String()), nil
 // String returns the compact text form, e.g. "sim:rack/3,active-low".
 func (s LineSpec) String() string {
 	var b strings.Builder
-	b.WriteString(s.Chip)
+	b.WriteString(s.Chip.String())
 	b.WriteByte('/')
 	b.WriteString(s.Line)
 	if s.ActiveLow {
@@ -112,7 +121,7 @@ func (s LineSpec) String() string {
 // offending field.
 func (s LineSpec) Validate() error {
 	switch {
-	case s.Chip == "" || s.Chip == SimPrefix:
+	case !s.Chip.Valid():
 		return fmt.Errorf("gpio: line spec %q: field chip is empty: %w", s.String(), ErrInvalidSpec)
 	case s.Line == "":
 		return fmt.Errorf("gpio: line spec %q: field line is empty (want an offset or a line name): %w", s.String(), ErrInvalidSpec)
@@ -128,13 +137,17 @@ func (s LineSpec) Validate() error {
 }
 
 // IsSim reports whether the spec names a simulated chip.
-func (s LineSpec) IsSim() bool { return strings.HasPrefix(s.Chip, SimPrefix) }
+func (s LineSpec) IsSim() bool { return s.Chip.IsSim() }
 
 func (s LineSpec) request() (core.Request, error) {
 	if err := s.Validate(); err != nil {
 		return core.Request{}, err
 	}
-	r := core.Request{Chip: strings.TrimPrefix(s.Chip, SimPrefix), Offset: -1, ActiveLow: s.ActiveLow,
+	chip := s.Chip.String()
+	if name, ok := s.Chip.Sim(); ok {
+		chip = name
+	}
+	r := core.Request{Chip: chip, Offset: -1, ActiveLow: s.ActiveLow,
 		Drive: s.Drive, Consumer: s.Consumer}
 	if r.Consumer == "" {
 		r.Consumer = DefaultConsumer

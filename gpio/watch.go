@@ -104,7 +104,7 @@ func WatchWith(ctx context.Context, opts *WatchOptions, specs ...LineSpec) (*Wat
 		}
 		b = w
 	}
-	return &Watcher{b: b, chip: specs[0].Chip}, nil
+	return &Watcher{b: b, chip: specs[0].Chip.String()}, nil
 }
 
 // ReadEdge blocks until an edge is available, ctx is done (returns

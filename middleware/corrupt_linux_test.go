@@ -211,6 +211,41 @@ func writeAt(t *testing.T, path string, off int64, b []byte) {
 // finish closes the publisher's stdin, waits for both helpers to end
 // and removes the segment (two ends closing at once may each leave it to
 // the other).
+// startCorruptPair starts, on a fresh domain, a subscriber helper
+// expecting subN messages (extra env added) and waits for it to be
+// ready, then a publisher helper of pubN (0: streaming) and waits for its
+// pubReady line; it returns the topic's segment path.
+func startCorruptPair(t *testing.T, c middleware.Contract, subN, pubN int, pubReady string, subEnv ...string) (path string, pub, sub *corruptProc) {
+	t.Helper()
+	d := testDomain(t)
+	path = middleware.SegmentPath("", d, c.Topic)
+	sub = startCorruptProc(t, "csub", append(helperEnvFor(d, c, subN), subEnv...)...)
+	sub.line(t, "ready", 20*time.Second)
+	pub = startCorruptProc(t, "cpub", helperEnvFor(d, c, pubN)...)
+	pub.line(t, pubReady, 20*time.Second)
+	return path, pub, sub
+}
+
+// resultCorrupt waits for p's result line and wants it an ErrCorrupt
+// naming path.
+func resultCorrupt(t *testing.T, who string, p *corruptProc, path string) string {
+	t.Helper()
+	res := p.line(t, "result", 15*time.Second)
+	wantCorrupt(t, who, res, path)
+	return res
+}
+
+// bothCorrupt wants the subscriber's and then the publisher's result an
+// ErrCorrupt naming path, logs both and finishes the pair.
+func bothCorrupt(t *testing.T, path string, pub, sub *corruptProc) {
+	t.Helper()
+	res := resultCorrupt(t, "subscriber", sub, path)
+	pres := resultCorrupt(t, "publisher", pub, path)
+	t.Log(res)
+	t.Log(pres)
+	finish(t, path, pub, sub)
+}
+
 func finish(t *testing.T, path string, procs ...*corruptProc) {
 	t.Helper()
 	for _, p := range procs {
@@ -251,16 +286,10 @@ func TestCorruptHeadWord(t *testing.T) {
 		0x0000000000010003, // position 1: behind what was read
 	} {
 		t.Run(fmt.Sprintf("%#x", val), func(t *testing.T) {
-			d := testDomain(t)
-			path := middleware.SegmentPath("", d, c.Topic)
-			sub := startCorruptProc(t, "csub", helperEnvFor(d, c, 5)...)
-			sub.line(t, "ready", 20*time.Second)
-			pub := startCorruptProc(t, "cpub", helperEnvFor(d, c, 5)...)
-			pub.line(t, "published", 20*time.Second)
+			path, pub, sub := startCorruptPair(t, c, 5, 5, "published")
 			sub.line(t, "got 5", 20*time.Second)
 			writeAt(t, path, 320, le64(val))
-			res := sub.line(t, "result", 15*time.Second)
-			wantCorrupt(t, "subscriber", res, path)
+			res := resultCorrupt(t, "subscriber", sub, path)
 			t.Log(res)
 			finish(t, path, pub, sub)
 		})
@@ -279,16 +308,10 @@ func TestCorruptRingEntry(t *testing.T) {
 		0x000000000001ffff, // position 1, slot far outside the pool
 	} {
 		t.Run(fmt.Sprintf("%#x", val), func(t *testing.T) {
-			d := testDomain(t)
-			path := middleware.SegmentPath("", d, c.Topic)
-			sub := startCorruptProc(t, "csub", append(helperEnvFor(d, c, 3), "HILRIG_GATE=1")...)
-			sub.line(t, "ready", 20*time.Second)
-			pub := startCorruptProc(t, "cpub", helperEnvFor(d, c, 3)...)
-			pub.line(t, "published", 20*time.Second)
+			path, pub, sub := startCorruptPair(t, c, 3, 3, "published", "HILRIG_GATE=1")
 			writeAt(t, path, 2560, le64(val))
 			fmt.Fprintln(sub.in, "go")
-			res := sub.line(t, "result", 15*time.Second)
-			wantCorrupt(t, "subscriber", res, path)
+			res := resultCorrupt(t, "subscriber", sub, path)
 			t.Log(res)
 			finish(t, path, pub, sub)
 		})
@@ -305,12 +328,7 @@ func TestCorruptSubscriberTable(t *testing.T) {
 		c := corruptContract
 		c.Reliability = rel
 		t.Run(fmt.Sprint("reliable=", rel == middleware.Reliable), func(t *testing.T) {
-			d := testDomain(t)
-			path := middleware.SegmentPath("", d, c.Topic)
-			sub := startCorruptProc(t, "csub", helperEnvFor(d, c, 200)...)
-			sub.line(t, "ready", 20*time.Second)
-			pub := startCorruptProc(t, "cpub", helperEnvFor(d, c, 0)...)
-			pub.line(t, "ready", 20*time.Second)
+			path, pub, sub := startCorruptPair(t, c, 200, 0, "ready")
 			sub.line(t, "got 200", 20*time.Second)
 			rng := rand.New(rand.NewPCG(14, 6))
 			table := make([]byte, 2048)
@@ -318,13 +336,7 @@ func TestCorruptSubscriberTable(t *testing.T) {
 				table[i] = byte(rng.Uint32())
 			}
 			writeAt(t, path, 512, table)
-			res := sub.line(t, "result", 15*time.Second)
-			wantCorrupt(t, "subscriber", res, path)
-			pres := pub.line(t, "result", 15*time.Second)
-			wantCorrupt(t, "publisher", pres, path)
-			t.Log(res)
-			t.Log(pres)
-			finish(t, path, pub, sub)
+			bothCorrupt(t, path, pub, sub)
 		})
 	}
 }
@@ -335,23 +347,12 @@ func TestCorruptTruncatedLive(t *testing.T) {
 	c := corruptContract
 	for _, size := range []int64{0, 4096, 4096 + 3*2112} {
 		t.Run(fmt.Sprint(size, " bytes"), func(t *testing.T) {
-			d := testDomain(t)
-			path := middleware.SegmentPath("", d, c.Topic)
-			sub := startCorruptProc(t, "csub", helperEnvFor(d, c, 200)...)
-			sub.line(t, "ready", 20*time.Second)
-			pub := startCorruptProc(t, "cpub", helperEnvFor(d, c, 0)...)
-			pub.line(t, "ready", 20*time.Second)
+			path, pub, sub := startCorruptPair(t, c, 200, 0, "ready")
 			sub.line(t, "got 200", 20*time.Second)
 			if err := os.Truncate(path, size); err != nil {
 				t.Fatal(err)
 			}
-			res := sub.line(t, "result", 15*time.Second)
-			wantCorrupt(t, "subscriber", res, path)
-			pres := pub.line(t, "result", 15*time.Second)
-			wantCorrupt(t, "publisher", pres, path)
-			t.Log(res)
-			t.Log(pres)
-			finish(t, path, pub, sub)
+			bothCorrupt(t, path, pub, sub)
 		})
 	}
 }

@@ -66,3 +66,15 @@ func ctxT(t testing.TB, d time.Duration) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+// sendTake sends payload on pub and takes the next message on sub with
+// fn, failing tb on either error. It allocates nothing itself, so an
+// AllocsPerRun of it measures the bus.
+func sendTake(tb testing.TB, pub *middleware.Publisher, sub *middleware.Subscriber, payload []byte, fn func(*middleware.Message)) {
+	if err := pub.Send(payload); err != nil {
+		tb.Fatal(err)
+	}
+	if err := sub.Next(context.Background(), fn); err != nil {
+		tb.Fatal(err)
+	}
+}

@@ -3,7 +3,6 @@
 package middleware_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -76,20 +75,8 @@ func benchHuge(b *testing.B, dir string, size int) {
 	}
 	rbuf := make([]byte, 0, size)
 	fn := func(m *middleware.Message) { rbuf = m.CopyPayload(rbuf) }
-	ctx := context.Background()
 	const batch = 16
-	round := func(p hugePair) time.Duration {
-		t0 := time.Now()
-		for range batch {
-			if err := p.pub.Send(payload); err != nil {
-				b.Fatal(err)
-			}
-			if err := p.sub.Next(ctx, fn); err != nil {
-				b.Fatal(err)
-			}
-		}
-		return time.Since(t0)
-	}
+	round := func(p hugePair) time.Duration { return sendNext(b, p.pub, p.sub, payload, fn, batch) }
 	// Touch every slot of both rings, then check what pages they got.
 	for range (8<<20)/size/batch + 1 {
 		round(huge)
@@ -165,4 +152,14 @@ func adviseTmpfs(b *testing.B) string {
 		}
 	})
 	return dir
+}
+
+// sendNext sends payload and takes it with fn, n times in turn, and
+// returns how long that took (wall clock); it fails b on an error.
+func sendNext(b *testing.B, pub *middleware.Publisher, sub *middleware.Subscriber, payload []byte, fn func(*middleware.Message), n int) time.Duration {
+	t0 := time.Now()
+	for range n {
+		sendTake(b, pub, sub, payload, fn)
+	}
+	return time.Since(t0)
 }

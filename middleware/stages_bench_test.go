@@ -3,7 +3,6 @@
 package middleware_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -46,21 +45,9 @@ func BenchmarkStageStamps(b *testing.B) {
 	}
 	on, off := mk("on", true), mk("off", false)
 	payload := make([]byte, 256)
-	ctx := context.Background()
 	fn := func(*middleware.Message) {}
 	const batch = 64
-	round := func(p pair) time.Duration {
-		t0 := time.Now()
-		for range batch {
-			if err := p.pub.Send(payload); err != nil {
-				b.Fatal(err)
-			}
-			if err := p.sub.Next(ctx, fn); err != nil {
-				b.Fatal(err)
-			}
-		}
-		return time.Since(t0)
-	}
+	round := func(p pair) time.Duration { return sendNext(b, p.pub, p.sub, payload, fn, batch) }
 	var tOff, tOn, tClock time.Duration
 	var msgs int64
 	var sink int64

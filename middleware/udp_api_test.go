@@ -220,14 +220,7 @@ func TestUDPHotPathAllocs(t *testing.T) {
 	ctx := context.Background()
 	p := make([]byte, 64)
 	fn := func(*middleware.Message) {}
-	round := func() {
-		if err := pub.Send(p); err != nil {
-			t.Fatal(err)
-		}
-		if err := sub.Next(ctx, fn); err != nil {
-			t.Fatal(err)
-		}
-	}
+	round := func() { sendTake(t, pub, sub, p, fn) }
 	for range 100 {
 		round()
 	}

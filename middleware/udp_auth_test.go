@@ -3,7 +3,6 @@
 package middleware_test
 
 import (
-	"context"
 	"errors"
 	"github.com/hilrig/hilrig/internal/testkit"
 	"os"
@@ -76,7 +75,6 @@ func TestUDPAuthenticatedTopic(t *testing.T) {
 		UDP: middleware.UDPConfig{Listen: "127.0.0.1:0", HeartbeatPeriod: time.Hour}}
 	pub, sub := udpLoop(t, n, c)
 	c.UDP.Peers = []string{sub.LocalUDPAddr().String()} // for the foreign-key publisher below
-	ctx := context.Background()
 	p := make([]byte, 64)
 	var got uint64
 	fn := func(m *middleware.Message) {
@@ -88,12 +86,7 @@ func TestUDPAuthenticatedTopic(t *testing.T) {
 	round := func() {
 		seq++
 		udpFill(p, seq)
-		if err := pub.Send(p); err != nil {
-			t.Fatal(err)
-		}
-		if err := sub.Next(ctx, fn); err != nil {
-			t.Fatal(err)
-		}
+		sendTake(t, pub, sub, p, fn)
 	}
 	for range 100 {
 		round()

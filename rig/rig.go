@@ -40,6 +40,7 @@ import (
 	"github.com/hilrig/hilrig/fixtures"
 	"github.com/hilrig/hilrig/gpio"
 	"github.com/hilrig/hilrig/gpio/gpiosim"
+	"github.com/hilrig/hilrig/internal/kind"
 	"github.com/hilrig/hilrig/middleware"
 	"github.com/hilrig/hilrig/netns"
 	"github.com/hilrig/hilrig/rig/console"
@@ -199,7 +200,7 @@ type Rig struct {
 	// simChips maps a rack's "sim:NAME" chip to the chip the rig made,
 	// "sim:NAME.<domain>": sim chips are machine-wide, so two rigs of the
 	// same rack (parallel test processes) must not share one.
-	simChips  map[string]string
+	simChips  map[kind.Chip]kind.Chip
 	vm        vmState // vm boards: the board image (vm.go)
 	scopeAddr string
 	flowSeq   atomic.Uint32
@@ -397,7 +398,7 @@ func (r *Rig) setup(ctx context.Context) error {
 		rackLines = append(append(rackLines, b.Markers...), b.Captures...)
 	}
 	for _, l := range rackLines {
-		name, ok := strings.CutPrefix(l.Chip, "sim:")
+		name, ok := l.Chip.Sim()
 		if !ok {
 			continue
 		}
@@ -407,7 +408,7 @@ func (r *Rig) setup(ctx context.Context) error {
 		}
 		lines[name] = max(lines[name], n, 8)
 	}
-	r.simChips = map[string]string{}
+	r.simChips = map[kind.Chip]kind.Chip{}
 	if len(lines) > 0 {
 		reapChipsOnce.Do(func() {
 			// What a killed rig left (its Close never ran): by label, so
@@ -425,7 +426,7 @@ func (r *Rig) setup(ctx context.Context) error {
 			return fmt.Errorf("rig: sim GPIO chip %s (as %s): %w", name, real, err)
 		}
 		r.chips = append(r.chips, c)
-		r.simChips["sim:"+name] = "sim:" + real
+		r.simChips[kind.SimChip(name)] = kind.SimChip(real)
 	}
 	return r.startScopeSim(ctx)
 }
@@ -440,7 +441,7 @@ var reapChipsOnce sync.Once
 
 // Chip returns the chip agents use for a rack chip name: the rig's own
 // instance for a "sim:NAME" chip, the name itself otherwise.
-func (r *Rig) Chip(rackChip string) string {
+func (r *Rig) Chip(rackChip kind.Chip) kind.Chip {
 	if c, ok := r.simChips[rackChip]; ok {
 		return c
 	}

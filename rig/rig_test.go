@@ -51,14 +51,7 @@ func TestSimRackShm10k(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	spec := rig.FlowSpec{Traffic: rig.Traffic{Link: "a-b-shm", Payload: 256, Count: 10000, RateHz: 20000, Send: agentproto.SendLoan, Markers: true, Window: 100 * time.Millisecond}}
-	f, err := r.Flow(ctx, spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := f.Wait(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := runFlow(ctx, t, r, spec)
 	checkZeroLoss(t, res, 10000)
 	if rack := r.Rack; rack.Claims(fixtures.CapMultiHost) {
 		a, _ := r.Agent(ctx, "board-b")
@@ -99,6 +92,17 @@ func TestSimRackUDP10k(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	spec := rig.FlowSpec{Traffic: rig.Traffic{Link: "b-c-udp", Payload: 1024, Count: 10000, RateHz: 10000}}
+	res := runFlow(ctx, t, r, spec)
+	checkZeroLoss(t, res, 10000)
+	c := res.Case("smoke", "udp 1KiB", spec)
+	c.Finalize()
+	t.Logf("udp 1KiB @10kHz b→c over veth: %s", c.Summary.Line())
+}
+
+// runFlow starts spec's flow on r and waits for its result, failing the
+// test on either error.
+func runFlow(ctx context.Context, t *testing.T, r *rig.Rig, spec rig.FlowSpec) *rig.FlowResult {
+	t.Helper()
 	f, err := r.Flow(ctx, spec)
 	if err != nil {
 		t.Fatal(err)
@@ -107,10 +111,7 @@ func TestSimRackUDP10k(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkZeroLoss(t, res, 10000)
-	c := res.Case("smoke", "udp 1KiB", spec)
-	c.Finalize()
-	t.Logf("udp 1KiB @10kHz b→c over veth: %s", c.Summary.Line())
+	return res
 }
 
 func checkZeroLoss(t *testing.T, res *rig.FlowResult, n uint64) {
@@ -220,7 +221,7 @@ func TestTeardownAfterAbortedSpec(t *testing.T) {
 			}
 		}
 	}
-	chip := strings.TrimPrefix(r.Chip("sim:hilrig"), "sim:")
+	chip, _ := r.Chip("sim:hilrig").Sim()
 	if chip == "hilrig" {
 		t.Error("the rig shares the rack's sim chip name with other rigs")
 	}

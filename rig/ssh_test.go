@@ -61,14 +61,7 @@ links:
 	if !strings.HasPrefix(a.Where(), "ssh root@") || a.Hello.Board != "remote" || a.Hello.PID == 0 {
 		t.Errorf("remote agent: where %s hello %+v", a.Where(), a.Hello)
 	}
-	f, err := r.Flow(ctx, rig.FlowSpec{Traffic: rig.Traffic{Link: "remote-near", Payload: 512, Count: 10000, RateHz: 10000}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := f.Wait(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := runFlow(ctx, t, r, rig.FlowSpec{Traffic: rig.Traffic{Link: "remote-near", Payload: 512, Count: 10000, RateHz: 10000}})
 	checkZeroLoss(t, res, 10000)
 	t.Logf("flow done after %v", time.Since(t0))
 

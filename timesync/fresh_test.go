@@ -207,18 +207,7 @@ func TestPTP4LLockNeedsAFreshOffset(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	defer cancel()
-	rig, err := ptprig.Start(ctx, &ptprig.Options{GMFirst: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("gm log:\n%s\nslave log:\n%s", rig.Tail(ptprig.GM, 15), rig.Tail(ptprig.Slave, 15))
-		}
-		if err := rig.Close(); err != nil {
-			t.Errorf("rig Close: %v", err)
-		}
-	})
+	rig := startGMFirst(ctx, t)
 	src, err := timesync.DialPTP4L(ctx, rig.SlaveSocket, &timesync.PTP4LOptions{PHC: "off"})
 	if err != nil {
 		t.Fatal(err)

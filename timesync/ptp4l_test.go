@@ -169,18 +169,7 @@ func TestRealPTP4L(t *testing.T) {
 	t0 := time.Now()
 	// GM first, as on a rack: with both started together the slave's lock
 	// also waits for the GM's own 6–8 s announce receipt timeout.
-	rig, err := ptprig.Start(ctx, &ptprig.Options{GMFirst: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("gm log:\n%s\nslave log:\n%s", rig.Tail(ptprig.GM, 15), rig.Tail(ptprig.Slave, 15))
-		}
-		if err := rig.Close(); err != nil {
-			t.Errorf("rig Close: %v", err)
-		}
-	})
+	rig := startGMFirst(ctx, t)
 	monSrc, err := timesync.DialPTP4L(ctx, rig.SlaveSocket, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -551,4 +540,25 @@ func copyFile(src, dst string) error {
 		return err
 	}
 	return os.WriteFile(dst, b, 0o755)
+}
+
+// startGMFirst starts a ptp4l grandmaster and then a slave (as on a
+// rack: with both started together the slave's lock also waits for the
+// GM's announce receipt timeout); it closes them when the test ends,
+// logging both daemons' last lines if the test failed.
+func startGMFirst(ctx context.Context, t *testing.T) *ptprig.Rig {
+	t.Helper()
+	rig, err := ptprig.Start(ctx, &ptprig.Options{GMFirst: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("gm log:\n%s\nslave log:\n%s", rig.Tail(ptprig.GM, 15), rig.Tail(ptprig.Slave, 15))
+		}
+		if err := rig.Close(); err != nil {
+			t.Errorf("rig Close: %v", err)
+		}
+	})
+	return rig
 }

@@ -45,22 +45,7 @@ func TestQMPAgainstQEMU(t *testing.T) {
 		return true
 	})
 	b := &Board{qmpSock: sock}
-	for _, step := range []struct{ cmd, want string }{{"", "prelaunch"}, {"cont", "running"}, {"stop", "paused"}, {"cont", "running"}} {
-		if step.cmd != "" {
-			if _, err := b.QMP(ctx, step.cmd); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if st, err := b.Status(ctx); err != nil || st != step.want {
-			t.Fatalf("after %q: status %q, %v; want %s", step.cmd, st, err, step.want)
-		}
-	}
-	if _, err := b.QMP(ctx, "no-such-command"); err == nil {
-		t.Error("an unknown QMP command did not fail")
-	}
-	if _, err := b.QMP(ctx, "quit"); err != nil {
-		t.Fatal(err)
-	}
+	DriveQMP(t, ctx, b, "prelaunch", "cont", "running", "stop", "paused", "cont", "running")
 	select {
 	case <-exited:
 		exited <- nil // for the cleanup
@@ -70,5 +55,30 @@ func TestQMPAgainstQEMU(t *testing.T) {
 	// A dead monitor fails with the command named, within ctx.
 	if _, err := b.QMP(ctx, "query-status"); err == nil {
 		t.Error("QMP on an exited QEMU did not fail")
+	}
+}
+
+// DriveQMP checks b's QMP status is first, then sends each command of
+// steps (pairs of command and the status it must leave), then checks an
+// unknown command fails and quits the VM. (Exported for the external
+// tests of this package.)
+func DriveQMP(t *testing.T, ctx context.Context, b *Board, first string, steps ...string) {
+	t.Helper()
+	if st, err := b.Status(ctx); err != nil || st != first {
+		t.Fatalf("at start: status %q, %v; want %s", st, err, first)
+	}
+	for i := 0; i+1 < len(steps); i += 2 {
+		if _, err := b.QMP(ctx, steps[i]); err != nil {
+			t.Fatal(err)
+		}
+		if st, err := b.Status(ctx); err != nil || st != steps[i+1] {
+			t.Fatalf("after %q: status %q, %v; want %s", steps[i], st, err, steps[i+1])
+		}
+	}
+	if _, err := b.QMP(ctx, "no-such-command"); err == nil {
+		t.Error("an unknown QMP command did not fail")
+	}
+	if _, err := b.QMP(ctx, "quit"); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -55,33 +55,13 @@ func TestDDSConfinement(t *testing.T) {
 	for _, mw := range mws {
 		t.Run(mw, func(t *testing.T) {
 			tx0 := ns.txPackets(t)
-			var got []procNet
-			var inspectErr error
+			var in inspected
 			o := peerbench.Options{Exe: wrapper, Count: 2000, WarmUp: 10, Wait: kind.WaitFutex, Reliable: true,
-				// Called once both endpoints run and pings flow:
-				// discovery is done and the data path is open.
-				Started: func(echo, pinger *os.Process) {
-					for _, p := range []*os.Process{echo, pinger} {
-						pn, err := inspectProc(p.Pid)
-						if err != nil {
-							inspectErr = err
-							return
-						}
-						got = append(got, pn)
-					}
-				}}
+				Started: in.started}
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			res, err := peerbench.RunCase(ctx, o, mw, peerbench.Class(mw), 256)
-			if err != nil {
-				t.Fatalf("ping-pong on %s in namespace %s: %v", mw, ns.name, err)
-			}
-			if inspectErr != nil {
-				t.Fatal(inspectErr)
-			}
-			if res.Sent == 0 || len(got) != 2 {
-				t.Fatalf("%d pings sent, %d agents inspected: the peers did not run", res.Sent, len(got))
-			}
+			got := in.check(t, res, err, fmt.Sprintf("%s in namespace %s", mw, ns.name))
 			for _, pn := range got {
 				t.Logf("agent %d: inet sockets %v", pn.pid, pn.sockets)
 				for _, v := range violations(mw, pn) {
@@ -146,33 +126,15 @@ func TestDDSConfinementVeth(t *testing.T) {
 	for _, mw := range mws {
 		t.Run(mw, func(t *testing.T) {
 			txA, txB := nsA.txPackets(t), nsB.txPackets(t)
-			var got []procNet
-			var inspectErr error
+			var in inspected
 			o := peerbench.Options{EchoExe: wA, PingerExe: wB, Count: 2000, WarmUp: 10, Wait: kind.WaitFutex, Reliable: true,
 				EchoNet:   &agentproto.PeerNet{Address: addrA.String(), Peers: []string{addrB.String()}},
 				PingerNet: &agentproto.PeerNet{Address: addrB.String(), Peers: []string{addrA.String()}},
-				Started: func(echo, pinger *os.Process) {
-					for _, p := range []*os.Process{echo, pinger} {
-						pn, err := inspectProc(p.Pid)
-						if err != nil {
-							inspectErr = err
-							return
-						}
-						got = append(got, pn)
-					}
-				}}
+				Started:   in.started}
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			res, err := peerbench.RunCase(ctx, o, mw, peerbench.Class(mw), 256)
-			if err != nil {
-				t.Fatalf("ping-pong on %s over %s–%s: %v", mw, devA, devB, err)
-			}
-			if inspectErr != nil {
-				t.Fatal(inspectErr)
-			}
-			if res.Sent == 0 || len(got) != 2 {
-				t.Fatalf("%d pings sent, %d agents inspected: the peers did not run", res.Sent, len(got))
-			}
+			got := in.check(t, res, err, fmt.Sprintf("%s over %s–%s", mw, devA, devB))
 			for _, pn := range got {
 				t.Logf("agent %d: inet sockets %v", pn.pid, pn.sockets)
 			}
@@ -636,4 +598,39 @@ func segFiles(seg string) []string {
 		fs = append(fs, filepath.Join(filepath.Dir(seg), "sem."+b+"_mutex"))
 	}
 	return fs
+}
+
+// inspected collects the network view of both peers of a ping-pong:
+// started is the Options.Started hook (called once both run and pings
+// flow: discovery is done and the data path is open).
+type inspected struct {
+	got []procNet
+	err error
+}
+
+// check fails the test if the ping-pong over route failed, a peer could
+// not be inspected or no ping was sent; it returns the inspected peers.
+func (in *inspected) check(t *testing.T, res *peerbench.Result, err error, route string) []procNet {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("ping-pong on %s: %v", route, err)
+	}
+	if in.err != nil {
+		t.Fatal(in.err)
+	}
+	if res.Sent == 0 || len(in.got) != 2 {
+		t.Fatalf("%d pings sent, %d agents inspected: the peers did not run", res.Sent, len(in.got))
+	}
+	return in.got
+}
+
+func (in *inspected) started(echo, pinger *os.Process) {
+	for _, p := range []*os.Process{echo, pinger} {
+		pn, err := inspectProc(p.Pid)
+		if err != nil {
+			in.err = err
+			return
+		}
+		in.got = append(in.got, pn)
+	}
 }

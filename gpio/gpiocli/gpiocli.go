@@ -18,6 +18,7 @@ import (
 	"github.com/hilrig/hilrig/gpio"
 	"github.com/hilrig/hilrig/gpio/gpiosim"
 	"github.com/hilrig/hilrig/internal/cli"
+	"github.com/hilrig/hilrig/internal/kind"
 )
 
 // ErrUsage marks command-line mistakes (exit status 2): the binary's one
@@ -153,7 +154,7 @@ func runMark(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := drive.UnmarshalText([]byte(*driveS)); err != nil {
 		return usageErr(fs, "--drive: %v", err)
 	}
-	spec := gpio.LineSpec{Chip: *chip, Line: *line, ActiveLow: *activeLow, Drive: drive, Consumer: *consumer}
+	spec := gpio.LineSpec{Chip: kind.Chip(*chip), Line: *line, ActiveLow: *activeLow, Drive: drive, Consumer: *consumer}
 	if err := spec.Validate(); err != nil {
 		return usageErr(fs, "%v", err)
 	}
@@ -219,7 +220,7 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	specs := make([]gpio.LineSpec, len(lines))
 	for i, l := range lines {
-		specs[i] = gpio.LineSpec{Chip: *chip, Line: l, ActiveLow: *activeLow, Consumer: "hilrig-watch"}
+		specs[i] = gpio.LineSpec{Chip: kind.Chip(*chip), Line: l, ActiveLow: *activeLow, Consumer: "hilrig-watch"}
 		if err := specs[i].Validate(); err != nil {
 			return usageErr(fs, "%v", err)
 		}
@@ -356,7 +357,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 				return err
 			}
 		}
-		fmt.Fprintf(stdout, "sim:%s faults: %s\n", name, c.Faults())
+		fmt.Fprintf(stdout, "%s faults: %s\n", gpio.SimChip(name), c.Faults())
 		return nil
 	}
 	fmt.Fprintln(stderr, simUsage)

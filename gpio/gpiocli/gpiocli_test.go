@@ -23,7 +23,7 @@ func TestMarkWatchLs(t *testing.T) {
 	var wout, werr testkit.SyncBuffer
 	done := make(chan error, 1)
 	go func() {
-		done <- gpiocli.Run(ctx, []string{"watch", "--chip", sim.Chip(), "--line", "TX", "--count", "4"}, &wout, &werr)
+		done <- gpiocli.Run(ctx, []string{"watch", "--chip", sim.Chip().String(), "--line", "TX", "--count", "4"}, &wout, &werr)
 	}()
 	// The watch announces itself on stderr once it is capturing.
 	testkit.Until(t, 10*time.Second, func() error {
@@ -33,7 +33,7 @@ func TestMarkWatchLs(t *testing.T) {
 		return nil
 	})
 	var out, errb bytes.Buffer
-	if err := gpiocli.Run(ctx, []string{"mark", "--chip", sim.Chip(), "--line", "TX", "--rate", "0", "--count", "4", "--consumer", "cli-tx"}, &out, &errb); err != nil {
+	if err := gpiocli.Run(ctx, []string{"mark", "--chip", sim.Chip().String(), "--line", "TX", "--rate", "0", "--count", "4", "--consumer", "cli-tx"}, &out, &errb); err != nil {
 		t.Fatalf("mark: %v (%s)", err, errb.String())
 	}
 	if !strings.Contains(out.String(), "4 marks, 4 edges") {
@@ -53,7 +53,7 @@ func TestMarkWatchLs(t *testing.T) {
 	if err := gpiocli.Run(ctx, []string{"ls"}, &out, &errb); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), sim.Chip()) || !strings.Contains(out.String(), `"RX"`) || !strings.Contains(out.String(), `"phantom"`) {
+	if !strings.Contains(out.String(), sim.Chip().String()) || !strings.Contains(out.String(), `"RX"`) || !strings.Contains(out.String(), `"phantom"`) {
 		t.Fatalf("ls output:\n%s", out.String())
 	}
 }

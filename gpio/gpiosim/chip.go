@@ -52,6 +52,7 @@ import (
 
 	"github.com/hilrig/hilrig/gpio/internal/core"
 	"github.com/hilrig/hilrig/gpio/internal/sys"
+	"github.com/hilrig/hilrig/internal/kind"
 )
 
 // FilePrefix starts the name of every simulated chip file.
@@ -377,7 +378,7 @@ func OpenRaw(dir, name string) (*Chip, error) {
 }
 
 func openPath(name, path string) (*Chip, error) {
-	ref := "sim:" + name + " (" + path + ")"
+	ref := kind.SimChip(name).String() + " (" + path + ")"
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		le := &core.LineError{Op: "open chip", Chip: ref, Kind: core.ErrChipMissing, Err: err}
@@ -545,7 +546,7 @@ func (c *Chip) LineInfo(offset int) (core.LineInfo, error) {
 
 // Info returns the chip and all its lines.
 func (c *Chip) Info() core.ChipInfo {
-	ci := core.ChipInfo{Name: "sim:" + c.name, Path: c.path, Label: c.Label(), Lines: make([]core.LineInfo, c.lines)}
+	ci := core.ChipInfo{Name: c.ref(), Path: c.path, Label: c.Label(), Lines: make([]core.LineInfo, c.lines)}
 	for i := range c.lines {
 		ci.Lines[i], _ = c.LineInfo(i)
 	}
@@ -645,7 +646,8 @@ func (c *Chip) lockLine(lock *atomic.Uint32) {
 	}
 }
 
-func (c *Chip) ref() string { return "sim:" + c.name }
+// ref is the chip's reference as line specs carry it ("sim:NAME").
+func (c *Chip) ref() string { return kind.SimChip(c.name).String() }
 
 func (c *Chip) chipErr(op string, kind error, detail string, err error) *core.LineError {
 	return &core.LineError{Op: op, Chip: c.ref(), Kind: kind, Detail: detail, Err: err}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/hilrig/hilrig/gpio"
 	"github.com/hilrig/hilrig/gpio/gpiosim"
+	"github.com/hilrig/hilrig/internal/kind"
 )
 
 // MinLines is the number of lines Run needs.
@@ -28,7 +29,7 @@ const MinLines = 8
 type Harness interface {
 	// Chip is the chip reference for gpio.LineSpec.Chip ("sim:NAME",
 	// "/dev/gpiochip3", "gpiochip3").
-	Chip() string
+	Chip() kind.Chip
 	// Lines is the number of lines of the chip (at least MinLines).
 	Lines() int
 	// Pull drives the physical level of a line not requested as output
@@ -406,7 +407,7 @@ func UniqueName(t testing.TB) string {
 }
 
 // Chip implements Harness.
-func (s *Sim) Chip() string { return gpio.SimPrefix + s.C.Name() }
+func (s *Sim) Chip() kind.Chip { return kind.SimChip(s.C.Name()) }
 
 // Lines implements Harness.
 func (s *Sim) Lines() int { return s.C.Lines() }

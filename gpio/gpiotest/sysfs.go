@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/hilrig/hilrig/gpio"
+	"github.com/hilrig/hilrig/internal/kind"
 )
 
 // EnvChip names the environment variable that points real-chip tests and
@@ -49,7 +50,7 @@ func OpenSysfsSim(chip string) (*SysfsSim, error) {
 }
 
 // Chip implements Harness.
-func (s *SysfsSim) Chip() string { return s.dev }
+func (s *SysfsSim) Chip() kind.Chip { return kind.Chip(s.dev) }
 
 // Lines implements Harness.
 func (s *SysfsSim) Lines() int { return s.lines }

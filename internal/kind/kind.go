@@ -23,6 +23,47 @@ import (
 	"strings"
 )
 
+// SimPrefix marks a chip reference as a simulated GPIO chip: "sim:NAME".
+const SimPrefix = "sim:"
+
+// Chip is a GPIO chip reference as rack files, line specs and the agent
+// protocol carry it: a real chip by name ("gpiochip2"), path
+// ("/dev/gpiochip2") or label, or a simulated chip (gpio/gpiosim) as
+// "sim:NAME". Whether it is simulated is decided here, once, by Sim;
+// callers never look at the prefix. The zero value is no chip.
+type Chip string
+
+// SimChip is the reference of the simulated chip name.
+func SimChip(name string) Chip { return Chip(SimPrefix + name) }
+
+// Sim returns the simulated chip's name (without "sim:") and true, or
+// "" and false for a real chip. "sim:" alone is simulated with an empty
+// name, which Valid refuses.
+func (c Chip) Sim() (name string, ok bool) {
+	if name, ok = strings.CutPrefix(string(c), SimPrefix); !ok {
+		return "", false
+	}
+	return name, true
+}
+
+// IsSim reports whether c names a simulated chip.
+func (c Chip) IsSim() bool { return strings.HasPrefix(string(c), SimPrefix) }
+
+// Valid reports whether c names a chip: not empty, and not "sim:"
+// without a name.
+func (c Chip) Valid() bool { return c != "" && c != SimPrefix }
+
+// String returns the reference as written ("gpiochip2", "sim:rack").
+func (c Chip) String() string { return string(c) }
+
+// MarshalText returns the reference as written.
+func (c Chip) MarshalText() ([]byte, error) { return []byte(c), nil }
+
+// UnmarshalText takes the reference as written; any text is a reference
+// (a chip's label is free text), so it never fails: Valid says whether
+// it names a chip, and the rack validation reports where it does not.
+func (c *Chip) UnmarshalText(b []byte) error { *c = Chip(b); return nil }
+
 // ErrUnknown is matched (errors.Is) by every refusal of UnmarshalText and
 // the Parse functions.
 var ErrUnknown = errors.New("kind: unknown value")

@@ -101,3 +101,33 @@ func TestMarshalRefusesOutside(t *testing.T) {
 		}
 	}
 }
+
+// A chip reference is decided simulated once, by its "sim:" prefix: Sim
+// returns the name without it, a real chip (name, path or label) is not
+// simulated, "sim:" alone and "" name no chip, and the text form is the
+// reference as written (so JSON and YAML carry it unchanged).
+func TestChip(t *testing.T) {
+	for _, tc := range []struct {
+		c       kind.Chip
+		name    string
+		sim, ok bool
+	}{
+		{kind.SimChip("rack"), "rack", true, true},
+		{"sim:rack.hlr1", "rack.hlr1", true, true},
+		{"gpiochip2", "", false, true},
+		{"/dev/gpiochip2", "", false, true},
+		{"pinctrl-bcm2711", "", false, true},
+		{"sim:", "", true, false},
+		{"", "", false, false},
+	} {
+		name, sim := tc.c.Sim()
+		if name != tc.name || sim != tc.sim || tc.c.IsSim() != tc.sim || tc.c.Valid() != tc.ok {
+			t.Errorf("%q: Sim = %q, %v; IsSim %v; Valid %v; want %q, %v, valid %v", tc.c, name, sim, tc.c.IsSim(), tc.c.Valid(), tc.name, tc.sim, tc.ok)
+		}
+		b, err := json.Marshal(tc.c)
+		var back kind.Chip
+		if err != nil || json.Unmarshal(b, &back) != nil || back != tc.c || string(b) != `"`+tc.c.String()+`"` {
+			t.Errorf("%q: JSON %s (%v) read back as %q", tc.c, b, err, back)
+		}
+	}
+}

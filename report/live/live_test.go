@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,10 +14,10 @@ import (
 	"testing"
 	"time"
 
-	"net/http/httptest"
-
+	"github.com/hilrig/hilrig/internal/testkit"
 	"github.com/hilrig/hilrig/report"
 	"github.com/hilrig/hilrig/report/live"
+	"github.com/hilrig/hilrig/report/live/promtest"
 	"github.com/hilrig/hilrig/report/soak"
 )
 
@@ -80,15 +79,6 @@ func TestEndpoint(t *testing.T) {
 	cancel()
 }
 
-func freePort(t *testing.T) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // A real Prometheus scrapes the endpoint; its HTTP API must return the
 // series with the values the cases hold.
 func TestPrometheusScrapes(t *testing.T) {
@@ -108,7 +98,7 @@ func TestPrometheusScrapes(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "prometheus.yml")
 	os.WriteFile(cfg, []byte(fmt.Sprintf("global: {scrape_interval: 1s}\nscrape_configs:\n  - job_name: hilrig\n    static_configs: [{targets: [%q]}]\n", a.String())), 0o644)
-	web := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	web := fmt.Sprintf("127.0.0.1:%d", testkit.FreePort(t))
 	cmd := exec.CommandContext(ctx, prom, "--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "data"),
 		"--web.listen-address="+web)
 	logf, _ := os.Create(filepath.Join(dir, "log"))
@@ -182,18 +172,7 @@ func TestDocsPromtool(t *testing.T) {
 // registered.
 func gauge(t *testing.T, m *live.Metrics, series string) float64 {
 	t.Helper()
-	rec := httptest.NewRecorder()
-	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
-	for _, l := range strings.Split(rec.Body.String(), "\n") {
-		if v, ok := strings.CutPrefix(l, series+" "); ok {
-			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			if err != nil {
-				t.Fatalf("%s: %v", l, err)
-			}
-			return f
-		}
-	}
-	return -1
+	return promtest.Exposed(t, m.Handler(), series)
 }
 
 func soakWindow(i int, p50 int64, lost int64, locked bool, rss int64) *soak.Window {

@@ -172,27 +172,14 @@ func TestJudge(t *testing.T) {
 	b := soak.Bounds{WarmUp: time.Minute, MaxLost: loss(0), MaxRSSSlopeKiBPerHour: 100, MaxP99DriftPctPerDay: 50,
 		MaxP50DriftPctPerDay: 50, MaxLatency: 200 * time.Microsecond, MaxUnlockedWindows: &one, MaxRestartRecovery: time.Second}
 	build := func(rssPerWin, driftNs int64, unlocked int, lost int64, recovery time.Duration) *soak.Log {
-		path := filepath.Join(t.TempDir(), "s.jsonl")
-		cp, err := soak.Create(path, soak.Header{Started: t0})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := 0; i < 360; i++ { // one hour
+		return writeLog(t, 360, func(i int) *soak.Window { // one hour
 			w := window(i, rssPerWin, driftNs, i >= unlocked)
 			if i == 100 {
 				w.Agents[0].Streams[0].Lost = lost
 				w.Agents[0].Events = []soak.Event{{Kind: soak.EventRestart, Target: "sub imu", Recovered: true, RecoveryNs: int64(recovery)}}
 			}
-			if err := cp.Append(w); err != nil {
-				t.Fatal(err)
-			}
-		}
-		cp.Close()
-		lg, err := soak.Read(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return lg
+			return w
+		})
 	}
 	failed := func(v soak.Verdicts) []string {
 		var out []string
@@ -236,12 +223,7 @@ func TestJudgeFaultWindows(t *testing.T) {
 	one := 1
 	b := soak.Bounds{MaxLost: &zero, MaxLatency: 200 * time.Microsecond, MaxFaultWindows: &one}
 	build := func(faults ...int) *soak.Log {
-		path := filepath.Join(t.TempDir(), "s.jsonl")
-		cp, err := soak.Create(path, soak.Header{Started: t0})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := range 20 {
+		return writeLog(t, 20, func(i int) *soak.Window {
 			w := window(i, 0, 0, true)
 			if slices.Contains(faults, i) {
 				// The outage: thousands lost, a 5 s latency.
@@ -250,16 +232,8 @@ func TestJudgeFaultWindows(t *testing.T) {
 				w.Fault = &soak.Fault{Board: "board1", Cause: "sent no agent window for 2s", From: w.Start, To: w.End,
 					Recovery: "power-cycled", Console: "[panic] Kernel panic - not syncing"}
 			}
-			if err := cp.Append(w); err != nil {
-				t.Fatal(err)
-			}
-		}
-		cp.Close()
-		lg, err := soak.Read(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return lg
+			return w
+		})
 	}
 	v := soak.Judge(build(7), b)
 	if v.Verdict != report.Pass || v.FaultWindows != 1 || len(v.Faults) != 1 || v.Faults[0].Console == "" {
@@ -291,4 +265,26 @@ func FuzzReadFrom(f *testing.F) {
 		}
 		_ = soak.Judge(lg, soak.Bounds{MaxRSSSlopeKiBPerHour: 1, MaxP99DriftPctPerDay: 1})
 	})
+}
+
+// writeLog writes windows win(0..n-1) to a checkpoint started at t0 and
+// reads the log back.
+func writeLog(t *testing.T, n int, win func(i int) *soak.Window) *soak.Log {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	cp, err := soak.Create(path, soak.Header{Started: t0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if err := cp.Append(win(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cp.Close()
+	lg, err := soak.Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lg
 }

@@ -204,7 +204,7 @@ func Open(ctx context.Context, cfg Config) (*Capture, error) {
 		return nil, fmt.Errorf("gpiocap: watch %s: %w", describe(chans, specs), err)
 	}
 	offs := w.Offsets()
-	c := &Capture{cfg: cfg, log: log, w: w, chip: specs[0].Chip, offsets: map[int]int{}, done: make(chan struct{}),
+	c := &Capture{cfg: cfg, log: log, w: w, chip: specs[0].Chip.String(), offsets: map[int]int{}, done: make(chan struct{}),
 		resetNs: gpio.MonotonicNs()}
 	for i, ch := range chans {
 		c.offsets[ch] = offs[i]

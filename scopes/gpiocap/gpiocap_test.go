@@ -17,6 +17,7 @@ import (
 
 	"github.com/hilrig/hilrig/gpio"
 	"github.com/hilrig/hilrig/gpio/gpiosim"
+	"github.com/hilrig/hilrig/internal/kind"
 	"github.com/hilrig/hilrig/scopes"
 	"github.com/hilrig/hilrig/scopes/gpiocap"
 	"github.com/hilrig/hilrig/scopes/scopetest"
@@ -46,7 +47,7 @@ func newBench(t *testing.T, cfg gpiocap.Config) *bench {
 	}
 	t.Cleanup(func() { chip.Close(); chip.Remove() })
 	ctx := t.Context()
-	b := &bench{t: t, chip: "sim:" + name, tx: gpio.LineSpec{Chip: "sim:" + name, Line: "MARK_TX"}, rx: gpio.LineSpec{Chip: "sim:" + name, Line: "MARK_RX"}}
+	b := &bench{t: t, chip: "sim:" + name, tx: gpio.LineSpec{Chip: kind.SimChip(name), Line: "MARK_TX"}, rx: gpio.LineSpec{Chip: kind.SimChip(name), Line: "MARK_RX"}}
 	if cfg.Channels == nil {
 		cfg.Channels = map[int]gpio.LineSpec{1: b.tx, 2: b.rx}
 	}
@@ -295,10 +296,10 @@ func TestOpenErrors(t *testing.T) {
 		text string
 	}{
 		{"one channel", gpiocap.Config{Channels: map[int]gpio.LineSpec{1: b.tx}}, scopes.ErrBadConfig, "need the sender's and the receiver's"},
-		{"two chips", gpiocap.Config{Channels: map[int]gpio.LineSpec{1: b.tx, 2: {Chip: "sim:" + other, Line: "1"}}}, scopes.ErrBadConfig, "one capture watches one chip"},
+		{"two chips", gpiocap.Config{Channels: map[int]gpio.LineSpec{1: b.tx, 2: {Chip: kind.SimChip(other), Line: "1"}}}, scopes.ErrBadConfig, "one capture watches one chip"},
 		{"bad window", gpiocap.Config{Channels: map[int]gpio.LineSpec{1: b.tx, 2: b.rx}, MinDelay: time.Second, MaxDelay: time.Millisecond}, scopes.ErrBadConfig, "must exceed MinDelay"},
 		{"missing chip", gpiocap.Config{Channels: map[int]gpio.LineSpec{1: {Chip: "sim:nope", Line: "0"}, 2: {Chip: "sim:nope", Line: "1"}}}, gpio.ErrChipMissing, "CH1=sim:nope/0 CH2=sim:nope/1"},
-		{"missing line", gpiocap.Config{Channels: map[int]gpio.LineSpec{1: b.tx, 2: {Chip: b.chip, Line: "NOPE"}}}, gpio.ErrLineNotFound, "CH2=" + b.chip + "/NOPE"},
+		{"missing line", gpiocap.Config{Channels: map[int]gpio.LineSpec{1: b.tx, 2: {Chip: kind.Chip(b.chip), Line: "NOPE"}}}, gpio.ErrLineNotFound, "CH2=" + b.chip + "/NOPE"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := gpiocap.Open(ctx, tc.cfg)

@@ -130,13 +130,7 @@ func (k *Keysight) ConfigureDelay(ctx context.Context, cfg scopes.DelayConfig) e
 
 // ResetStats sends :MEASure:STATistics:RESet.
 func (k *Keysight) ResetStats(ctx context.Context) error {
-	if k.cfg == nil {
-		return scopes.ErrNotConfigured
-	}
-	if err := k.reset(ctx, ":MEASure:STATistics:RESet"); err != nil {
-		return fmt.Errorf("keysight reset: %w", err)
-	}
-	return nil
+	return k.resetStats(ctx, "keysight", ":MEASure:STATistics:RESet")
 }
 
 // ReadStats parses :MEASure:RESults? for the delay measurement's row.

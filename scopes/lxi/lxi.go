@@ -161,6 +161,55 @@ type base struct {
 	resetSent, resetAcked time.Time
 }
 
+// resetStats is ResetStats of every driver: ErrNotConfigured before
+// ConfigureDelay, else reset with the vendor's command cmd, errors named
+// vendor. It blocks on instrument I/O.
+func (b *base) resetStats(ctx context.Context, vendor, cmd string) error {
+	if b.cfg == nil {
+		return scopes.ErrNotConfigured
+	}
+	if err := b.reset(ctx, cmd); err != nil {
+		return fmt.Errorf("%s reset: %w", vendor, err)
+	}
+	return nil
+}
+
+// frozenStats is ReadStats of the drivers that query one statistic at a
+// time: with acquisition frozen by f, it queries prefix+fields[i] for the
+// mean, minimum, maximum and standard deviation (i = 0..3) and the count
+// (4), then checks there is a result and that it is plausible. Errors
+// are named vendor; a missing result returns the stats read with
+// [scopes.ErrNoResult]. It blocks on instrument I/O.
+func (b *base) frozenStats(ctx context.Context, vendor string, f freezer, window scopes.Window, prefix string, fields [5]string) (scopes.Stats, error) {
+	st := scopes.Stats{Window: window, Snapshot: scopes.SnapshotFrozen}
+	var raw fieldReplies
+	el, err := b.frozen(ctx, f, func() error {
+		var err error
+		for _, q := range []struct {
+			field string
+			v     *scopes.Value
+			raw   *string
+		}{{fields[0], &st.Mean, &raw.mean}, {fields[1], &st.Min, &raw.min}, {fields[2], &st.Max, &raw.max}, {fields[3], &st.StdDev, &raw.stddev}} {
+			if *q.v, err = b.stat(ctx, prefix+q.field, q.raw); err != nil {
+				return err
+			}
+		}
+		st.Count, err = b.count(ctx, prefix+fields[4], &raw.count)
+		return err
+	})
+	if err != nil {
+		return scopes.Stats{}, fmt.Errorf("%s stats: %w", vendor, err)
+	}
+	st.Elapsed = el
+	if err := st.CheckResult(prefix + fields[0]); err != nil {
+		return st, fmt.Errorf("%s stats: %w", vendor, err)
+	}
+	if err := b.plausible(st, raw.of); err != nil {
+		return scopes.Stats{}, fmt.Errorf("%s stats: %w", vendor, err)
+	}
+	return st, nil
+}
+
 // reset sends cmd (the vendor's statistics reset) and waits for *OPC?,
 // recording when it was sent and acknowledged for [scopes.Elapsed].
 func (b *base) reset(ctx context.Context, cmd string) error {

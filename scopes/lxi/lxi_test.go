@@ -324,3 +324,39 @@ func TestVXI11SlowReplyThenResync(t *testing.T) {
 		t.Fatalf("after resync mean = %v, want 4µs (a stale reply was read)", st.Mean)
 	}
 }
+
+// statsReader is the part of a driver feedRead uses.
+type statsReader interface {
+	ReadStats(ctx context.Context) (scopes.Stats, error)
+}
+
+// feedRead feeds the pulses' delays (ns) to the simulator and reads the
+// statistics, failing the test on either error.
+func (r *simRig) feedRead(t *testing.T, inst statsReader, delays ...int64) scopes.Stats {
+	t.Helper()
+	if err := r.feed(t.Context(), delays); err != nil {
+		t.Fatal(err)
+	}
+	st, err := inst.ReadStats(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// delayReset is the part of a driver configureReset uses.
+type delayReset interface {
+	ConfigureDelay(ctx context.Context, c scopes.DelayConfig) error
+	ResetStats(ctx context.Context) error
+}
+
+// configureReset configures a CH1→CH2 delay and resets the statistics.
+func configureReset(t *testing.T, inst delayReset) {
+	t.Helper()
+	if err := inst.ConfigureDelay(t.Context(), scopes.DelayConfig{Source: 1, Dest: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if err := inst.ResetStats(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}

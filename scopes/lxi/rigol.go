@@ -177,13 +177,7 @@ func (r *Rigol) ConfigureDelay(ctx context.Context, cfg scopes.DelayConfig) erro
 
 // ResetStats sends :MEASure:STATistic:RESet.
 func (r *Rigol) ResetStats(ctx context.Context) error {
-	if r.cfg == nil {
-		return scopes.ErrNotConfigured
-	}
-	if err := r.reset(ctx, ":MEASure:STATistic:RESet"); err != nil {
-		return fmt.Errorf("rigol reset: %w", err)
-	}
-	return nil
+	return r.resetStats(ctx, "rigol", ":MEASure:STATistic:RESet")
 }
 
 // ReadStats queries each statistic of the delay item with acquisition

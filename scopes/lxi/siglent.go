@@ -142,13 +142,7 @@ func (s *Siglent) esr(ctx context.Context, after string) error {
 
 // ResetStats sends :MEASure:ADVanced:STATistics:RESet.
 func (s *Siglent) ResetStats(ctx context.Context) error {
-	if s.cfg == nil {
-		return scopes.ErrNotConfigured
-	}
-	if err := s.reset(ctx, ":MEASure:ADVanced:STATistics:RESet"); err != nil {
-		return fmt.Errorf("siglent reset: %w", err)
-	}
-	return nil
+	return s.resetStats(ctx, "siglent", ":MEASure:ADVanced:STATistics:RESet")
 }
 
 // ReadStats queries each statistic of P1 with acquisition stopped
@@ -158,32 +152,6 @@ func (s *Siglent) ReadStats(ctx context.Context) (scopes.Stats, error) {
 	if s.cfg == nil {
 		return scopes.Stats{}, scopes.ErrNotConfigured
 	}
-	st := scopes.Stats{Window: s.window, Snapshot: scopes.SnapshotFrozen}
-	q := ":MEASure:ADVanced:P1:STATistics? "
-	var raw fieldReplies
-	el, err := s.frozen(ctx, siglentFreeze, func() error {
-		var err error
-		for _, f := range []struct {
-			q string
-			v *scopes.Value
-			r *string
-		}{{"MEAN", &st.Mean, &raw.mean}, {"MINimum", &st.Min, &raw.min}, {"MAXimum", &st.Max, &raw.max}, {"STDev", &st.StdDev, &raw.stddev}} {
-			if *f.v, err = s.stat(ctx, q+f.q, f.r); err != nil {
-				return err
-			}
-		}
-		st.Count, err = s.count(ctx, q+"COUNt", &raw.count)
-		return err
-	})
-	if err != nil {
-		return scopes.Stats{}, fmt.Errorf("siglent stats: %w", err)
-	}
-	st.Elapsed = el
-	if err := st.CheckResult(q + "MEAN"); err != nil {
-		return st, fmt.Errorf("siglent stats: %w", err)
-	}
-	if err := s.plausible(st, raw.of); err != nil {
-		return scopes.Stats{}, fmt.Errorf("siglent stats: %w", err)
-	}
-	return st, nil
+	return s.frozenStats(ctx, "siglent", siglentFreeze, s.window, ":MEASure:ADVanced:P1:STATistics? ",
+		[5]string{"MEAN", "MINimum", "MAXimum", "STDev", "COUNt"})
 }

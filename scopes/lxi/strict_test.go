@@ -31,12 +31,7 @@ func fromReset(t *testing.T, d scopesim.Dialect, idn string) (*simRig, lxi.Instr
 	t.Helper()
 	r := startSim(t, d, idn)
 	inst := openSim(t, r, d.String())
-	if err := inst.ConfigureDelay(t.Context(), scopes.DelayConfig{Source: 1, Dest: 2}); err != nil {
-		t.Fatal(err)
-	}
-	if err := inst.ResetStats(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	configureReset(t, inst)
 	return r, inst
 }
 
@@ -73,13 +68,7 @@ func TestRigolFamilyCommandTables(t *testing.T) {
 			if err := rg.ResetStats(t.Context()); err != nil {
 				t.Fatal(err)
 			}
-			if err := r.feed(t.Context(), []int64{2000, 4000}); err != nil {
-				t.Fatal(err)
-			}
-			st, err := rg.ReadStats(t.Context())
-			if err != nil {
-				t.Fatal(err)
-			}
+			st := r.feedRead(t, rg, 2000, 4000)
 			checkNear(t, "mean", st.Mean, 3e-6)
 		})
 	}
@@ -314,13 +303,7 @@ func TestRigolRollingWindowReported(t *testing.T) {
 	for i := range delays {
 		delays[i] = 5_000
 	}
-	if err := r.feed(t.Context(), delays); err != nil {
-		t.Fatal(err)
-	}
-	st, err := inst.ReadStats(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := r.feedRead(t, inst, delays...)
 	if !st.Count.OK || st.Count.N != 1200 {
 		t.Fatalf("count %v after 1200 pulses: the default 1000-acquisition window was left in place", st.Count)
 	}

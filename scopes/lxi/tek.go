@@ -197,13 +197,7 @@ func (t *Tek) events(ctx context.Context, after string) error {
 
 // ResetStats sends CLEAR. It blocks on instrument I/O.
 func (t *Tek) ResetStats(ctx context.Context) error {
-	if t.cfg == nil {
-		return scopes.ErrNotConfigured
-	}
-	if err := t.reset(ctx, "CLEAR"); err != nil {
-		return fmt.Errorf("tek reset: %w", err)
-	}
-	return nil
+	return t.resetStats(ctx, "tek", "CLEAR")
 }
 
 // ReadStats reads the all-acquisitions statistics of the delay
@@ -213,32 +207,6 @@ func (t *Tek) ReadStats(ctx context.Context) (scopes.Stats, error) {
 	if t.cfg == nil {
 		return scopes.Stats{}, scopes.ErrNotConfigured
 	}
-	s := scopes.Stats{Window: t.window, Snapshot: scopes.SnapshotFrozen}
-	p := "MEASUrement:" + t.meas + ":RESUlts:ALLAcqs:"
-	var raw fieldReplies
-	el, err := t.frozen(ctx, tekFreeze, func() error {
-		var err error
-		for _, f := range []struct {
-			q string
-			v *scopes.Value
-			r *string
-		}{{"MEAN?", &s.Mean, &raw.mean}, {"MINimum?", &s.Min, &raw.min}, {"MAXimum?", &s.Max, &raw.max}, {"STDDev?", &s.StdDev, &raw.stddev}} {
-			if *f.v, err = t.stat(ctx, p+f.q, f.r); err != nil {
-				return err
-			}
-		}
-		s.Count, err = t.count(ctx, p+"POPUlation?", &raw.count)
-		return err
-	})
-	if err != nil {
-		return scopes.Stats{}, fmt.Errorf("tek stats: %w", err)
-	}
-	s.Elapsed = el
-	if err := s.CheckResult(p + "MEAN?"); err != nil {
-		return s, fmt.Errorf("tek stats: %w", err)
-	}
-	if err := t.plausible(s, raw.of); err != nil {
-		return scopes.Stats{}, fmt.Errorf("tek stats: %w", err)
-	}
-	return s, nil
+	return t.frozenStats(ctx, "tek", tekFreeze, t.window, "MEASUrement:"+t.meas+":RESUlts:ALLAcqs:",
+		[5]string{"MEAN?", "MINimum?", "MAXimum?", "STDDev?", "POPUlation?"})
 }

@@ -24,12 +24,7 @@ func TestKeysightFetchDelaysResolution(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = ks.Close() })
-	if err := ks.ConfigureDelay(t.Context(), scopes.DelayConfig{Source: 1, Dest: 2}); err != nil {
-		t.Fatal(err)
-	}
-	if err := ks.ResetStats(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	configureReset(t, ks)
 	if err := r.feed(t.Context(), []int64{50_000, 50_000, 50_000}); err != nil {
 		t.Fatal(err)
 	}
@@ -183,19 +178,8 @@ func TestSiglentUnlimitedWindow(t *testing.T) {
 	r := startSim(t, scopesim.Siglent, "")
 	r.srv.SetStatsWindow(0)
 	inst := openSim(t, r, "siglent")
-	if err := inst.ConfigureDelay(t.Context(), scopes.DelayConfig{Source: 1, Dest: 2}); err != nil {
-		t.Fatal(err)
-	}
-	if err := inst.ResetStats(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.feed(t.Context(), []int64{2000, 4000}); err != nil {
-		t.Fatal(err)
-	}
-	st, err := inst.ReadStats(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
+	configureReset(t, inst)
+	st := r.feedRead(t, inst, 2000, 4000)
 	if st.Window.Kind != scopes.WindowAll || strings.Contains(st.Coverage(), "last 0") {
 		t.Fatalf("MAXCount 0: window %q (coverage %q), want all acquisitions since the reset", st.Window, st.Coverage())
 	}
@@ -218,13 +202,7 @@ func TestResetByOtherClientSeen(t *testing.T) {
 			var w scopes.ResetWatch
 			read := func(delays ...int64) error {
 				t.Helper()
-				if err := r.feed(t.Context(), delays); err != nil {
-					t.Fatal(err)
-				}
-				st, err := inst.ReadStats(t.Context())
-				if err != nil {
-					t.Fatal(err)
-				}
+				st := r.feedRead(t, inst, delays...)
 				return w.Observe(st)
 			}
 			if err := read(2000, 9000, 4000); err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hilrig/hilrig/gpio"
 	"github.com/hilrig/hilrig/gpio/gpiosim"
+	"github.com/hilrig/hilrig/internal/kind"
 	"github.com/hilrig/hilrig/internal/testkit"
 	"github.com/hilrig/hilrig/scopes"
 	"github.com/hilrig/hilrig/scopes/lxi"
@@ -184,8 +185,8 @@ func newSimRack(ctx context.Context, t *testing.T, name string, dialect scopesim
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { chip.Close(); chip.Remove() })
-	tx := gpio.LineSpec{Chip: "sim:" + name, Line: "MARK_TX"}
-	rx := gpio.LineSpec{Chip: "sim:" + name, Line: "MARK_RX"}
+	tx := gpio.LineSpec{Chip: kind.SimChip(name), Line: "MARK_TX"}
+	rx := gpio.LineSpec{Chip: kind.SimChip(name), Line: "MARK_RX"}
 	r := &simRack{}
 	for _, w := range []struct {
 		spec gpio.LineSpec

@@ -23,17 +23,7 @@ type client struct {
 
 func connect(t *testing.T, d scopesim.Dialect, ch map[int]scopesim.EdgeSource) (*scopesim.Server, *client) {
 	t.Helper()
-	srv, err := scopesim.Start(t.Context(), scopesim.Config{Dialect: d, Channels: ch})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Close() })
-	c, err := net.Dial("tcp", srv.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return srv, &client{c, bufio.NewReader(c)}
+	return connectIDN(t, d, "", ch)
 }
 
 func (c *client) query(t *testing.T, q string) string {
@@ -52,17 +42,22 @@ func (c *client) query(t *testing.T, q string) string {
 	return strings.TrimRight(l, "\n")
 }
 
+// want queries q and fails the test unless the reply is exactly reply;
+// note says what the reply means.
+func (c *client) want(t *testing.T, q, reply, note string) {
+	t.Helper()
+	if got := c.query(t, q); got != reply {
+		t.Fatalf("%s = %q, want %q (%s)", q, got, reply, note)
+	}
+}
+
 // Tektronix answers with long headers until HEADer OFF.
 func TestTekLongHeadersByDefault(t *testing.T) {
 	_, c := connect(t, scopesim.Tek, nil)
 	c.query(t, "MEASUrement:ADDMEAS DELAY")
-	if got := c.query(t, "MEASUrement:LIST?"); got != ":MEASUREMENT:LIST MEAS1" {
-		t.Fatalf("default reply %q, want a long header", got)
-	}
+	c.want(t, "MEASUrement:LIST?", ":MEASUREMENT:LIST MEAS1", "the default reply has a long header")
 	c.query(t, "HEADer OFF")
-	if got := c.query(t, "MEASUrement:LIST?"); got != "MEAS1" {
-		t.Fatalf("after HEADer OFF: %q", got)
-	}
+	c.want(t, "MEASUrement:LIST?", "MEAS1", "short after HEADer OFF")
 }
 
 // A new Tektronix DELAY measurement's second source is its first: without
@@ -77,24 +72,16 @@ func TestTekSecondSourceDefaultsToFirst(t *testing.T) {
 	waitEdges(t, srv, 2, 6)
 	c.query(t, "HEADer OFF")
 	c.query(t, "MEASUrement:ADDMEAS DELAY")
-	if got := c.query(t, "MEASUrement:MEAS1:RESUlts:ALLAcqs:MEAN?"); got != "0.0000E+00" {
-		t.Fatalf("CH1→CH1 mean %q, want 0", got)
-	}
+	c.want(t, "MEASUrement:MEAS1:RESUlts:ALLAcqs:MEAN?", "0.0000E+00", "CH1→CH1 mean: SOUrce2 defaults to SOUrce1")
 	c.query(t, "MEASUrement:MEAS1:SOUrce2 CH2")
-	if got := c.query(t, "MEASUrement:MEAS1:RESUlts:ALLAcqs:MEAN?"); got != "5.0000E-06" {
-		t.Fatalf("CH1→CH2 mean %q, want 5µs", got)
-	}
+	c.want(t, "MEASUrement:MEAS1:RESUlts:ALLAcqs:MEAN?", "5.0000E-06", "CH1→CH2 mean")
 }
 
 func TestUndefinedHeaderQueued(t *testing.T) {
 	_, c := connect(t, scopesim.Keysight, nil)
 	c.query(t, ":BOGus:COMMand 1")
-	if got := c.query(t, ":SYSTem:ERRor?"); got != `-113,"Undefined header"` {
-		t.Fatalf("got %q", got)
-	}
-	if got := c.query(t, ":SYSTem:ERRor?"); got != `+0,"No error"` {
-		t.Fatalf("got %q", got)
-	}
+	c.want(t, ":SYSTem:ERRor?", `-113,"Undefined header"`, "the undefined header queued")
+	c.want(t, ":SYSTem:ERRor?", `+0,"No error"`, "the queue then empty")
 }
 
 func TestFaultSwitches(t *testing.T) {
@@ -195,12 +182,8 @@ func TestUndefinedQuerySendsNothing(t *testing.T) {
 			_, c := connect(t, d, nil)
 			c.query(t, "HEADer OFF") // Tek: short replies
 			io.WriteString(c.c, ":BOGus:QUERy?\n")
-			if got := c.query(t, "*OPC?"); got != "1" {
-				t.Fatalf("after an undefined query the next reply is %q, want *OPC?'s 1", got)
-			}
-			if got := c.query(t, "*ESR?"); got != "32" {
-				t.Fatalf("*ESR? = %q, want the command-error bit 32", got)
-			}
+			c.want(t, "*OPC?", "1", "the next reply after an undefined query is *OPC?'s")
+			c.want(t, "*ESR?", "32", "the command-error bit")
 		})
 	}
 }
@@ -248,13 +231,9 @@ func TestRigolRollingWindow(t *testing.T) {
 	waitEdges(t, srv, 1, 2010)
 	waitEdges(t, srv, 2, 2010)
 	c.query(t, ":MEASure:STATistic:ITEM RRDelay,CHANnel1,CHANnel2")
-	if got := c.query(t, ":MEASure:STATistic:ITEM? CNT,RRDelay,CHANnel1,CHANnel2"); got != "1.0000E+03" {
-		t.Fatalf("count %q, want 1000 (the default window)", got)
-	}
+	c.want(t, ":MEASure:STATistic:ITEM? CNT,RRDelay,CHANnel1,CHANnel2", "1.0000E+03", "count: the default window")
 	// The window holds the last 1000: delays 1005..2004 ns.
-	if got := c.query(t, ":MEASure:STATistic:ITEM? MINimum,RRDelay,CHANnel1,CHANnel2"); got != "1.005000E-06" {
-		t.Fatalf("min %q, want the oldest delay inside the window, 1.005µs", got)
-	}
+	c.want(t, ":MEASure:STATistic:ITEM? MINimum,RRDelay,CHANnel1,CHANnel2", "1.005000E-06", "min: the oldest delay inside the window")
 }
 
 // A stopped acquisition takes no new edges; RUN resumes.
@@ -263,9 +242,7 @@ func TestStoppedAcquisitionTakesNoEdges(t *testing.T) {
 	srv, c := connect(t, scopesim.Tek, map[int]scopesim.EdgeSource{1: a})
 	c.query(t, "HEADer OFF")
 	c.query(t, "ACQuire:STATE STOP")
-	if got := c.query(t, "ACQuire:STATE?"); got != "0" {
-		t.Fatalf("ACQuire:STATE? = %q after STOP", got)
-	}
+	c.want(t, "ACQuire:STATE?", "0", "after STOP")
 	a.Push(scopes.Edge{TimeNs: 10, Rising: true})
 	deadline := time.Now().Add(5 * time.Second)
 	for srv.Received(1) < 1 && time.Now().Before(deadline) {

@@ -226,7 +226,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		go s.ingest(rctx, ch, src)
 	}
 	s.wg.Add(1)
-	go s.accept()
+	go s.acceptOn(s.ln, s.serve)
 	if cfg.VXI11 {
 		if err := s.startVXI11(ctx); err != nil {
 			s.Close()
@@ -410,10 +410,13 @@ func (s *Server) ingest(ctx context.Context, ch int, src EdgeSource) {
 	}
 }
 
-func (s *Server) accept() {
+// acceptOn accepts connections on ln until it is closed, tracks each
+// (Close closes them) and serves it on its own goroutine; it runs on a
+// goroutine counted in s.wg.
+func (s *Server) acceptOn(ln net.Listener, serve func(net.Conn)) {
 	defer s.wg.Done()
 	for {
-		c, err := s.ln.Accept()
+		c, err := ln.Accept()
 		if err != nil {
 			return
 		}
@@ -426,7 +429,7 @@ func (s *Server) accept() {
 		s.conns[c] = struct{}{}
 		s.mu.Unlock()
 		s.wg.Add(1)
-		go s.serve(c)
+		go serve(c)
 	}
 }
 

@@ -79,25 +79,7 @@ func (s *Server) startVXI11(ctx context.Context) error {
 	corePort := uint32(core.Addr().(*net.TCPAddr).Port)
 	for i, ln := range s.vxiLns {
 		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				s.mu.Lock()
-				if s.closed {
-					s.mu.Unlock()
-					c.Close()
-					return
-				}
-				s.conns[c] = struct{}{}
-				s.mu.Unlock()
-				s.wg.Add(1)
-				go s.serveRPC(c, i == 0, corePort)
-			}
-		}()
+		go s.acceptOn(ln, func(c net.Conn) { s.serveRPC(c, i == 0, corePort) })
 	}
 	return nil
 }

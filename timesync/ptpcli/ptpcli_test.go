@@ -17,6 +17,7 @@ import (
 	"github.com/hilrig/hilrig/timesync/internal/pmcsim"
 	"github.com/hilrig/hilrig/timesync/ptpcli"
 	"github.com/hilrig/hilrig/timesync/ptprig"
+	"github.com/hilrig/hilrig/timesync/timesynctest"
 )
 
 func run(args ...string) (string, string, error) {
@@ -56,19 +57,6 @@ func TestStatusMissingSocket(t *testing.T) {
 	}
 }
 
-// muteSocket is a datagram socket bound at a path and never read: a
-// silent peer (or a SIGSTOPped ptp4l).
-func muteSocket(t *testing.T) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "mute.sock")
-	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close() })
-	return path
-}
-
 // floodSocket answers every datagram with a burst of garbage.
 func floodSocket(t *testing.T) string {
 	t.Helper()
@@ -103,7 +91,7 @@ func floodSocket(t *testing.T) string {
 func TestPTPWatchFailsWhenNothingAnswers(t *testing.T) {
 	for _, tc := range []struct{ name, path string }{
 		{"missing", filepath.Join(t.TempDir(), "gone.sock")},
-		{"silent", muteSocket(t)},
+		{"silent", timesynctest.MuteSocket(t)},
 		{"flooding", floodSocket(t)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -7,6 +7,8 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -129,4 +131,20 @@ func Run(t *testing.T, newSource func(t *testing.T) timesync.Source, opts *Optio
 			t.Errorf("Status after Close = %v, want ErrClosed", err)
 		}
 	})
+}
+
+// MuteSocket binds a Unix datagram socket in a temporary directory that
+// is never read, like a SIGSTOPped ptp4l: its receive queue
+// (net.unix.max_dgram_qlen, 10 by default) fills and then a connected
+// sender's write blocks. It returns the socket's path; the socket is
+// closed when the test ends.
+func MuteSocket(t testing.TB) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "mute.sock")
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return path
 }

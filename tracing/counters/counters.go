@@ -146,7 +146,7 @@ type Paths struct {
 func HugeSupport(p Paths, shmDir string) (words string, ok bool) {
 	var parts []string
 	nr := readTrim(p.Proc + "/sys/vm/nr_hugepages")
-	free, size := meminfoKB(p.Proc+"/meminfo", "HugePages_Free"), meminfoKB(p.Proc+"/meminfo", "Hugepagesize")
+	free, size := p.Meminfo("HugePages_Free"), p.Meminfo("Hugepagesize")
 	switch {
 	case nr == "":
 		parts = append(parts, "hugetlb: no /proc/sys/vm/nr_hugepages (kernel without CONFIG_HUGETLBFS)")
@@ -172,10 +172,11 @@ func readTrim(path string) string {
 	return strings.TrimSpace(string(b))
 }
 
-// meminfoKB returns key's value in /proc/meminfo (kB, or a count for
-// HugePages_*); 0 when absent.
-func meminfoKB(path, key string) int64 {
-	b, err := os.ReadFile(path)
+// Meminfo returns key's value in p.Proc/meminfo (kB, or a count for
+// HugePages_*); 0 when absent or unreadable. It reads the file anew on
+// every call.
+func (p Paths) Meminfo(key string) int64 {
+	b, err := os.ReadFile(p.Proc + "/meminfo")
 	if err != nil {
 		return 0
 	}

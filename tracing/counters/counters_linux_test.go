@@ -76,20 +76,6 @@ func TestThreadContextSwitches(t *testing.T) {
 	}
 }
 
-func meminfo(t *testing.T, key string) int64 {
-	b, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, key+":"); ok {
-			n, _ := strconv.ParseInt(strings.Fields(v)[0], 10, 64)
-			return n
-		}
-	}
-	return 0
-}
-
 func mapping(t *testing.T, mem []byte) Mapping {
 	t.Helper()
 	a := uint64(uintptr(unsafe.Pointer(&mem[0])))
@@ -106,7 +92,7 @@ func mapping(t *testing.T, mem []byte) Mapping {
 // "no huge pages", not claim huge ones.
 func TestHugetlbMappingShows2MiB(t *testing.T) {
 	const size = 2 << 20
-	if meminfo(t, "HugePages_Free") < 1 && os.Geteuid() == 0 {
+	if hostProc.Meminfo("HugePages_Free") < 1 && os.Geteuid() == 0 {
 		const p = "/proc/sys/vm/nr_hugepages"
 		old, err := os.ReadFile(p)
 		if err == nil {
@@ -192,3 +178,6 @@ func TestRunDelayUnderContention(t *testing.T) {
 	}
 	t.Logf("run-queue wait %v, involuntary switches %d", time.Duration(c.RunDelayNs), c.InvoluntaryCtxSwitches)
 }
+
+// hostProc reads this machine's /proc.
+var hostProc = Paths{Proc: "/proc"}

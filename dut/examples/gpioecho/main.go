@@ -33,8 +33,8 @@ func main() {
 }
 
 func run(ctx context.Context, delay time.Duration) error {
-	in := gpio.LineSpec{Chip: os.Getenv("HILRIG_IN_CHIP"), Line: os.Getenv("HILRIG_IN_LINE")}
-	out := gpio.LineSpec{Chip: os.Getenv("HILRIG_OUT_CHIP"), Line: os.Getenv("HILRIG_OUT_LINE"), Consumer: "dut-gpioecho"}
+	in := gpio.LineSpec{Chip: gpio.Chip(os.Getenv("HILRIG_IN_CHIP")), Line: os.Getenv("HILRIG_IN_LINE")}
+	out := gpio.LineSpec{Chip: gpio.Chip(os.Getenv("HILRIG_OUT_CHIP")), Line: os.Getenv("HILRIG_OUT_LINE"), Consumer: "dut-gpioecho"}
 	if in.Chip == "" || out.Chip == "" {
 		return errors.New("HILRIG_IN_CHIP/_LINE and HILRIG_OUT_CHIP/_LINE must name the lines")
 	}

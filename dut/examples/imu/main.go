@@ -97,7 +97,7 @@ func run(ctx context.Context, stallEvery int, stall time.Duration) error {
 	}
 	var done gpio.Marker
 	if chip := os.Getenv("HILRIG_DONE_CHIP"); chip != "" {
-		o, err := gpio.Open(ctx, gpio.LineSpec{Chip: chip, Line: os.Getenv("HILRIG_DONE_LINE"), Consumer: "dut-imu"}, gpio.Mode{})
+		o, err := gpio.Open(ctx, gpio.LineSpec{Chip: gpio.Chip(chip), Line: os.Getenv("HILRIG_DONE_LINE"), Consumer: "dut-imu"}, gpio.Mode{})
 		if err != nil {
 			return err
 		}

@@ -206,33 +206,32 @@ var spaceCases = []struct{ name, mount, env string }{
 	{"huge=advise", ",huge=advise", "SHM_HUGE=1"},
 }
 
-func TestLazySlotReservationOnSmallTmpfs(t *testing.T) {
+// eachSpaceCase runs the child test mode on a small tmpfs of each space
+// case, wants it to pass, and then runs after on the tmpfs directory.
+func eachSpaceCase(t *testing.T, mode string, after func(t *testing.T, dir string)) {
 	for _, c := range spaceCases {
 		t.Run(c.name, func(t *testing.T) {
 			dir := smallTmpfs(t, c.mount)
-			out := runChild(t, "lazy", "SHM_DIR="+dir, c.env)
+			out := runChild(t, mode, "SHM_DIR="+dir, c.env)
 			if !strings.Contains(out, "PASS") {
 				t.Fatalf("child:\n%s", out)
 			}
 			t.Log(out)
-			if left, _ := filepath.Glob(filepath.Join(dir, "*")); len(left) > 0 {
-				t.Errorf("segments left in %s: %v", dir, left)
-			}
+			after(t, dir)
 		})
 	}
+}
+
+func TestLazySlotReservationOnSmallTmpfs(t *testing.T) {
+	eachSpaceCase(t, "lazy", func(t *testing.T, dir string) {
+		if left, _ := filepath.Glob(filepath.Join(dir, "*")); len(left) > 0 {
+			t.Errorf("segments left in %s: %v", dir, left)
+		}
+	})
 }
 
 // A segment too big for the filesystem fails at creation with ErrNoSpace
 // naming the file, the bytes and the free space, and leaves no file.
 func TestCreateOnSmallTmpfs(t *testing.T) {
-	for _, c := range spaceCases {
-		t.Run(c.name, func(t *testing.T) {
-			dir := smallTmpfs(t, c.mount)
-			out := runChild(t, "create", "SHM_DIR="+dir, c.env)
-			if !strings.Contains(out, "PASS") {
-				t.Fatalf("child:\n%s", out)
-			}
-			t.Log(out)
-		})
-	}
+	eachSpaceCase(t, "create", func(*testing.T, string) {})
 }

@@ -21,6 +21,25 @@ func fill(b []byte, tag uint64) {
 	}
 }
 
+// commitTags commits messages tagged 1..n of 64 bytes (fill).
+func commitTags(w *shm.Writer, n uint64) {
+	for tag := uint64(1); tag <= n; tag++ {
+		b, _ := w.Acquire(0, now)
+		fill(b, tag)
+		w.Commit(64, shm.Meta{})
+	}
+}
+
+// ringPair makes a ring of p with a writer and a reader "rd" of depth
+// depth, both of this process.
+func ringPair(t *testing.T, p shm.Params, depth int) (*shm.Region, *shm.Writer, *shm.Reader) {
+	t.Helper()
+	r := newRing(t, p)
+	w, _ := shm.NewWriter(r, os.Getpid())
+	rd, _ := shm.NewReader(r, os.Getpid(), "rd", depth, 0)
+	return r, w, rd
+}
+
 func intact(b []byte) (uint64, bool) {
 	tag := binary.LittleEndian.Uint64(b)
 	for i := 8; i < len(b); i++ {
@@ -115,14 +134,8 @@ func TestConcurrentWriterNeverTornDelivery(t *testing.T) {
 // with ErrCorrupt naming the ring, and stays failed.
 func TestSeqlockMismatchIsCorrupt(t *testing.T) {
 	p := shm.Params{Topic: "t", MaxPayload: 64, RingLen: 4}
-	r := newRing(t, p)
-	w, _ := shm.NewWriter(r, os.Getpid())
-	rd, _ := shm.NewReader(r, os.Getpid(), "rd", 4, 0)
-	for tag := uint64(1); tag <= 3; tag++ {
-		b, _ := w.Acquire(0, now)
-		fill(b, tag)
-		w.Commit(64, shm.Meta{})
-	}
+	r, w, rd := ringPair(t, p, 4)
+	commitTags(w, 3)
 	e := atomic.LoadUint64(r.Entry(1))
 	k := int(e & (1<<shm.PosShift - 1))
 	atomic.StoreUint64(r.SlotVer(k), 2*2-1)
@@ -146,14 +159,8 @@ func TestSeqlockMismatchIsCorrupt(t *testing.T) {
 // the old epoch's position order and starts a new epoch after it.
 func TestRecoveryAnnouncesCommittedMessage(t *testing.T) {
 	p := shm.Params{Topic: "t", MaxPayload: 64, RingLen: 3}
-	r := newRing(t, p)
-	w, _ := shm.NewWriter(r, os.Getpid())
-	rd, _ := shm.NewReader(r, os.Getpid(), "rd", 3, 0)
-	for tag := uint64(1); tag <= 2; tag++ {
-		b, _ := w.Acquire(0, now)
-		fill(b, tag)
-		w.Commit(64, shm.Meta{})
-	}
+	r, w, rd := ringPair(t, p, 3)
+	commitTags(w, 2)
 	atomic.StoreUint64(r.Head(), atomic.LoadUint64(r.Entry(0))) // message 2 committed, not announced
 	// and a third one half written
 	b, _ := w.Acquire(0, now)
@@ -249,11 +256,7 @@ func TestTakeoverRefusesCorruptRing(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRing(t, p)
 			w, _ := shm.NewWriter(r, os.Getpid())
-			for tag := uint64(1); tag <= 3; tag++ {
-				b, _ := w.Acquire(0, now)
-				fill(b, tag)
-				w.Commit(64, shm.Meta{})
-			}
+			commitTags(w, 3)
 			w.Abandon()
 			tc.mess(r)
 			_, err := shm.NewWriter(r, os.Getpid())

@@ -8,8 +8,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hilrig/hilrig/internal/testkit"
 )
 
 // ScrapeInterval is how often the server scrapes its targets: short, so a
@@ -58,7 +60,7 @@ func Start(tb testing.TB, targets ...string) *Server {
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		tb.Fatal(err)
 	}
-	s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(freePort(tb)), dir: dir}
+	s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(testkit.FreePort(tb)), dir: dir}
 	logf, err := os.Create(filepath.Join(dir, "log"))
 	if err != nil {
 		tb.Fatal(err)
@@ -188,11 +190,22 @@ func (s *Server) WaitScalar(ctx context.Context, expr string, timeout time.Durat
 	}
 }
 
-func freePort(tb testing.TB) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
+// Exposed reads one series' value from h's exposition (served in
+// process, no scrape): -1 when absent, so a test can tell a series that
+// moved from one that is merely registered. series is the name with its
+// labels as exposed ("name{label=\"x\"}").
+func Exposed(t testing.TB, h http.Handler, series string) float64 {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	for _, l := range strings.Split(rec.Body.String(), "\n") {
+		if v, ok := strings.CutPrefix(l, series+" "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				t.Fatalf("%s: %v", l, err)
+			}
+			return f
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return -1
 }

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hilrig/hilrig/internal/testkit"
 	_ "github.com/jackc/pgx/v5/stdlib" // driver "pgx"
 )
 
@@ -110,7 +111,7 @@ func start(tb testing.TB, netns string) *Cluster {
 		}
 		return c
 	}
-	c.Port = freePort(tb)
+	c.Port = testkit.FreePort(tb)
 	if err := c.Start(); err != nil {
 		tb.Fatal(err)
 	}
@@ -196,13 +197,4 @@ func (c *Cluster) NewDatabase(name string) string {
 		c.tb.Fatalf("create database %s: %v", name, err)
 	}
 	return c.dsn(name)
-}
-
-func freePort(tb testing.TB) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }

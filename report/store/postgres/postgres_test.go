@@ -117,8 +117,7 @@ func BenchmarkPostgres(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	b.Run("put-86", func(b *testing.B) { storetest.BenchmarkPut(b, s, 86) })
-	b.Run("trend-1000x86", func(b *testing.B) { storetest.BenchmarkTrend(b, s, 1000, 86) })
+	storetest.Benchmarks(b, s)
 }
 
 // With planner statistics (autovacuum's ANALYZE), a baseline pick by

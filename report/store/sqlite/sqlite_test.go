@@ -136,8 +136,7 @@ func BenchmarkSQLite(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	b.Run("put-86", func(b *testing.B) { storetest.BenchmarkPut(b, s, 86) })
-	b.Run("trend-1000x86", func(b *testing.B) { storetest.BenchmarkTrend(b, s, 1000, 86) })
+	storetest.Benchmarks(b, s)
 }
 
 // The queries of a baseline pick (Runs by rack, branch, tag) and of a

@@ -137,3 +137,11 @@ func itoa(i int) string {
 	}
 	return itoa(i/10) + d[i%10:i%10+1]
 }
+
+// Benchmarks runs the benchmarks every store reports, as sub-benchmarks
+// of b: put-86 (BenchmarkPut of a run of 86 cases) and trend-1000x86
+// (BenchmarkTrend over 1,000 such runs).
+func Benchmarks(b *testing.B, s store.Store) {
+	b.Run("put-86", func(b *testing.B) { BenchmarkPut(b, s, 86) })
+	b.Run("trend-1000x86", func(b *testing.B) { BenchmarkTrend(b, s, 1000, 86) })
+}

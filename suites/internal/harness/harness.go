@@ -260,7 +260,7 @@ func (tc *TestContext) Messages(rateHz float64) (n uint64, limited bool) {
 // smoke profile there) or under `go test -short`. The short form runs
 // comparison cells short_repetitions times instead of repetitions.
 func ShortForm(rackName string) bool {
-	if rackName == "sim" {
+	if rackName == fixtures.SimRackName {
 		return true
 	}
 	// testing.Short panics before the test flags are parsed (a binary

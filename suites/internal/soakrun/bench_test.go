@@ -14,6 +14,7 @@ import (
 	"github.com/hilrig/hilrig/gpio"
 	"github.com/hilrig/hilrig/gpio/gpiosim"
 	"github.com/hilrig/hilrig/hostinfo"
+	"github.com/hilrig/hilrig/internal/kind"
 	"github.com/hilrig/hilrig/report"
 	"github.com/hilrig/hilrig/report/soak"
 	"github.com/hilrig/hilrig/suites/internal/soakrun"
@@ -30,7 +31,7 @@ func openMarker(tb testing.TB) *gpio.Output {
 		tb.Skipf("simulated GPIO chip: %v", err)
 	}
 	tb.Cleanup(func() { _ = chip.Remove() })
-	out, err := gpio.Open(context.Background(), gpio.LineSpec{Chip: gpio.SimPrefix + name, Line: "0"}, gpio.Mode{Kind: gpio.Toggle})
+	out, err := gpio.Open(context.Background(), gpio.LineSpec{Chip: kind.SimChip(name), Line: "0"}, gpio.Mode{Kind: gpio.Toggle})
 	if err != nil {
 		tb.Fatal(err)
 	}

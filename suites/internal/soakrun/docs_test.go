@@ -30,14 +30,21 @@ func setFlags(t *testing.T, kv map[string]string) {
 
 func testPlanInputs(t *testing.T) (*fixtures.Config, *fixtures.Rack, *fixtures.BoundsProfile) {
 	t.Helper()
-	cfg, err := fixtures.ParseConfig("ginkgo.config", []byte(`
+	return planInputs(t, `
 payload_sizes: [64]
 rates_hz: [1000]
 messages: 100
 soak: {duration: 72h, short_duration: 30s, checkpoint: 10m}
 traffic_mix:
   - {transport: shm, payload: 64, rate_hz: 1000}
-`))
+`)
+}
+
+// planInputs parses a config and opens the sim rack with its default
+// bounds profile: what NewPlan takes.
+func planInputs(t *testing.T, config string) (*fixtures.Config, *fixtures.Rack, *fixtures.BoundsProfile) {
+	t.Helper()
+	cfg, err := fixtures.ParseConfig("ginkgo.config", []byte(config))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,6 @@ import (
 	"github.com/hilrig/hilrig/fixtures"
 	"github.com/hilrig/hilrig/report"
 	"github.com/hilrig/hilrig/report/live"
-	"github.com/hilrig/hilrig/report/live/promtest"
 	"github.com/hilrig/hilrig/report/soak"
 	"github.com/hilrig/hilrig/rig"
 	"github.com/hilrig/hilrig/suites/internal/soakrun"
@@ -53,11 +52,7 @@ func TestPrometheusScrapesSimRackSoak(t *testing.T) {
 	}
 
 	m := live.New()
-	addr, err := m.Serve(ctx, "127.0.0.1:0", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	prom := promtest.Start(t, addr.String())
+	prom := serveScraped(ctx, t, m)
 	if _, err := prom.WaitScalar(ctx, `up{job="hilrig"}`, 2*time.Minute, func(x float64) bool { return x == 1 }); err != nil {
 		t.Fatalf("endpoint never scraped: %v\n%s", err, prom.Log())
 	}
@@ -85,20 +80,7 @@ func TestPrometheusScrapesSimRackSoak(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := report.NewResult(report.RunInfo{Rack: rack.Name})
-	for _, c := range soakrun.Cases("soak", "live", lg, soak.Judge(lg, soak.Bounds{}), soak.Bounds{}) {
-		c.Finalize()
-		m.ObserveCase(&c)
-		res.Cases = append(res.Cases, c)
-	}
-	rj := filepath.Join(dir, "result.json")
-	if err := res.WriteFile(rj); err != nil {
-		t.Fatal(err)
-	}
-	got, err := report.ReadFile(rj)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := recordCases(t, dir, rack.Name, m, soakrun.Cases("soak", "live", lg, soak.Judge(lg, soak.Bounds{}), soak.Bounds{}))
 	var sc *report.Case
 	var board string
 	for i := range got.Cases {

@@ -3,9 +3,7 @@ package soakrun_test
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -34,18 +32,7 @@ func (lockedPTP) Sample(agent string, _, _ time.Time) *soak.PTPSample {
 // value reads one series from m's exposition (-1 when absent).
 func value(t *testing.T, m *live.Metrics, series string) float64 {
 	t.Helper()
-	rec := httptest.NewRecorder()
-	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
-	for _, l := range strings.Split(rec.Body.String(), "\n") {
-		if v, ok := strings.CutPrefix(l, series+" "); ok {
-			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			if err != nil {
-				t.Fatalf("%s: %v", l, err)
-			}
-			return f
-		}
-	}
-	return -1
+	return promtest.Exposed(t, m.Handler(), series)
 }
 
 // The runner feeds the live endpoint while the soak runs: after every
@@ -125,11 +112,7 @@ func TestPrometheusScrapesSoak(t *testing.T) {
 	m := live.New()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	addr, err := m.Serve(ctx, "127.0.0.1:0", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	prom := promtest.Start(t, addr.String())
+	prom := serveScraped(ctx, t, m)
 	// Prometheus hands new targets to its scrapers after a few seconds:
 	// start the soak once the endpoint was scraped, so every window is.
 	if _, err := prom.WaitScalar(ctx, `up{job="hilrig"}`, 2*time.Minute, func(x float64) bool { return x == 1 }); err != nil {
@@ -158,20 +141,7 @@ func TestPrometheusScrapesSoak(t *testing.T) {
 		t.Fatal(err)
 	}
 	v := soak.Judge(lg, soak.Bounds{})
-	res := report.NewResult(report.RunInfo{Rack: "sim"})
-	for _, c := range soakrun.Cases("soak", "prom", lg, v, soak.Bounds{}) {
-		c.Finalize()
-		m.ObserveCase(&c) // as harness.Record does
-		res.Cases = append(res.Cases, c)
-	}
-	rj := filepath.Join(dir, "result.json")
-	if err := res.WriteFile(rj); err != nil {
-		t.Fatal(err)
-	}
-	got, err := report.ReadFile(rj)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := recordCases(t, dir, "sim", m, soakrun.Cases("soak", "prom", lg, v, soak.Bounds{}))
 	var stream *report.Case
 	for i := range got.Cases {
 		if got.Cases[i].Delivered > 0 && !strings.HasSuffix(got.Cases[i].Name, "verdicts") {
@@ -293,4 +263,36 @@ func TestRunnerPublishesVerdictSoFar(t *testing.T) {
 			}
 		})
 	}
+}
+
+// recordCases finalizes the cases, observes each on m and writes them to
+// dir/result.json as harness.Record does, and returns the file read back.
+func recordCases(t *testing.T, dir, rack string, m *live.Metrics, cases []report.Case) *report.Result {
+	t.Helper()
+	res := report.NewResult(report.RunInfo{Rack: rack})
+	for _, c := range cases {
+		c.Finalize()
+		m.ObserveCase(&c)
+		res.Cases = append(res.Cases, c)
+	}
+	rj := filepath.Join(dir, "result.json")
+	if err := res.WriteFile(rj); err != nil {
+		t.Fatal(err)
+	}
+	got, err := report.ReadFile(rj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// serveScraped serves m's endpoint on a loopback port until ctx ends and
+// starts a real Prometheus scraping it.
+func serveScraped(ctx context.Context, t *testing.T, m *live.Metrics) *promtest.Server {
+	t.Helper()
+	addr, err := m.Serve(ctx, "127.0.0.1:0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return promtest.Start(t, addr.String())
 }

@@ -97,7 +97,7 @@ func RequestedProfile(rackName string) string {
 	if p := *profileFlag; p != "" {
 		return p
 	}
-	if rackName == "sim" {
+	if rackName == fixtures.SimRackName {
 		return ProfileSmoke
 	}
 	return ProfileFull
@@ -125,7 +125,7 @@ func Select(rackName string) Selection {
 	switch req := *profileFlag; req {
 	case "":
 		s.Smoke = true
-		if rackName != "sim" {
+		if rackName != fixtures.SimRackName {
 			s.Long = ProfileFull
 		} else {
 			s.SkipReason = "the sim rack runs only the smoke soak unless -hilrig.soak-profile=accelerated|full asks for a long one"

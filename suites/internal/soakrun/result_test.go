@@ -17,26 +17,9 @@ import (
 // "lost" check, and a clean one passes.
 func TestCasesCarryVerdictsAsChecks(t *testing.T) {
 	for _, lost := range []int64{0, 3} {
-		path := filepath.Join(t.TempDir(), "soak.jsonl")
-		cp, err := soak.Create(path, soak.Header{Name: "unit", Window: time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t0 := time.Now().Add(-time.Minute)
-		for i := range 4 {
-			h := report.NewHistogram()
-			h.Record(5000)
-			w := soak.Window{Start: t0.Add(time.Duration(i) * time.Second), End: t0.Add(time.Duration(i+1) * time.Second),
-				Agents: []soak.AgentWindow{{Agent: "b", RSSBytes: 8 << 20, Streams: []soak.StreamWindow{{Stream: "imu", Sent: 100, Delivered: 100 - lost, Lost: lost, Histogram: h}}}}}
-			if err := cp.Append(&w); err != nil {
-				t.Fatal(err)
-			}
-		}
-		cp.Close()
-		lg, err := soak.Read(path)
-		if err != nil {
-			t.Fatal(err)
-		}
+		lg := unitLog(t, func(_ int, st *soak.StreamWindow, _ *soak.Window) {
+			st.Delivered, st.Lost = 100-lost, lost
+		})
 		v := soak.Judge(lg, soak.Bounds{})
 		cases := soakrun.Cases("soak", "unit", lg, v, soak.Bounds{})
 		vc := cases[len(cases)-1]
@@ -67,32 +50,13 @@ func TestCasesCarryVerdictsAsChecks(t *testing.T) {
 // the stream case (its losses are counted apart) nor hides: the
 // verdicts case carries the fault window with its console tail.
 func TestCasesExcludeFaultWindows(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "soak.jsonl")
-	cp, err := soak.Create(path, soak.Header{Name: "unit", Window: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t0 := time.Now().Add(-time.Minute)
-	for i := range 4 {
-		h := report.NewHistogram()
-		h.Record(5000)
-		st := soak.StreamWindow{Stream: "imu", Sent: 100, Delivered: 100, Histogram: h}
-		w := soak.Window{Start: t0.Add(time.Duration(i) * time.Second), End: t0.Add(time.Duration(i+1) * time.Second)}
+	lg := unitLog(t, func(i int, st *soak.StreamWindow, w *soak.Window) {
 		if i == 2 {
 			st.Delivered, st.Lost = 40, 60
 			w.Fault = &soak.Fault{Board: "b", Cause: "board b sent no agent window for 30s", From: w.Start, To: w.End,
 				Recovery: "power-cycled (recovery 1 of 2)", Console: "[panic] Kernel panic - not syncing: sysrq triggered crash"}
 		}
-		w.Agents = []soak.AgentWindow{{Agent: "b", RSSBytes: 8 << 20, Streams: []soak.StreamWindow{st}}}
-		if err := cp.Append(&w); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cp.Close()
-	lg, err := soak.Read(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 	zero := int64(0)
 	two := 2
 	b := soak.Bounds{MaxLost: &zero, MaxFaultWindows: &two}
@@ -109,4 +73,34 @@ func TestCasesExcludeFaultWindows(t *testing.T) {
 	if vc.Verdict != report.Pass || vc.Extra[report.ExtraFaultWindows] != 1 || !strings.Contains(notes, "board b sent no agent window") || !strings.Contains(notes, "Kernel panic") {
 		t.Errorf("verdicts case: verdict %s, extra %v, notes %q; want pass, 1 fault window, its cause and console", vc.Verdict, vc.Extra, notes)
 	}
+}
+
+// unitLog writes four one-second windows of board b's "imu" stream (100
+// sent and delivered, 5 µs each) to a checkpoint and reads the log back;
+// edit changes window i's stream and window before it is written.
+func unitLog(t *testing.T, edit func(i int, st *soak.StreamWindow, w *soak.Window)) *soak.Log {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "soak.jsonl")
+	cp, err := soak.Create(path, soak.Header{Name: "unit", Window: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now().Add(-time.Minute)
+	for i := range 4 {
+		h := report.NewHistogram()
+		h.Record(5000)
+		st := soak.StreamWindow{Stream: "imu", Sent: 100, Delivered: 100, Histogram: h}
+		w := soak.Window{Start: t0.Add(time.Duration(i) * time.Second), End: t0.Add(time.Duration(i+1) * time.Second)}
+		edit(i, &st, &w)
+		w.Agents = []soak.AgentWindow{{Agent: "b", RSSBytes: 8 << 20, Streams: []soak.StreamWindow{st}}}
+		if err := cp.Append(&w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cp.Close()
+	lg, err := soak.Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lg
 }

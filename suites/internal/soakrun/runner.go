@@ -293,6 +293,27 @@ func (r *Runner) Run(ctx context.Context, tracks []*Track) error {
 	drain := time.NewTicker(DefaultDrain(r.Window, r.Drain))
 	defer drain.Stop()
 	stop := r.stopped()
+	// drainAndRecover folds what every track holds and, if a board went
+	// silent, recovers it; it reports whether it did.
+	drainAndRecover := func() (bool, error) {
+		for _, t := range tracks {
+			r.fold(agg, t, t.Src.Take())
+		}
+		board, cause := r.lostBoard(tracks)
+		if board == "" {
+			return false, nil
+		}
+		var err error
+		if tracks, err = r.recoverBoard(ctx, agg, tracks, gated, winStart, board, cause); err != nil {
+			return false, err
+		}
+		// The fault window closed at the recovery: the next one starts
+		// now, a full window long.
+		winStart = time.Now()
+		nextWin = winStart.Add(r.Window)
+		timer.Reset(time.Until(nextWin))
+		return true, nil
+	}
 	for {
 		final := !nextWin.Before(r.Until)
 		if final {
@@ -307,22 +328,9 @@ func (r *Runner) Run(ctx context.Context, tracks []*Track) error {
 			if r.Live != nil {
 				r.Live.SoakProgress(time.Since(now), r.Until.Sub(now))
 			}
-			for _, t := range tracks {
-				r.fold(agg, t, t.Src.Take())
-			}
-			board, cause := r.lostBoard(tracks)
-			if board == "" {
-				continue
-			}
-			var err error
-			if tracks, err = r.recoverBoard(ctx, agg, tracks, gated, winStart, board, cause); err != nil {
+			if _, err := drainAndRecover(); err != nil {
 				return err
 			}
-			// The fault window closed at the recovery: the next one
-			// starts now, a full window long.
-			winStart = time.Now()
-			nextWin = winStart.Add(r.Window)
-			timer.Reset(time.Until(nextWin))
 			continue
 		case <-timer.C:
 		}
@@ -333,17 +341,9 @@ func (r *Runner) Run(ctx context.Context, tracks []*Track) error {
 				return err
 			}
 		}
-		for _, t := range tracks {
-			r.fold(agg, t, t.Src.Take())
-		}
-		if board, cause := r.lostBoard(tracks); board != "" {
-			var err error
-			if tracks, err = r.recoverBoard(ctx, agg, tracks, gated, winStart, board, cause); err != nil {
-				return err
-			}
-			winStart = time.Now()
-			nextWin = winStart.Add(r.Window)
-			timer.Reset(time.Until(nextWin))
+		if recovered, err := drainAndRecover(); err != nil {
+			return err
+		} else if recovered {
 			continue
 		}
 		if !nextChurn.IsZero() && !time.Now().Before(nextChurn) && !final {

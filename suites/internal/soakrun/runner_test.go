@@ -127,27 +127,9 @@ func TestRunnerFailsOnRestartErrorKeepingClosedWindows(t *testing.T) {
 }
 
 func TestPlanProfiles(t *testing.T) {
-	cfg, err := fixtures.ParseConfig("ginkgo.config", []byte(`
-payload_sizes: [64]
-rates_hz: [1000]
-messages: 100
-soak: {duration: 72h, short_duration: 30s, checkpoint: 10s}
-traffic_mix:
-  - {transport: shm, payload: 64, rate_hz: 1000}
-  - {transport: udp, payload: 4KiB, rate_hz: 100}
+	cfg, rack, prof := planInputs(t, shmUDPPlan+`
   - {transport: intra, payload: 64, rate_hz: 10}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rack, err := fixtures.SimRack()
-	if err != nil {
-		t.Fatal(err)
-	}
-	prof, err := rack.Profile("")
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	tests := []struct {
 		profile    string
 		dur        time.Duration
@@ -507,26 +489,7 @@ func TestConsolePanicIsRecovered(t *testing.T) {
 // renamed and placed where the route says, notes the others, and fails
 // when none is left; Shorten rescales window, churn and warm-up.
 func TestPlanOnMiddleware(t *testing.T) {
-	cfg, err := fixtures.ParseConfig("ginkgo.config", []byte(`
-payload_sizes: [64]
-rates_hz: [1000]
-messages: 100
-soak: {duration: 72h, short_duration: 30s, checkpoint: 10s}
-traffic_mix:
-  - {transport: shm, payload: 64, rate_hz: 1000}
-  - {transport: udp, payload: 4KiB, rate_hz: 100}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rack, err := fixtures.SimRack()
-	if err != nil {
-		t.Fatal(err)
-	}
-	prof, err := rack.Profile("")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, rack, prof := planInputs(t, shmUDPPlan)
 	p, err := soakrun.NewPlan(soakrun.ProfileSmoke, cfg, rack, prof)
 	if err != nil {
 		t.Fatal(err)
@@ -562,3 +525,15 @@ traffic_mix:
 		t.Errorf("shortened: duration %v window %v churn %v warm-up %v", q.Duration, q.Window, q.Churn, q.Bounds.WarmUp)
 	}
 }
+
+// shmUDPPlan is a soak config with a 1 kHz shm flow and a 100 Hz UDP flow
+// of 4 KiB (its traffic mix last, so a test can add a flow).
+const shmUDPPlan = `
+payload_sizes: [64]
+rates_hz: [1000]
+messages: 100
+soak: {duration: 72h, short_duration: 30s, checkpoint: 10s}
+traffic_mix:
+  - {transport: shm, payload: 64, rate_hz: 1000}
+  - {transport: udp, payload: 4KiB, rate_hz: 100}
+`

@@ -266,7 +266,7 @@ func rttCase(env *Env, name string, path Path, reliable bool, payload, warm int,
 }
 
 // hostRTTCase is the RTT/2 case of the controller-host ping-pong fallback.
-func hostRTTCase(env *Env, name string, path Path, reliable bool, payload int, spec rig.HostPingPongSpec, s report.Summary) *report.Case {
+func hostRTTCase(env *Env, name string, path Path, reliable bool, payload int, spec hostPingPong, s report.Summary) *report.Case {
 	c := report.NewCase(routeOf(env, path, hostEnds, hostEnds),
 		report.CaseSpec{Suite: env.Suite, Name: name, Transport: path.String(), PayloadBytes: int64(payload),
 			Reliability: kind.ReliabilityOf(reliable), Subscribers: 1,

@@ -51,15 +51,7 @@ func TestGateWindows(t *testing.T) {
 	bst := timesyncsim.Locked()
 	bst.Offset = -200
 	b := timesyncsim.New(&timesyncsim.Options{Identity: 0x02000afffee90003, Initial: &bst})
-	mon, err := timesync.NewMonitor([]timesync.Board{{Name: "board-a", Source: a}, {Name: "board-b", Source: b}},
-		timesync.MonitorConfig{Period: 2 * time.Millisecond, Bound: 10 * time.Microsecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := mon.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(mon.Stop)
+	mon := startMonitor(t, []timesync.Board{{Name: "board-a", Source: a}, {Name: "board-b", Source: b}})
 	// polls returns the times of board's polls with that lock and offset
 	// after t.
 	polls := func(board string, locked bool, off time.Duration, after time.Time) []time.Time {
@@ -155,15 +147,7 @@ func gateAfterFault(t *testing.T, policy timesync.LockPolicy, fault func(*timesy
 	t.Helper()
 	a := timesyncsim.New(&timesyncsim.Options{Initial: ptr(timesyncsim.Locked())})
 	b := timesyncsim.New(&timesyncsim.Options{Identity: 0x02000afffee90003, Initial: ptr(timesyncsim.Locked())})
-	mon, err := timesync.NewMonitor([]timesync.Board{{Name: "board-a", Source: a, Policy: policy}, {Name: "board-b", Source: b, Policy: policy}},
-		timesync.MonitorConfig{Period: 2 * time.Millisecond, Bound: 10 * time.Microsecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := mon.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(mon.Stop)
+	mon := startMonitor(t, []timesync.Board{{Name: "board-a", Source: a, Policy: policy}, {Name: "board-b", Source: b, Policy: policy}})
 	times := func(board string, f func(timesync.Sample) bool) (at []time.Time) {
 		s, _ := mon.Series(board)
 		for _, x := range s {
@@ -352,4 +336,19 @@ bounds:
 		t.Fatalf("measurement with far's ptp4l gone: %v, want ErrPTPGate naming board far and %s", err, pr.SlaveSocket)
 	}
 	t.Logf("ptp4l gone: %v", err)
+}
+
+// startMonitor starts a lock monitor of boards polling every 2 ms with a
+// 10 µs bound, stopped when the test ends.
+func startMonitor(t *testing.T, boards []timesync.Board) *timesync.Monitor {
+	t.Helper()
+	mon, err := timesync.NewMonitor(boards, timesync.MonitorConfig{Period: 2 * time.Millisecond, Bound: 10 * time.Microsecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mon.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(mon.Stop)
+	return mon
 }

@@ -28,9 +28,13 @@ import (
 func RoundTrip(ctx context.Context, env *Env, name string, path Path, reliable bool, payload, n int) (*report.Case, error) {
 	warm := min(n/10, 200)
 	if path.Transport != fixtures.Intra && len(env.Rack.Boards) < 2 && path.Middleware == "" {
-		spec := rig.HostPingPongSpec{Transport: path.Transport, Send: path.Send, Reliable: reliable, Payload: payload,
+		spec := hostPingPong{Transport: path.Transport, Send: path.Send, Reliable: reliable, Payload: payload,
 			RoundTrips: n, Warmup: warm, NetNS: path.Transport == fixtures.UDP && env.Rack.Claims(fixtures.CapMultiHost)}
-		s, err := env.Rig.HostPingPong(ctx, spec)
+		bin, err := env.Rig.Binary(ctx)
+		if err != nil {
+			return nil, err
+		}
+		s, err := spec.run(ctx, bin)
 		if err != nil {
 			return nil, err
 		}

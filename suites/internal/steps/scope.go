@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/hilrig/hilrig/fixtures"
@@ -58,7 +57,7 @@ func OpenScope(ctx context.Context, env *Env) (*Scope, error) {
 			chans[w.Channel] = env.Rig.LineSpec(l)
 		}
 		return openCapture(ctx, s, chans, "gpio-capture of rack "+rack.Name)
-	case "sim":
+	case fixtures.ScopeSim:
 		s.Driver, s.Sim = "tek", true // scopesim's default dialect
 	default:
 		// "scpi": find the vendor from *IDN? (every SCPI scope answers it
@@ -102,7 +101,7 @@ func OpenProbeCapture(ctx context.Context, env *Env, from, to string) (*Scope, e
 		if !ok {
 			return nil, fmt.Errorf("%w: board %s has no %s marker", ErrNoCapture, bm[0], bm[1])
 		}
-		if !strings.HasPrefix(l.Chip, "sim:") {
+		if !l.Chip.IsSim() {
 			return nil, fmt.Errorf("%w: %s/%s is on chip %s, not a simulated chip (wire a capture board: scope driver gpio-capture)", ErrNoCapture, bm[0], bm[1], l.Chip)
 		}
 		chans[ch] = env.Rig.LineSpec(*l)

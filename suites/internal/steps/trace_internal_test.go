@@ -14,14 +14,7 @@ import (
 // on-breach arms the agents with the case's own max and p99 bounds and the
 // configured buffer (it was parsed and validated but never sent).
 func TestTraceSpecFollowsConfig(t *testing.T) {
-	rack, err := fixtures.SimRack()
-	if err != nil {
-		t.Fatal(err)
-	}
-	prof, err := rack.Profile("sim-2core")
-	if err != nil {
-		t.Fatal(err)
-	}
+	rack, prof := simRack2Core(t)
 	p := Params{Path: ShmCopy, Payload: 64}
 	env := &Env{TestContext: &harness.TestContext{Rack: rack, Profile: prof, Config: &fixtures.Config{Trace: fixtures.TraceOff}}}
 	if ts := traceSpec(env, p); ts != nil {
@@ -54,6 +47,16 @@ func TestTraceOverheadOnCase(t *testing.T) {
 	if len(c.Notes) != 1 || !strings.Contains(c.Notes[0], "p50 20.0µs off → 30.0µs armed, p99 80.0µs off → 200µs armed") {
 		t.Fatalf("overhead without a snapshot: notes %q", c.Notes)
 	}
+	rack, prof := simRack2Core(t)
+	env := &Env{TestContext: &harness.TestContext{Rack: rack, Profile: prof, Config: &fixtures.Config{Trace: fixtures.TraceOnBreach, TraceBufferKB: 512, TraceOverhead: fixtures.SwitchOn}}}
+	if ts := traceSpec(env, Params{Path: ShmCopy, Payload: 64}); ts == nil {
+		t.Fatal("traced case: no trace spec")
+	}
+}
+
+// simRack2Core is the sim rack with its sim-2core bounds profile.
+func simRack2Core(t *testing.T) (*fixtures.Rack, *fixtures.BoundsProfile) {
+	t.Helper()
 	rack, err := fixtures.SimRack()
 	if err != nil {
 		t.Fatal(err)
@@ -62,8 +65,5 @@ func TestTraceOverheadOnCase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := &Env{TestContext: &harness.TestContext{Rack: rack, Profile: prof, Config: &fixtures.Config{Trace: fixtures.TraceOnBreach, TraceBufferKB: 512, TraceOverhead: fixtures.SwitchOn}}}
-	if ts := traceSpec(env, Params{Path: ShmCopy, Payload: 64}); ts == nil {
-		t.Fatal("traced case: no trace spec")
-	}
+	return rack, prof
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hilrig/hilrig/timesync/internal/pmc"
+	"github.com/hilrig/hilrig/timesync/timesynctest"
 )
 
 // fakePTP4L answers management GETs by echoing the request as a RESPONSE
@@ -132,20 +133,6 @@ func TestReconnectAfterRestart(t *testing.T) {
 	}
 }
 
-// muteSocket binds a Unix datagram socket that is never read, like a
-// SIGSTOPped ptp4l: its receive queue (net.unix.max_dgram_qlen, 10 by
-// default) fills and then a connected sender's write blocks.
-func muteSocket(t *testing.T) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "mute.sock")
-	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close() })
-	return path
-}
-
 // within runs f in a goroutine and fails the test if it has not returned
 // after d: the code under test may hang forever, and the test must not.
 func within(t *testing.T, d time.Duration, what string, f func()) {
@@ -164,7 +151,7 @@ func within(t *testing.T, d time.Duration, what string, f func()) {
 // once the peer's queue is full and the write itself would block (the
 // 12th request used to hang forever, deaf to ctx and signals).
 func TestPTP4LWriteToAFullQueueIsBounded(t *testing.T) {
-	path := muteSocket(t)
+	path := timesynctest.MuteSocket(t)
 	// No deferred Close: on the old code a hung request holds the
 	// client's lock, and Close would hang the test too.
 	c, err := pmc.Dial(context.Background(), path, 30*time.Millisecond)

@@ -16,8 +16,12 @@ import (
 // DUTPlacement is where env's rig put the rack's shared things, as the
 // dut runner needs them: the rig's middleware domain, its sim chips and
 // namespaces.
-func DUTPlacement(env *Env) dut.Placement {
-	return dut.Placement{Domain: env.Rig.Domain, Chip: env.Rig.Chip, Netns: env.Rig.NetnsName}
+func DUTPlacement(env *Env) dut.Placement { return RigDUTPlacement(env.Rig) }
+
+// RigDUTPlacement is where rig r put the rack's shared things (a suite
+// that opens its rig itself, as the soak suite does).
+func RigDUTPlacement(r *rig.Rig) dut.Placement {
+	return dut.Placement{Domain: r.Domain, Chip: r.Chip, Netns: r.NetnsName}
 }
 
 // dutTraceKB is the trace buffer per CPU of a dut run: the snapshot is

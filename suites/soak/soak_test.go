@@ -55,6 +55,9 @@ var _ = Describe("soak", Label(labels.Soak), func() {
 		if sel.Long == "" {
 			Skip(sel.SkipReason)
 		}
+		if sel.LongDUT != "" {
+			Skip("-hilrig.soak-dut=" + sel.LongDUT + " asks for that dut's soak instead of the traffic mix")
+		}
 		runSoak(ctx, sel.Long)
 	})
 })

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/hilrig/hilrig/agentproto"
-	"github.com/hilrig/hilrig/deploy"
 	"github.com/hilrig/hilrig/dut"
 	"github.com/hilrig/hilrig/fixtures"
 	"github.com/hilrig/hilrig/report/soak"
@@ -39,11 +38,9 @@ duts:
 // A killed program during a short dut soak is restarted by its
 // supervisor and counted: one fault window carrying its exit and output
 // tail, within the soak's fault budget, and the program answers again
-// in the windows after it. The real IMU example on a local board.
+// in the windows after it. The real IMU example on a local board (built
+// by dut.Start).
 func TestDUTSoakCountsAKilledProgramAsAFaultWindow(t *testing.T) {
-	if _, err := deploy.Build(t.Context(), deploy.BuildOptions{Package: "./dut/examples/imu"}); err != nil {
-		t.Fatal(err)
-	}
 	rack, err := fixtures.ParseRack("t.yaml", []byte(dutRack))
 	if err != nil {
 		t.Fatal(err)

@@ -30,6 +30,12 @@ type CaseInfo struct {
 	// marking into it through HILRIG_TRACE_MARKER): a failed case keeps
 	// the snapshot around its first missed (else worst) stimulus.
 	Trace *tracing.Session
+	// Route, if set, is where the stimuli and responses ran, as the
+	// caller's rig decides it for a bus case (the controller's board →
+	// the program's board, the bus's transport class): the report sets
+	// the bus cases of the same path beside the reaction
+	// (report.BusOnSamePath). nil: none (a GPIO-only program).
+	Route *report.Route
 }
 
 // Case is the measurement as one report case (report.NewCase), judged
@@ -61,7 +67,7 @@ func (m *Measurement) Case(ci CaseInfo) *report.Case {
 	if len(m.Stimuli) == 0 {
 		res.Failure = "no stimulus was sent"
 	}
-	c := report.NewCase(nil, spec, res)
+	c := report.NewCase(ci.Route, spec, res)
 	a := report.Addition{By: caseBy, Extra: map[report.ExtraKey]float64{
 		report.ExtraDUTMissed:     float64(t.Missed),
 		report.ExtraDUTMissRate:   t.MissRate(),

@@ -1,11 +1,12 @@
 // Package live is the controller's Prometheus / OpenMetrics endpoint while
-// suites and soaks run: per-case latency quantiles and message counts,
-// verdicts, soak progress and ETA, and per-board PTP state, RSS and CPU.
+// suites and soaks run: per-case latency quantiles, message counts, the
+// measured process's CPU and RSS and a reaction's miss rate, verdicts,
+// soak progress and ETA, and per-board PTP state, RSS and CPU.
 //
 // # Label cardinality
 //
 // Labels are bounded by the run, never by traffic: suite and case (one
-// series per recorded case; a run has ~86, capped at MaxCases — cases
+// series per recorded case and figure; a run has ~86, capped at MaxCases — cases
 // past the cap are counted in hilrig_live_dropped_cases_total, not
 // exported), quantile (0.5, 0.99, 1), kind (sent, delivered, lost) and
 // board (the rack's boards, capped at MaxBoards), and flow (a suite
@@ -65,6 +66,9 @@ type Metrics struct {
 	latency    *prometheus.GaugeVec
 	messages   *prometheus.GaugeVec
 	caseResult *prometheus.GaugeVec
+	caseCPU    *prometheus.GaugeVec
+	caseRSS    *prometheus.GaugeVec
+	caseMiss   *prometheus.GaugeVec
 	verdict    prometheus.Gauge
 	soakDone   prometheus.Gauge
 	soakETA    prometheus.Gauge
@@ -101,6 +105,12 @@ func New() *Metrics {
 		Help: "Messages of a recorded case: sent, delivered, lost (by sequence gaps)."}, []string{"suite", "case", "kind"})
 	m.caseResult = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "hilrig_case_pass",
 		Help: "Verdict of a recorded case: 1 pass, 0 fail, -1 not judged (no bounds)."}, []string{"suite", "case"})
+	m.caseCPU = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "hilrig_case_cpu_ratio",
+		Help: "CPU of a recorded case's measured process over the case, in cores (a reaction case: the device under test's program)."}, []string{"suite", "case"})
+	m.caseRSS = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "hilrig_case_rss_bytes",
+		Help: "Resident set of a recorded case's measured process at its end (a reaction case: the device under test's program)."}, []string{"suite", "case"})
+	m.caseMiss = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "hilrig_case_miss_ratio",
+		Help: "A reaction case's miss rate: stimuli without an answer within the deadline, per stimulus (0..1)."}, []string{"suite", "case"})
 	m.verdict = prometheus.NewGauge(prometheus.GaugeOpts{Name: "hilrig_run_pass",
 		Help: "Current verdict of the run so far (recorded cases and the running soak's verdict so far): 1 pass, 0 fail, -1 nothing judged yet."})
 	m.soakDone = prometheus.NewGauge(prometheus.GaugeOpts{Name: "hilrig_soak_progress_ratio", Help: "Fraction of the planned soak elapsed (0..1)."})
@@ -122,7 +132,7 @@ func New() *Metrics {
 		Help: "The running soak's verdict so far, at its last closed window: 1 pass so far, 0 failing (a bound broke for good), -1 no window yet. Trend bounds are judged at the end only."})
 	m.soakBound = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "hilrig_soak_bound_failing",
 		Help: "1 when the running soak broke this kind of bound so far, 0 while it holds; one series per bound the soak sets."}, []string{"bound"})
-	for _, c := range []prometheus.Collector{m.latency, m.messages, m.caseResult, m.verdict, m.soakDone, m.soakETA,
+	for _, c := range []prometheus.Collector{m.latency, m.messages, m.caseResult, m.caseCPU, m.caseRSS, m.caseMiss, m.verdict, m.soakDone, m.soakETA,
 		m.ptpLocked, m.ptpOffset, m.rss, m.cpu, m.dropped, m.flowLatency, m.flowWindow, m.flowTotal, m.soakWindows, m.droppedFlows,
 		m.soakPass, m.soakBound} {
 		f(c)
@@ -169,6 +179,16 @@ func (m *Metrics) ObserveCase(c *report.Case) {
 	m.messages.WithLabelValues(c.Suite, c.Name, "delivered").Set(float64(c.Delivered))
 	m.messages.WithLabelValues(c.Suite, c.Name, "lost").Set(float64(c.Lost))
 	m.caseResult.WithLabelValues(c.Suite, c.Name).Set(verdictValue(c.Verdict))
+	// Figures a case may not have: no series rather than a false 0.
+	if c.CPUPercent > 0 {
+		m.caseCPU.WithLabelValues(c.Suite, c.Name).Set(c.CPUPercent / 100)
+	}
+	if c.RSSBytes > 0 {
+		m.caseRSS.WithLabelValues(c.Suite, c.Name).Set(float64(c.RSSBytes))
+	}
+	if r, ok := c.Extra[report.ExtraDUTMissRate]; ok {
+		m.caseMiss.WithLabelValues(c.Suite, c.Name).Set(r)
+	}
 	m.setRunLocked()
 }
 

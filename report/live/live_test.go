@@ -316,3 +316,29 @@ func TestSoakVerdict(t *testing.T) {
 	var none *live.Metrics
 	none.SoakVerdict(pass)
 }
+
+// A reaction case exports the program's CPU and RSS and its miss rate;
+// a case without those figures gets no such series (not a false 0).
+func TestReactionCaseFigures(t *testing.T) {
+	m := live.New()
+	h := report.NewHistogram()
+	h.Record(120_000)
+	c := report.NewCase(nil, report.CaseSpec{Suite: "reaction", Name: "imu reaction"},
+		report.Results{Sent: 300, Delivered: 294, Lost: 6, Histogram: h, CPUPercent: 1.5, RSSBytes: 5 << 20})
+	c.Add(report.Addition{By: "test", Extra: map[report.ExtraKey]float64{report.ExtraDUTMissRate: 0.02}})
+	c.Finalize()
+	m.ObserveCase(c)
+	m.ObserveCase(testCase("shm 64", 0))
+	for series, want := range map[string]float64{
+		`hilrig_case_cpu_ratio{case="imu reaction",suite="reaction"}`:  0.015,
+		`hilrig_case_rss_bytes{case="imu reaction",suite="reaction"}`:  5 << 20,
+		`hilrig_case_miss_ratio{case="imu reaction",suite="reaction"}`: 0.02,
+		`hilrig_case_cpu_ratio{case="shm 64",suite="latency"}`:         -1,
+		`hilrig_case_rss_bytes{case="shm 64",suite="latency"}`:         -1,
+		`hilrig_case_miss_ratio{case="shm 64",suite="latency"}`:        -1,
+	} {
+		if got := gauge(t, m, series); got != want {
+			t.Errorf("%s = %g, want %g (-1: absent)", series, got, want)
+		}
+	}
+}

@@ -75,6 +75,15 @@ type caseView struct {
 	// fails, near 1 is close; 0 when nothing was judged. Worst names it.
 	Headroom float64
 	Worst    string
+	// Bus are, for a reaction case, the one-way bus cases of this run on
+	// its path (report.BusOnSamePath): how much of the reaction is the bus.
+	Bus []busView
+}
+
+// busView is a bus case beside a reaction: its anchor and the case.
+type busView struct {
+	ID string
+	*report.Case
 }
 
 // suiteGroup is one suite's cases for the collapsible overview.
@@ -325,6 +334,11 @@ func Render(w io.Writer, in Input) error {
 		ids := map[*report.Case]string{}
 		for i := range r.Cases {
 			ids[&r.Cases[i]] = fmt.Sprintf("case-%d", i)
+		}
+		for i := range pg.Cases {
+			for _, b := range report.BusOnSamePath(r, pg.Cases[i].Case) {
+				pg.Cases[i].Bus = append(pg.Cases[i].Bus, busView{ID: ids[b], Case: b})
+			}
 		}
 		mv, mx, err := middlewareViews(r, ids)
 		if err != nil {

@@ -39,7 +39,9 @@ type Window struct {
 	Fault *Fault `json:"fault,omitempty"`
 }
 
-// Fault is a board outage inside a fault window.
+// Fault is a board outage inside a fault window, or a device under test's
+// crash that its supervisor restarted (Cause "dut <name> ended (…)",
+// Console the program's output tail).
 type Fault struct {
 	Board string `json:"board"`
 	// Cause is why the board counted as lost ("sent no agent window for

@@ -55,6 +55,9 @@ var _ = Describe("soak", Label(labels.Soak), func() {
 		if sel.Long == "" {
 			Skip(sel.SkipReason)
 		}
+		if sel.LongDUT != "" {
+			Skip("-hilrig.soak-dut=" + sel.LongDUT + " asks for that dut's soak instead of the traffic mix")
+		}
 		runSoak(ctx, sel.Long)
 	})
 })
@@ -95,14 +98,7 @@ func runSoakOn(ctx context.Context, profile string, peer steps.Path) {
 		// peer header's epoch tells the restarted publisher's sequence
 		// from loss, and the restarted subscriber is started LateJoin.
 	}
-	fmt.Fprintln(GinkgoWriter, plan)
-	for _, n := range plan.Notes {
-		Expect(harness.Note("soak %s: %s", name, n)).To(Succeed())
-	}
-
-	r, err := openRig(ctx, tc, plan)
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(r.Close)
+	r := announceAndOpen(ctx, tc, plan, name)
 
 	cp, prior, err := openCheckpoint(tc, plan, name)
 	Expect(err).NotTo(HaveOccurred())
@@ -156,6 +152,20 @@ func runSoakOn(ctx context.Context, profile string, peer steps.Path) {
 	Expect(run.Status().Restarts).To(BeNumerically(">=", expectedRestarts(plan)), "churn restarts")
 	Expect(soakrun.FailedChecks(v)).To(BeEmpty(), "soak verdicts (checkpoint %s)", cp.Path())
 	Expect(v.Verdict).To(Equal(report.Pass))
+}
+
+// announceAndOpen prints the plan, files its notes and opens the rig
+// (closed at the spec's cleanup).
+func announceAndOpen(ctx context.Context, tc *harness.TestContext, plan *soakrun.Plan, name string) *rig.Rig {
+	GinkgoHelper()
+	fmt.Fprintln(GinkgoWriter, plan)
+	for _, n := range plan.Notes {
+		Expect(harness.Note("soak %s: %s", name, n)).To(Succeed())
+	}
+	r, err := openRig(ctx, tc, plan)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(r.Close)
+	return r
 }
 
 // openRig opens the rack as every suite does, under the run's rack lease

@@ -255,6 +255,35 @@ func Conformance(t *testing.T, open Opener, exec Exec) {
 		}
 	})
 
+	t.Run("a reaction case keeps its route, program figures and misses", func(t *testing.T) {
+		r := Run("react", 1, 1, 20000)
+		rt := report.Route{From: "board-a", To: "board-b", SameKernel: true, Class: report.ClassSharedMemory}
+		h := report.NewHistogram()
+		h.Record(120_000)
+		c := report.NewCase(&rt, report.CaseSpec{Suite: "reaction", Name: "imu reaction imu → cmd", Transport: "dut topic→topic",
+			Middleware: "hilrig", PayloadBytes: 64, Method: report.Method{Kind: report.OneWay, Clocks: "controller CLOCK_MONOTONIC"}},
+			report.Results{Sent: 300, Delivered: 294, Lost: 6, Histogram: h, CPUPercent: 1.3, RSSBytes: 5 << 20})
+		c.Add(report.Addition{By: "storetest", Extra: map[report.ExtraKey]float64{report.ExtraDUTMissRate: 0.02, report.ExtraDUTRestarts: 1}})
+		c.Finalize()
+		r.Cases = append(r.Cases, *c)
+		if err := s.Put(ctx, r, "reaction"); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.Load(ctx, store.KeyOf(r.Run))
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := got.Cases[1]
+		if !g.IsReaction() || g.Route == nil || *g.Route != rt || g.CPUPercent != 1.3 || g.RSSBytes != 5<<20 ||
+			g.Extra[report.ExtraDUTMissRate] != 0.02 || g.Extra[report.ExtraDUTRestarts] != 1 || g.Lost != 6 {
+			t.Fatalf("loaded reaction case differs: %+v", g)
+		}
+		ps, err := s.Points(ctx, store.Filter{Rack: "react", Case: "reaction/"})
+		if err != nil || len(ps) != 1 || ps[0].Sent != 300 || ps[0].Lost != 6 || ps[0].P50 == 0 {
+			t.Fatalf("reaction points %+v, %v: the trend's loss is the miss rate", ps, err)
+		}
+	})
+
 	t.Run("soak windows", func(t *testing.T) {
 		r := Run("soak", 1, 1, 20000)
 		if err := s.Put(ctx, r, "soak"); err != nil {

@@ -13,5 +13,9 @@
 // over a 72-hour soak), so the same loop runs on a lab rack, on the sim rack, and on
 // the synthetic feed used by the benchmarks and the controller-kill fault.
 //
+// A device under test's reaction soaks on the same runner: DUTFeed turns
+// rounds of dut.Measure into the windows of one stream and reports the
+// supervised program's crash-restarts as fault windows (FaultSource).
+//
 // Helpers return errors; only specs assert.
 package soakrun

@@ -30,6 +30,7 @@ var (
 	heartbeat    = flag.Duration("hilrig.soak-heartbeat", 30*time.Second, "a board that sends no agent window for this long is lost: the soak stops with a verdict naming it (0 = never)")
 	recoveries   = flag.Int("hilrig.soak-recoveries", 2, "recovery budget: lost boards (missed heartbeats, console panic) power-cycled and brought back per soak; past it, or for a board without power control, the soak fails naming the board")
 	heapFlag     = flag.String("hilrig.soak-heap-profile", "", "write the controller's Go heap profile (pprof) to this file at every checkpoint window (go tool pprof -sample_index=inuse_space FILE)")
+	dutFlag      = flag.String("hilrig.soak-dut", "", "run the long profile (full or accelerated) on this dut's reaction (duts: of the rack) instead of the traffic mix")
 	unlockBound  = flag.Int("hilrig.soak-max-unlocked", 6, "windows allowed with a board's PTP not locked (excluded from latency verdicts)")
 )
 
@@ -116,6 +117,9 @@ type Selection struct {
 	// with SkipReason).
 	Long       string
 	SkipReason string
+	// LongDUT, with Long, is the dut whose reaction the long soak runs
+	// instead of the traffic mix (-hilrig.soak-dut; "": the mix).
+	LongDUT string
 }
 
 // Select resolves which specs the flags start on a rack named rackName.
@@ -136,6 +140,9 @@ func Select(rackName string) Selection {
 	default:
 		// accelerated, full, or a typo that NewPlan reports by name.
 		s.Long = req
+	}
+	if s.Long != "" {
+		s.LongDUT = *dutFlag
 	}
 	if s.Smoke && RequestedProfile(rackName) == ProfileSmoke && *durationFlag > 0 {
 		s.SmokeTimeout = max(s.SmokeTimeout, *durationFlag+2*time.Minute)

@@ -73,7 +73,7 @@ func Cases(suite, name string, lg *soak.Log, v soak.Verdicts, b soak.Bounds) []r
 				add.Extra = map[report.ExtraKey]float64{}
 			}
 			add.Extra[report.ExtraFaultWindowLost] = float64(faultLost[k])
-			add.Notes = append(add.Notes, fmt.Sprintf("%d fault windows (board outages) excluded: see the verdicts case", v.FaultWindows))
+			add.Notes = append(add.Notes, fmt.Sprintf("%d fault windows (board outages, program crashes) excluded: see the verdicts case", v.FaultWindows))
 		}
 		c.Add(add)
 		out = append(out, c)

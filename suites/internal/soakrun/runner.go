@@ -121,6 +121,10 @@ type Runner struct {
 	// Recoveries is the recovery budget of the soak: past it a lost board
 	// fails the soak (ErrBoardLost, "recovery budget exhausted").
 	Recoveries int
+	// Faults, if set, reports faults recovered outside the runner (a dut
+	// program's crash-restart: DUTFeed); each closes the window it is
+	// taken in as a fault window (soak.Window.Fault).
+	Faults FaultSource
 	// HeapProfile, if set, is a file the controller's heap profile is
 	// rewritten to at every checkpoint window, just before the windows
 	// are drained (for finding what holds the controller's memory).
@@ -177,6 +181,9 @@ type Status struct {
 	Restarts, Recovered, Unlocked int
 	// BoardRecoveries counts lost boards brought back (fault windows).
 	BoardRecoveries int
+	// Crashes counts the faults taken from Runner.Faults (a dut program
+	// crashed and restarted).
+	Crashes int
 }
 
 type pendingRestart struct {
@@ -242,6 +249,9 @@ func (s Status) String() string {
 	}
 	if s.BoardRecoveries > 0 {
 		fmt.Fprintf(&b, ", board outages recovered %d", s.BoardRecoveries)
+	}
+	if s.Crashes > 0 {
+		fmt.Fprintf(&b, ", crashes restarted %d", s.Crashes)
 	}
 	return b.String()
 }
@@ -585,6 +595,7 @@ func (r *Runner) closeWindow(agg *aggregator, tracks []*Track, gated map[subKey]
 		r.pending = nil
 		r.mu.Unlock()
 	}
+	r.takeFaults()
 	var ptp func(string) *soak.PTPSample
 	if r.PTP != nil {
 		ptp = func(a string) *soak.PTPSample { return r.PTP.Sample(a, start, end) }
@@ -645,6 +656,31 @@ func (r *Runner) closeWindow(agg *aggregator, tracks []*Track, gated map[subKey]
 		r.OnWindow(&w)
 	}
 	return nil
+}
+
+// takeFaults makes the open window a fault window for every fault
+// Runner.Faults reports: the first fault is the window's, later ones in
+// the same window extend it (cause, end and console appended).
+func (r *Runner) takeFaults() {
+	if r.Faults == nil {
+		return
+	}
+	fs := r.Faults.TakeFaults()
+	for _, f := range fs {
+		if r.fault == nil {
+			r.fault = &f
+			continue
+		}
+		r.fault.Cause += "; " + f.Cause
+		r.fault.Recovery += "; " + f.Recovery
+		r.fault.To = f.To
+		if f.Console != "" {
+			r.fault.Console += "\n" + f.Console
+		}
+	}
+	r.mu.Lock()
+	r.status.Crashes += len(fs)
+	r.mu.Unlock()
 }
 
 func abs64(v int64) int64 {

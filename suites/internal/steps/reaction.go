@@ -16,8 +16,12 @@ import (
 // DUTPlacement is where env's rig put the rack's shared things, as the
 // dut runner needs them: the rig's middleware domain, its sim chips and
 // namespaces.
-func DUTPlacement(env *Env) dut.Placement {
-	return dut.Placement{Domain: env.Rig.Domain, Chip: env.Rig.Chip, Netns: env.Rig.NetnsName}
+func DUTPlacement(env *Env) dut.Placement { return RigDUTPlacement(env.Rig) }
+
+// RigDUTPlacement is where rig r put the rack's shared things (a suite
+// that opens its rig itself, as the soak suite does).
+func RigDUTPlacement(r *rig.Rig) dut.Placement {
+	return dut.Placement{Domain: r.Domain, Chip: r.Chip, Netns: r.NetnsName}
 }
 
 // dutTraceKB is the trace buffer per CPU of a dut run: the snapshot is
@@ -61,7 +65,33 @@ func Reaction(ctx context.Context, env *Env, p *dut.Program, name string, opts d
 	if err != nil {
 		return nil, fmt.Errorf("%w\ndut output:\n%s", err, p.Output())
 	}
-	return m.Case(dut.CaseInfo{Suite: env.Suite, Name: name, Labels: env.Labels, Program: p, Trace: tr}), nil
+	return m.Case(dut.CaseInfo{Suite: env.Suite, Name: name, Labels: env.Labels, Program: p, Trace: tr, Route: DUTRoute(env.Rack, p.DUT)}), nil
+}
+
+// DUTRoute is the bus route of dut d's stimuli and responses, as
+// rig.RouteOf decides it for a bus case: from the controller's board
+// (the rack's first local board: the stimulus and response ends run in
+// the controller) to d's board over shared memory (a hilrig topic with
+// the automatic transport between two processes of one kernel). nil when
+// a correlation port is a GPIO line or another middleware's topic, the
+// rack has no local board, or d's board is on another kernel.
+func DUTRoute(rack *fixtures.Rack, d *fixtures.DUT) *report.Route {
+	for _, name := range []string{d.Correlation.Input, d.Correlation.Output} {
+		if p, ok := d.Port(name); !ok || p.IsGPIO() || p.Middleware.OrDefault() != fixtures.PortHilrig {
+			return nil
+		}
+	}
+	for _, b := range rack.Boards {
+		if b.Reach.Kind != fixtures.ReachLocal {
+			continue
+		}
+		if !rack.SameKernel(b.Name, d.Board) {
+			return nil
+		}
+		rt := rig.RouteOf(rack, fixtures.Shm, b.Name, d.Board)
+		return &rt
+	}
+	return nil
 }
 
 // ReactionWithCrash is Reaction with the program supervised
@@ -92,7 +122,7 @@ func ReactionWithCrash(ctx context.Context, env *Env, p *dut.Program, name strin
 	case len(crashes) == 0:
 		return nil, fmt.Errorf("dut %s: killed, but the supervisor saw no end", p.DUT.Name)
 	}
-	c := m.Case(dut.CaseInfo{Suite: env.Suite, Name: name, Labels: env.Labels, Program: p})
+	c := m.Case(dut.CaseInfo{Suite: env.Suite, Name: name, Labels: env.Labels, Program: p, Route: DUTRoute(env.Rack, p.DUT)})
 	a := report.Addition{By: "steps.ReactionWithCrash", Unjudged: true, Extra: map[report.ExtraKey]float64{
 		report.ExtraFaultWindows:    float64(len(crashes)),
 		report.ExtraFaultWindowLost: float64(m.WindowMisses(crashes)),

@@ -48,9 +48,11 @@ func bounds(env *Env, path Path, payload int) (report.Bounds, string, bool) {
 // gateOutcome is what the PTP gate made of a flow's windows.
 type gateOutcome struct {
 	boards []string
-	res    GateResult
-	hist   *report.Histogram
-	err    error
+	// judge is the gate's monitor, for the recording's PTP channel.
+	judge WindowJudge
+	res   GateResult
+	hist  *report.Histogram
+	err   error
 }
 
 // flowCase is the case of one measured flow: the rig's figures, the
@@ -108,6 +110,9 @@ func flowCase(env *Env, name string, p Params, run *Ran, g *gateOutcome, werr er
 		if b := c.Bounds; b != nil {
 			c.Bounds = &report.Bounds{ScopeTolerance: b.ScopeTolerance, MaxLost: b.MaxLost}
 		}
+	}
+	if a, ok := recordFlow(env, name, run, g); ok {
+		c.Add(a)
 	}
 	return finish(env, c)
 }

@@ -180,7 +180,7 @@ func Measure(ctx context.Context, env *Env, name string, p Params) (*Ran, error)
 	if gate != nil {
 		gate.settle(ctx, res.Windows)
 		gate.close() // judge on a finished series
-		g = &gateOutcome{boards: []string{from, to}}
+		g = &gateOutcome{boards: []string{from, to}, judge: gate.mon}
 		g.res, g.hist, g.err = gateWindows(res.Windows, res.Subscribers, gate.mon, from, to)
 	}
 	run.Case = flowCase(env, name, p, run, g, werr)

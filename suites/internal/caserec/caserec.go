@@ -1,0 +1,256 @@
+// Package caserec writes a measured case's recording: one MCAP file per
+// case, beside the report, with the case's per-window figures and the
+// PTP status of each window as JSON channels, so Foxglove (or `hilrig
+// mcap cat`) plots a run's latency against time next to the clocks'
+// offset (docs/mcap.md, "Recording a run").
+//
+// Log times are the windows' ends, Unix ns on the subscriber's
+// CLOCK_REALTIME (the controller's on a PTP rack); publish times the
+// windows' starts. A Recorder is not safe for concurrent use.
+package caserec
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/hilrig/hilrig/agentproto"
+	"github.com/hilrig/hilrig/recording/mcap"
+	"github.com/hilrig/hilrig/report"
+	"github.com/hilrig/hilrig/timesync"
+)
+
+// Topics of a case recording.
+const (
+	TopicLatency = "/hilrig/latency"
+	TopicPTP     = "/hilrig/ptp"
+)
+
+// Schema names (jsonschema).
+const (
+	SchemaLatency = "hilrig.LatencyWindow"
+	SchemaPTP     = "hilrig.PTPWindow"
+)
+
+// recordOverhead is a Message record's bytes besides its data (opcode,
+// length, channel, sequence, two stamps), counted against the cap.
+const recordOverhead = 1 + 8 + 2 + 4 + 8 + 8
+
+// ErrRecording wraps every failure to write a recording.
+var ErrRecording = errors.New("caserec: recording")
+
+// LatencyWindow is one subscriber window of a case, as recorded on
+// TopicLatency. Latencies in ns (one-way, the case's method).
+type LatencyWindow struct {
+	Subscriber string `json:"subscriber"`
+	Window     uint64 `json:"window"`
+	StartNs    int64  `json:"start_ns"`
+	EndNs      int64  `json:"end_ns"`
+	Received   uint64 `json:"received"`
+	Lost       uint64 `json:"lost"`
+	Samples    int64  `json:"samples"`
+	P50Ns      int64  `json:"p50_ns"`
+	P99Ns      int64  `json:"p99_ns"`
+	MaxNs      int64  `json:"max_ns"`
+	// CPUPercent is the subscriber agent's CPU time over the window's
+	// length, percent of one core.
+	CPUPercent float64 `json:"cpu_percent"`
+	RSSBytes   int64   `json:"rss_bytes"`
+}
+
+// schemas are the JSON schemas of the channels: Foxglove shows the fields.
+var schemas = map[string]string{
+	SchemaLatency: `{"type":"object","title":"` + SchemaLatency + `","properties":{` +
+		`"subscriber":{"type":"string"},"window":{"type":"integer"},"start_ns":{"type":"integer"},"end_ns":{"type":"integer"},` +
+		`"received":{"type":"integer"},"lost":{"type":"integer"},"samples":{"type":"integer"},` +
+		`"p50_ns":{"type":"integer"},"p99_ns":{"type":"integer"},"max_ns":{"type":"integer"},` +
+		`"cpu_percent":{"type":"number"},"rss_bytes":{"type":"integer"}}}`,
+	// timesync.WindowQuality's JSON.
+	SchemaPTP: `{"type":"object","title":"` + SchemaPTP + `","properties":{` +
+		`"from":{"type":"string"},"to":{"type":"string"},"locked":{"type":"boolean"},"bound_ns":{"type":"integer"},` +
+		`"boards":{"type":"array","items":{"type":"object","properties":{"board":{"type":"string"},"samples":{"type":"integer"},` +
+		`"locked":{"type":"boolean"},"reason":{"type":"string"},"max_abs_offset_ns":{"type":"integer"},"max_path_delay_ns":{"type":"integer"}}}}}}`,
+}
+
+// Options configure a Recorder.
+type Options struct {
+	// MaxBytes caps the messages' records (uncompressed bytes); past it
+	// messages are counted, not written. 0: DefaultMaxBytes.
+	MaxBytes int64
+	// Case names the case in the file's "hilrig.case" metadata.
+	Case map[string]string
+}
+
+// DefaultMaxBytes is the cap when Options.MaxBytes is 0.
+const DefaultMaxBytes = 64 << 20
+
+// Recorder writes one case's recording.
+type Recorder struct {
+	f        *os.File
+	w        *mcap.Writer
+	path     string
+	max, n   int64
+	seq      map[uint16]uint32
+	messages uint64
+	dropped  uint64
+	buf      []byte
+}
+
+// Stats is what a closed Recorder wrote.
+type Stats struct {
+	// Path is the file written (Create's path, or its "-N" variant).
+	Path     string
+	Messages uint64
+	// Dropped counts the messages the cap kept out (0: not cut).
+	Dropped  uint64
+	MaxBytes int64
+}
+
+const (
+	chanLatency uint16 = 1
+	chanPTP     uint16 = 2
+)
+
+// Create creates the file at path (its directory too; recordings are
+// never overwritten: when path exists, "-2", "-3", … is added before
+// ".mcap", for a case measured again in the same run) and writes the
+// header, the schemas, the channels and the case's metadata. Blocks on
+// file I/O.
+func Create(path string, opts Options) (*Recorder, error) {
+	if opts.MaxBytes <= 0 {
+		opts.MaxBytes = DefaultMaxBytes
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrRecording, err)
+	}
+	base := strings.TrimSuffix(path, ".mcap")
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	for i := 2; errors.Is(err, fs.ErrExist) && i < 1000; i++ {
+		path = fmt.Sprintf("%s-%d.mcap", base, i)
+		f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrRecording, err)
+	}
+	w, err := mcap.NewWriter(f, mcap.Options{Header: mcap.Header{Library: "hilrig caserec"},
+		Compression: mcap.CompressZstd, ChunkSize: 256 << 10})
+	if err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("%w: %s: %w", ErrRecording, path, err)
+	}
+	r := &Recorder{f: f, w: w, path: path, max: opts.MaxBytes, seq: map[uint16]uint32{}}
+	for i, s := range []struct {
+		id            uint16
+		schema, topic string
+	}{{chanLatency, SchemaLatency, TopicLatency}, {chanPTP, SchemaPTP, TopicPTP}} {
+		if err == nil {
+			err = w.AddSchema(mcap.Schema{ID: uint16(i + 1), Name: s.schema, Encoding: "jsonschema", Data: []byte(schemas[s.schema])})
+		}
+		if err == nil {
+			err = w.AddChannel(mcap.Channel{ID: s.id, SchemaID: uint16(i + 1), Topic: s.topic, MessageEncoding: "json"})
+		}
+	}
+	if err == nil && len(opts.Case) > 0 {
+		err = w.WriteMetadata("hilrig.case", opts.Case)
+	}
+	if err != nil {
+		r.abort()
+		return nil, fmt.Errorf("%w: %s: %w", ErrRecording, path, err)
+	}
+	return r, nil
+}
+
+func (r *Recorder) abort() {
+	_ = r.w.Close()
+	_ = r.f.Close()
+}
+
+// write writes v as JSON on channel ch, or counts it when the cap is
+// reached.
+func (r *Recorder) write(ch uint16, logNs, pubNs int64, v any) error {
+	var err error
+	r.buf, err = json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrRecording, r.path, err)
+	}
+	if r.dropped > 0 || r.n+int64(len(r.buf))+recordOverhead > r.max {
+		r.dropped++
+		return nil
+	}
+	r.n += int64(len(r.buf)) + recordOverhead
+	m := mcap.Message{ChannelID: ch, Sequence: r.seq[ch], LogTime: uint64(max(logNs, 0)), PublishTime: uint64(max(pubNs, 0)), Data: r.buf}
+	r.seq[ch]++
+	if err := r.w.WriteMessage(&m); err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrRecording, r.path, err)
+	}
+	r.messages++
+	return nil
+}
+
+// Windows records a subscriber's windows on TopicLatency.
+func (r *Recorder) Windows(subscriber string, ws []agentproto.Window) error {
+	for i := range ws {
+		w := &ws[i]
+		lw := LatencyWindow{Subscriber: subscriber, Window: w.Index, StartNs: w.StartNs, EndNs: w.EndNs,
+			Received: w.Received, Lost: w.Lost, RSSBytes: w.RSSBytes}
+		if h := w.Latency; h != nil && h.Count() > 0 {
+			lw.Samples, lw.P50Ns, lw.P99Ns, lw.MaxNs = h.Count(), h.ValueAtQuantile(50), h.ValueAtQuantile(99), h.ValueAtQuantile(100)
+		}
+		if d := w.EndNs - w.StartNs; d > 0 {
+			lw.CPUPercent = 100 * float64(w.CPUUserNs+w.CPUSysNs) / float64(d)
+		}
+		if err := r.write(chanLatency, w.EndNs, w.StartNs, lw); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// PTP records the clocks' quality over one window on TopicPTP (logged at
+// the window's end).
+func (r *Recorder) PTP(q timesync.WindowQuality) error {
+	return r.write(chanPTP, q.To.UnixNano(), q.From.UnixNano(), q)
+}
+
+// Close writes the summary (and, when the cap cut the recording, a
+// "hilrig.cut" metadata record saying how much) and closes the file.
+func (r *Recorder) Close() (Stats, error) {
+	st := Stats{Path: r.path, Messages: r.messages, Dropped: r.dropped, MaxBytes: r.max}
+	var err error
+	if r.dropped > 0 {
+		err = r.w.WriteMetadata("hilrig.cut", map[string]string{
+			"max_bytes": fmt.Sprint(r.max), "messages_not_recorded": fmt.Sprint(r.dropped)})
+	}
+	err = errors.Join(err, r.w.Close(), r.f.Close())
+	if err != nil {
+		return st, fmt.Errorf("%w: %s: %w", ErrRecording, r.path, err)
+	}
+	return st, nil
+}
+
+// Note is the case's reference to its recording: rel is the file's path
+// relative to the report directory.
+func (st Stats) Note(rel string) report.Addition {
+	a := report.Noted("caserec", fmt.Sprintf("recording: %s (MCAP, %d messages on %s and %s; `hilrig mcap info`, or open in Foxglove)",
+		filepath.ToSlash(rel), st.Messages, TopicLatency, TopicPTP))
+	if st.Dropped > 0 {
+		a.Notes = append(a.Notes, fmt.Sprintf("recording CUT by its cap (record_max_bytes %d B): %d later messages not recorded", st.MaxBytes, st.Dropped))
+	}
+	return a
+}
+
+// FileName is a case's recording file name: its suite and name, every
+// byte that is not a letter, digit, '-' or '.' replaced by '_'.
+func FileName(suite, name string) string {
+	b := []byte(suite + "_" + name)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '.') {
+			b[i] = '_'
+		}
+	}
+	return string(b) + ".mcap"
+}

@@ -415,6 +415,9 @@ func (e *endpoint) flushWindow(now time.Time) {
 func (e *endpoint) publish(pub outlet, mk Marker) error {
 	s := e.s
 	payload := make([]byte, s.Payload)
+	if s.Schedule != nil { // a replayed plan: sizes up to the contract's
+		payload = make([]byte, s.Contract.MaxPayload)
+	}
 	for i := range payload {
 		payload[i] = byte(i)
 	}
@@ -423,11 +426,19 @@ func (e *endpoint) publish(pub outlet, mk Marker) error {
 	defer timer.Stop()
 	begin := time.Now()
 	e.firstNs = begin.UnixNano()
+	n := len(payload)
 	for i := uint64(0); s.Count == 0 || i < s.Count; i++ {
 		if e.ctx.Err() != nil {
 			return context.Cause(e.ctx)
 		}
-		if period > 0 {
+		switch {
+		case s.Schedule != nil:
+			var at time.Duration
+			at, n = s.Schedule.At(i)
+			if err := sleepUntil(e.ctx, timer, begin.Add(at), e.ownThread); err != nil {
+				return err
+			}
+		case period > 0:
 			if err := sleepUntil(e.ctx, timer, begin.Add(time.Duration(i)*period), e.ownThread); err != nil {
 				return err
 			}
@@ -441,7 +452,7 @@ func (e *endpoint) publish(pub outlet, mk Marker) error {
 		if e.tr != nil {
 			e.tr.markSend(i + 1)
 		}
-		err := pub.send(payload, i+1)
+		err := pub.send(payload[:n], i+1)
 		switch {
 		case err == nil:
 		case errors.Is(err, middleware.ErrTimeout):

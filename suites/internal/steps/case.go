@@ -111,6 +111,9 @@ func flowCase(env *Env, name string, p Params, run *Ran, g *gateOutcome, werr er
 			c.Bounds = &report.Bounds{ScopeTolerance: b.ScopeTolerance, MaxLost: b.MaxLost}
 		}
 	}
+	if p.replay != nil {
+		p.replay.apply(c)
+	}
 	if a, ok := recordFlow(env, name, run, g); ok {
 		c.Add(a)
 	}

@@ -55,6 +55,10 @@ type Params struct {
 	// untraced runs the flow with the kernel trace off whatever the
 	// config says: the reference run of trace_overhead.
 	untraced bool
+	// schedule replaces Payload and RateHz on the publisher, and replay
+	// adds its notes to the case (replay.go).
+	schedule *agentproto.Schedule
+	replay   *replayFlow
 }
 
 // Judge is which of the rack profile's bounds a flow's case is judged
@@ -115,6 +119,7 @@ func start(ctx context.Context, env *Env, p Params) (*rig.Flow, string, string, 
 		spec.Trace = traceSpec(env, p)
 	}
 	spec.HugePages = env.Config.HugePages.On()
+	spec.Schedule = p.schedule
 	// The stage hooks exist on shared memory only; udp would send empty stamps.
 	spec.Stages = env.Config.Stages.On() && (p.Path.Transport == fixtures.Shm || p.Path.Transport == fixtures.Intra) && (p.Path.Middleware == "" || p.Path.Middleware == agentproto.MiddlewareHilrig)
 	f, err := env.Rig.Flow(ctx, spec)

@@ -25,7 +25,7 @@ var _ = Describe("replay", Ordered, ContinueOnFailure, Label(labels.Replay), fun
 	var plan *steps.ReplayPlan
 	BeforeAll(func() {
 		var err error
-		plan, err = steps.ReplayPlanFor(env)
+		plan, err = steps.ReplayPlanFor(env.TestContext)
 		Expect(err).NotTo(HaveOccurred())
 	})
 

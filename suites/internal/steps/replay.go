@@ -333,9 +333,9 @@ func Replay(ctx context.Context, env *Env, name string, path Path, plan *ReplayP
 // memory, the length of the stretch replayed: nothing large is
 // committed), the short form's duration on the sim rack and in CI.
 // Blocks on the file.
-func ReplayPlanFor(env *Env) (*ReplayPlan, error) {
-	rc := env.Config.Replay
-	span := env.Config.ReplayDuration(harness.ShortForm(env.Rack.Name))
+func ReplayPlanFor(tc *harness.TestContext) (*ReplayPlan, error) {
+	rc := tc.Config.Replay
+	span := tc.Config.ReplayDuration(harness.ShortForm(tc.Rack.Name))
 	if rc.File == "" {
 		var buf bytes.Buffer
 		what, err := SampleMix(&buf, span)
@@ -344,7 +344,7 @@ func ReplayPlanFor(env *Env) (*ReplayPlan, error) {
 		}
 		return LoadReplay(&buf, what, span, rc.RateScale, rc.Loops)
 	}
-	path := env.Config.RelPath(rc.File)
+	path := tc.Config.RelPath(rc.File)
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: replay.file: %w", ErrReplay, err)

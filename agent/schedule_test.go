@@ -40,3 +40,54 @@ func TestScheduledPublisher(t *testing.T) {
 		}
 	}
 }
+
+// TestSubscriberStamps: a subscriber started with Stamps sends each
+// message's sequence, receipt and latency in its windows, the receipt
+// mappable to CLOCK_REALTIME through the window's MonoEndNs.
+func TestSubscriberStamps(t *testing.T) {
+	dir := t.TempDir()
+	const n = 50
+	subS, pubS := startSession(t, dir), startSession(t, dir)
+	c := contract("agent/stamps")
+	subS.send(agentproto.NewStart(agentproto.Start{Endpoint: "sub", Role: agentproto.Subscriber, Domain: "astamps", Contract: c, Count: n, Stamps: 1000, WindowNs: int64(time.Second)}))
+	subS.expect(agentproto.KindStarted)
+	pubS.send(agentproto.NewStart(agentproto.Start{Endpoint: "pub", Role: agentproto.Publisher, Domain: "astamps", Contract: c, Count: n, Payload: 64, RateHz: 1000}))
+	pubS.expect(agentproto.KindStarted)
+	var got []agentproto.MessageStamp
+	deadline := time.After(20 * time.Second)
+loop:
+	for {
+		var m *agentproto.Msg
+		select {
+		case m = <-subS.msgs:
+		case <-deadline:
+			t.Fatal("no final within 20s")
+		}
+		switch {
+		case m == nil:
+			t.Fatal("agent output ended")
+		case m.Kind == agentproto.KindFinal:
+			break loop
+		case m.Kind != agentproto.KindWindow:
+			continue
+		}
+		w := m.Window
+		for _, s := range w.Stamps {
+			if s.LatencyNs <= 0 || s.RecvMono > w.MonoEndNs || w.EndNs-(w.MonoEndNs-s.RecvMono) < w.StartNs-int64(time.Millisecond) {
+				t.Fatalf("stamp %+v outside window %d..%d (mono end %d)", s, w.StartNs, w.EndNs, w.MonoEndNs)
+			}
+		}
+		got = append(got, w.Stamps...)
+	}
+	if len(got) != n || got[0].Seq != 1 || got[n-1].Seq != n {
+		t.Fatalf("%d stamps, first %+v; want %d from seq 1", len(got), got, n)
+	}
+	pubS.expect(agentproto.KindFinal)
+	for _, s := range []*session{subS, pubS} {
+		s.send(agentproto.NewStop(""))
+		s.expect(agentproto.KindBye)
+		if err := s.wait(); err != nil {
+			t.Error(err)
+		}
+	}
+}

@@ -51,3 +51,21 @@ func TestScheduleValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestStampsValidate: Start.Stamps is a subscriber's, 0..MaxStamps.
+func TestStampsValidate(t *testing.T) {
+	c := middleware.Contract{Topic: "t", MaxPayload: 64, Reliability: middleware.Reliable, Depth: 8, Transport: middleware.TransportShm}
+	ok := agentproto.Start{Endpoint: "s", Role: agentproto.Subscriber, Contract: c, Stamps: agentproto.MaxStamps}
+	if err := ok.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []agentproto.Start{
+		{Endpoint: "s", Role: agentproto.Subscriber, Contract: c, Stamps: agentproto.MaxStamps + 1},
+		{Endpoint: "s", Role: agentproto.Subscriber, Contract: c, Stamps: -1},
+		{Endpoint: "p", Role: agentproto.Publisher, Contract: c, Payload: 64, Count: 1, Stamps: 10},
+	} {
+		if err := s.Validate(); err == nil || !strings.Contains(err.Error(), "start.stamps") {
+			t.Errorf("%s with stamps %d: %v, want a start.stamps error", s.Role, s.Stamps, err)
+		}
+	}
+}

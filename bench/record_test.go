@@ -3,13 +3,11 @@ package bench_test
 import (
 	"encoding/json"
 	"errors"
-	"io"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/hilrig/hilrig/bench"
-	"github.com/hilrig/hilrig/recording/mcap"
+	"github.com/hilrig/hilrig/recording/mcap/mcapjstest"
 )
 
 // TestPingPongRecord: --record writes every timed round trip, one
@@ -22,27 +20,9 @@ func TestPingPongRecord(t *testing.T) {
 	if rep.Recording != path {
 		t.Fatalf("report's recording %q, want %q", rep.Recording, path)
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = f.Close() })
-	fi, _ := f.Stat()
-	r, err := mcap.NewIndexedReader(f, fi.Size(), mcap.Limits{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	counts := map[string]int{}
-	for {
-		m, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		ch, _ := r.Channel(m.ChannelID)
-		counts[ch.Topic]++
+	for _, m := range mcapjstest.ReadFile(t, path) {
+		counts[m.Topic]++
 		var rt struct {
 			SendNs int64 `json:"send_unix_ns"`
 			RTTNs  int64 `json:"rtt_ns"`
@@ -51,7 +31,7 @@ func TestPingPongRecord(t *testing.T) {
 			t.Fatal(err)
 		}
 		if rt.RTTNs <= 0 || int64(m.PublishTime) != rt.SendNs || int64(m.LogTime) != rt.SendNs+rt.RTTNs {
-			t.Fatalf("%s: %+v logged %d published %d", ch.Topic, rt, m.LogTime, m.PublishTime)
+			t.Fatalf("%s: %+v logged %d published %d", m.Topic, rt, m.LogTime, m.PublishTime)
 		}
 	}
 	if counts["/pingpong/chan/16B"] != 100 || counts["/pingpong/chan/1024B"] != 100 || len(counts) != 2 {

@@ -74,6 +74,10 @@ type Traffic struct {
 	// with a plan per message (agentproto.Schedule: a recording
 	// replayed); Payload must be its largest size.
 	Schedule *agentproto.Schedule
+	// Stamps asks every subscriber for its messages' stamps, at most
+	// this many per window (agentproto.Start.Stamps; 0: none): in the
+	// windows of the FlowResult.
+	Stamps int
 	// Trace, when set, arms a kernel trace on every endpoint of the
 	// traffic (agentproto.TraceSpec): breaching windows come back with
 	// their snapshots, and FlowResult.Case links the worst one.
@@ -277,6 +281,7 @@ func (r *Rig) Flow(ctx context.Context, spec FlowSpec) (*Flow, error) {
 		}
 		s := base
 		s.Role, s.Endpoint = agentproto.Subscriber, fmt.Sprintf("%s-sub%d", spec.Name, i)
+		s.Stamps = spec.Stamps
 		s.PeerNet = nets[to]
 		s.Payload = 0
 		if spec.Transport == fixtures.UDP {

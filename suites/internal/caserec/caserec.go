@@ -1,6 +1,7 @@
 // Package caserec writes a measured case's recording: one MCAP file per
-// case, beside the report, with the case's per-window figures and the
-// PTP status of each window as JSON channels, so Foxglove (or `hilrig
+// case, beside the report, with the case's messages (send and receive
+// stamps), per-window figures and the PTP status of each window as JSON
+// channels, so Foxglove (or `hilrig
 // mcap cat`) plots a run's latency against time next to the clocks'
 // offset (docs/mcap.md, "Recording a run").
 //
@@ -26,14 +27,16 @@ import (
 
 // Topics of a case recording.
 const (
-	TopicLatency = "/hilrig/latency"
-	TopicPTP     = "/hilrig/ptp"
+	TopicLatency  = "/hilrig/latency"
+	TopicPTP      = "/hilrig/ptp"
+	TopicMessages = "/hilrig/messages"
 )
 
 // Schema names (jsonschema).
 const (
 	SchemaLatency = "hilrig.LatencyWindow"
 	SchemaPTP     = "hilrig.PTPWindow"
+	SchemaMessage = "hilrig.Message"
 )
 
 // recordOverhead is a Message record's bytes besides its data (opcode,
@@ -62,6 +65,18 @@ type LatencyWindow struct {
 	RSSBytes   int64   `json:"rss_bytes"`
 }
 
+// Message is one received message, as recorded on TopicMessages: its
+// receipt on the subscriber's CLOCK_REALTIME (Unix ns, mapped from its
+// CLOCK_MONOTONIC through the window's pair), its send time that minus
+// its latency, and the latency (ns, the case's method).
+type Message struct {
+	Subscriber string `json:"subscriber"`
+	Seq        uint64 `json:"seq"`
+	SendNs     int64  `json:"send_unix_ns"`
+	RecvNs     int64  `json:"recv_unix_ns"`
+	LatencyNs  int64  `json:"latency_ns"`
+}
+
 // schemas are the JSON schemas of the channels: Foxglove shows the fields.
 var schemas = map[string]string{
 	SchemaLatency: `{"type":"object","title":"` + SchemaLatency + `","properties":{` +
@@ -69,6 +84,9 @@ var schemas = map[string]string{
 		`"received":{"type":"integer"},"lost":{"type":"integer"},"samples":{"type":"integer"},` +
 		`"p50_ns":{"type":"integer"},"p99_ns":{"type":"integer"},"max_ns":{"type":"integer"},` +
 		`"cpu_percent":{"type":"number"},"rss_bytes":{"type":"integer"}}}`,
+	SchemaMessage: `{"type":"object","title":"` + SchemaMessage + `","properties":{` +
+		`"subscriber":{"type":"string"},"seq":{"type":"integer"},"send_unix_ns":{"type":"integer"},` +
+		`"recv_unix_ns":{"type":"integer"},"latency_ns":{"type":"integer"}}}`,
 	// timesync.WindowQuality's JSON.
 	SchemaPTP: `{"type":"object","title":"` + SchemaPTP + `","properties":{` +
 		`"from":{"type":"string"},"to":{"type":"string"},"locked":{"type":"boolean"},"bound_ns":{"type":"integer"},` +
@@ -111,8 +129,9 @@ type Stats struct {
 }
 
 const (
-	chanLatency uint16 = 1
-	chanPTP     uint16 = 2
+	chanLatency  uint16 = 1
+	chanPTP      uint16 = 2
+	chanMessages uint16 = 3
 )
 
 // Create creates the file at path (its directory too; recordings are
@@ -146,7 +165,7 @@ func Create(path string, opts Options) (*Recorder, error) {
 	for i, s := range []struct {
 		id            uint16
 		schema, topic string
-	}{{chanLatency, SchemaLatency, TopicLatency}, {chanPTP, SchemaPTP, TopicPTP}} {
+	}{{chanLatency, SchemaLatency, TopicLatency}, {chanPTP, SchemaPTP, TopicPTP}, {chanMessages, SchemaMessage, TopicMessages}} {
 		if err == nil {
 			err = w.AddSchema(mcap.Schema{ID: uint16(i + 1), Name: s.schema, Encoding: "jsonschema", Data: []byte(schemas[s.schema])})
 		}
@@ -210,6 +229,26 @@ func (r *Recorder) Windows(subscriber string, ws []agentproto.Window) error {
 	return nil
 }
 
+// Messages records the per-message stamps of a subscriber's windows
+// (agentproto.Window.Stamps) on TopicMessages, logged at their receipt,
+// published at their send, and returns how many stamps the agent dropped
+// past its per-window cap.
+func (r *Recorder) Messages(subscriber string, ws []agentproto.Window) (uint64, error) {
+	var dropped uint64
+	for i := range ws {
+		w := &ws[i]
+		dropped += w.StampsDropped
+		for _, st := range w.Stamps {
+			recv := w.EndNs - (w.MonoEndNs - st.RecvMono)
+			m := Message{Subscriber: subscriber, Seq: st.Seq, SendNs: recv - st.LatencyNs, RecvNs: recv, LatencyNs: st.LatencyNs}
+			if err := r.write(chanMessages, m.RecvNs, m.SendNs, m); err != nil {
+				return dropped, err
+			}
+		}
+	}
+	return dropped, nil
+}
+
 // PTP records the clocks' quality over one window on TopicPTP (logged at
 // the window's end).
 func (r *Recorder) PTP(q timesync.WindowQuality) error {
@@ -235,8 +274,8 @@ func (r *Recorder) Close() (Stats, error) {
 // Note is the case's reference to its recording: rel is the file's path
 // relative to the report directory.
 func (st Stats) Note(rel string) report.Addition {
-	a := report.Noted("caserec", fmt.Sprintf("recording: %s (MCAP, %d messages on %s and %s; `hilrig mcap info`, or open in Foxglove)",
-		filepath.ToSlash(rel), st.Messages, TopicLatency, TopicPTP))
+	a := report.Noted("caserec", fmt.Sprintf("recording: %s (MCAP, %d messages on %s, %s and %s; `hilrig mcap info`, or open in Foxglove)",
+		filepath.ToSlash(rel), st.Messages, TopicMessages, TopicLatency, TopicPTP))
 	if st.Dropped > 0 {
 		a.Notes = append(a.Notes, fmt.Sprintf("recording CUT by its cap (record_max_bytes %d B): %d later messages not recorded", st.MaxBytes, st.Dropped))
 	}

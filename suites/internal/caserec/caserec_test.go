@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -14,7 +13,6 @@ import (
 	"time"
 
 	"github.com/hilrig/hilrig/agentproto"
-	"github.com/hilrig/hilrig/recording/mcap"
 	"github.com/hilrig/hilrig/recording/mcap/mcapcli"
 	"github.com/hilrig/hilrig/recording/mcap/mcapjstest"
 	"github.com/hilrig/hilrig/report"
@@ -23,7 +21,7 @@ import (
 )
 
 // windows are n one-second windows of 100 messages each, latencies
-// 10..109 µs.
+// 10..109 µs, three of them with their stamps (one more dropped).
 func windows(n int) []agentproto.Window {
 	t0 := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC).UnixNano()
 	ws := make([]agentproto.Window, n)
@@ -32,8 +30,14 @@ func windows(n int) []agentproto.Window {
 		for k := range 100 {
 			h.Record(int64(10_000 + 1_000*k))
 		}
+		// Three messages' stamps per window, the last received 1 ms
+		// before the window's end; the monotonic clock reads 1e12 there.
+		mono := int64(1e12) + int64(i)*1e9
 		ws[i] = agentproto.Window{Endpoint: "sub0", Index: uint64(i), StartNs: t0 + int64(i)*1e9, EndNs: t0 + int64(i+1)*1e9,
-			Received: 100, Latency: h, CPUUserNs: 5e7, CPUSysNs: 5e7, RSSBytes: 1 << 20}
+			Received: 100, Latency: h, CPUUserNs: 5e7, CPUSysNs: 5e7, RSSBytes: 1 << 20, MonoEndNs: mono,
+			Stamps: []agentproto.MessageStamp{{Seq: uint64(3*i + 1), RecvMono: mono - 3e6, LatencyNs: 40_000},
+				{Seq: uint64(3*i + 2), RecvMono: mono - 2e6, LatencyNs: 50_000}, {Seq: uint64(3*i + 3), RecvMono: mono - 1e6, LatencyNs: 60_000}},
+			StampsDropped: 1}
 	}
 	return ws
 }
@@ -48,6 +52,9 @@ func record(t *testing.T, path string, ws []agentproto.Window, maxBytes int64) c
 	}
 	if err := r.Windows("sub0", ws); err != nil {
 		t.Fatal(err)
+	}
+	if dropped, err := r.Messages("sub0", ws); err != nil || dropped != uint64(len(ws)) {
+		t.Fatalf("Messages: %d dropped, %v; want %d", dropped, err, len(ws))
 	}
 	for _, w := range ws {
 		q := timesync.WindowQuality{From: time.Unix(0, w.StartNs), To: time.Unix(0, w.EndNs), Locked: true, Bound: 200 * time.Nanosecond,
@@ -69,8 +76,8 @@ func record(t *testing.T, path string, ws []agentproto.Window, maxBytes int64) c
 func TestRecording(t *testing.T) {
 	path := filepath.Join(t.TempDir(), caserec.FileName("latency", "shm 64B/1000Hz"))
 	st := record(t, path, windows(5), 0)
-	if st.Messages != 10 || st.Dropped != 0 || st.Path != path {
-		t.Fatalf("stats %+v, want 10 messages, none dropped, at %s", st, path)
+	if st.Messages != 25 || st.Dropped != 0 || st.Path != path {
+		t.Fatalf("stats %+v, want 25 messages, none dropped, at %s", st, path)
 	}
 	if strings.ContainsAny(filepath.Base(path), " /") {
 		t.Fatalf("file name %q has a space or slash", filepath.Base(path))
@@ -79,29 +86,12 @@ func TestRecording(t *testing.T) {
 	if again.Path == path || !strings.HasSuffix(again.Path, "-2.mcap") {
 		t.Fatalf("second recording of the case at %s, want a -2 beside %s", again.Path, path)
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = f.Close() })
-	fi, _ := f.Stat()
-	r, err := mcap.NewIndexedReader(f, fi.Size(), mcap.Limits{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	counts := map[string]int{}
 	var lw caserec.LatencyWindow
-	for {
-		m, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		ch, _ := r.Channel(m.ChannelID)
-		counts[ch.Topic]++
-		if ch.Topic == caserec.TopicLatency {
+	var msg caserec.Message
+	for _, m := range mcapjstest.ReadFile(t, path) {
+		counts[m.Topic]++
+		if m.Topic == caserec.TopicLatency {
 			if err := json.Unmarshal(m.Data, &lw); err != nil {
 				t.Fatal(err)
 			}
@@ -109,9 +99,22 @@ func TestRecording(t *testing.T) {
 				t.Fatalf("log time %d, want the window's end %d", m.LogTime, lw.EndNs)
 			}
 		}
+		if m.Topic == caserec.TopicMessages {
+			if err := json.Unmarshal(m.Data, &msg); err != nil {
+				t.Fatal(err)
+			}
+			if int64(m.LogTime) != msg.RecvNs || int64(m.PublishTime) != msg.SendNs || msg.RecvNs-msg.SendNs != msg.LatencyNs {
+				t.Fatalf("message %+v logged %d published %d", msg, m.LogTime, m.PublishTime)
+			}
+		}
 	}
-	if counts[caserec.TopicLatency] != 5 || counts[caserec.TopicPTP] != 5 {
-		t.Fatalf("counts %v, want 5 per topic", counts)
+	if counts[caserec.TopicLatency] != 5 || counts[caserec.TopicPTP] != 5 || counts[caserec.TopicMessages] != 15 {
+		t.Fatalf("counts %v, want 5 windows and PTP records, 15 messages", counts)
+	}
+	// The last message: received 1 ms before the last window's end.
+	end := time.Date(2026, 12, 7, 12, 0, 5, 0, time.UTC).UnixNano()
+	if msg.Seq != 15 || msg.RecvNs != end-1e6 || msg.LatencyNs != 60_000 {
+		t.Fatalf("last message %+v, want seq 15 received at %d", msg, end-1e6)
 	}
 	if lw.Window != 4 || lw.Samples != 100 || lw.P50Ns < 58_000 || lw.P50Ns > 61_000 || lw.MaxNs < 108_000 || lw.CPUPercent != 10 {
 		t.Fatalf("last window %+v", lw)
@@ -127,8 +130,8 @@ func TestRecording(t *testing.T) {
 func TestRecordingCap(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cut.mcap")
 	st := record(t, path, windows(200), 8<<10)
-	if st.Dropped == 0 || st.Messages == 0 || st.Messages+st.Dropped != 400 {
-		t.Fatalf("stats %+v, want some written, some dropped, 400 in all", st)
+	if st.Dropped == 0 || st.Messages == 0 || st.Messages+st.Dropped != 1000 {
+		t.Fatalf("stats %+v, want some written, some dropped, 1000 in all", st)
 	}
 	n := st.Note("cut.mcap")
 	if len(n.Notes) != 2 || !strings.Contains(n.Notes[1], "CUT") {
@@ -145,7 +148,7 @@ func TestRecordingCap(t *testing.T) {
 }
 
 // TestMcapInfoShowsRecording: `hilrig mcap info` on a case recording
-// shows its two channels, their schemas and message counts.
+// shows its three channels, their schemas and message counts.
 func TestMcapInfoShowsRecording(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "case.mcap")
 	record(t, path, windows(7), 0)
@@ -154,8 +157,9 @@ func TestMcapInfoShowsRecording(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := out.String()
-	for _, want := range []string{`messages:\s+14,`, `/hilrig/latency\s+7\s+json\s+1 hilrig.LatencyWindow`, `/hilrig/ptp\s+7\s+json\s+2 hilrig.PTPWindow`,
-		`1\s+hilrig.LatencyWindow\s+jsonschema`, `2\s+hilrig.PTPWindow\s+jsonschema`} {
+	for _, want := range []string{`messages:\s+35,`, `/hilrig/latency\s+7\s+json\s+1 hilrig.LatencyWindow`, `/hilrig/ptp\s+7\s+json\s+2 hilrig.PTPWindow`,
+		`/hilrig/messages\s+21\s+json\s+3 hilrig.Message`,
+		`1\s+hilrig.LatencyWindow\s+jsonschema`, `2\s+hilrig.PTPWindow\s+jsonschema`, `3\s+hilrig.Message\s+jsonschema`} {
 		if !regexp.MustCompile(want).MatchString(s) {
 			t.Errorf("info lacks %q:\n%s", want, s)
 		}
@@ -175,8 +179,8 @@ func TestMcapCoreReadsRecording(t *testing.T) {
 		t.Fatalf("@mcap/core: %+v", out)
 	}
 	o := out.Results[0]
-	if len(o.Stream) != 6 || len(o.Indexed) != 6 || len(o.Channels) != 2 || len(o.Schemas) != 2 {
-		t.Fatalf("@mcap/core read %d stream, %d indexed messages, %d channels, %d schemas; want 6, 6, 2, 2", len(o.Stream), len(o.Indexed), len(o.Channels), len(o.Schemas))
+	if len(o.Stream) != 15 || len(o.Indexed) != 15 || len(o.Channels) != 3 || len(o.Schemas) != 3 {
+		t.Fatalf("@mcap/core read %d stream, %d indexed messages, %d channels, %d schemas; want 15, 15, 3, 3", len(o.Stream), len(o.Indexed), len(o.Channels), len(o.Schemas))
 	}
 	if o.DataCrc.Stored != o.DataCrc.Computed || o.DataCrc.Stored == 0 {
 		t.Fatalf("data-section CRC stored %08x, computed %08x", o.DataCrc.Stored, o.DataCrc.Computed)

@@ -16,18 +16,7 @@ import (
 // plan (duration, windows, churn) is the smoke plan's; a channel whose
 // plan cannot loop is refused.
 func TestPlanReplaying(t *testing.T) {
-	cfg, err := fixtures.ParseConfig("ginkgo.config", []byte("payload_sizes: [64]\nrates_hz: [1000]\nmessages: 100\nsoak: {short_duration: 6s}\ntraffic_mix:\n  - {transport: shm, payload: 64, rate_hz: 1000}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rack, err := fixtures.SimRack()
-	if err != nil {
-		t.Fatal(err)
-	}
-	prof, err := rack.Profile("")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, rack, prof := testPlanInputs(t)
 	p, err := soakrun.NewPlan(soakrun.ProfileSmoke, cfg, rack, prof)
 	if err != nil {
 		t.Fatal(err)

@@ -120,6 +120,9 @@ func start(ctx context.Context, env *Env, p Params) (*rig.Flow, string, string, 
 	}
 	spec.HugePages = env.Config.HugePages.On()
 	spec.Schedule = p.schedule
+	if env.Config.Record.On() {
+		spec.Stamps = RecordStamps
+	}
 	// The stage hooks exist on shared memory only; udp would send empty stamps.
 	spec.Stages = env.Config.Stages.On() && (p.Path.Transport == fixtures.Shm || p.Path.Transport == fixtures.Intra) && (p.Path.Middleware == "" || p.Path.Middleware == agentproto.MiddlewareHilrig)
 	f, err := env.Rig.Flow(ctx, spec)

@@ -11,7 +11,8 @@ import (
 )
 
 // recordFlow writes the recording of a measured flow when ginkgo.config
-// says `record: on`: every subscriber's windows and, on a PTP-gated
+// says `record: on`: every subscriber's messages (their stamps, up to
+// RecordStamps per window) and windows and, on a PTP-gated
 // flow, each window's clock quality, in runs/<id>/recordings/ beside the
 // run's report. It returns the case's reference to the file (or why
 // there is none) and false when recording is off. Blocks on file I/O.
@@ -25,6 +26,7 @@ func recordFlow(env *Env, name string, run *Ran, g *gateOutcome) (report.Additio
 	if err != nil {
 		return report.Noted("steps.recordFlow", "no recording: "+err.Error()), true
 	}
+	var agentDropped uint64
 	for i, ws := range run.Result.Windows {
 		sub := fmt.Sprintf("subscriber %d", i)
 		if i < len(run.Result.Subscribers) && run.Result.Subscribers[i] != nil {
@@ -32,6 +34,11 @@ func recordFlow(env *Env, name string, run *Ran, g *gateOutcome) (report.Additio
 		}
 		if err == nil {
 			err = r.Windows(sub, ws)
+		}
+		if err == nil {
+			var d uint64
+			d, err = r.Messages(sub, ws)
+			agentDropped += d
 		}
 		if g == nil || g.judge == nil {
 			continue
@@ -57,5 +64,13 @@ func recordFlow(env *Env, name string, run *Ran, g *gateOutcome) (report.Additio
 	}
 	a := st.Note(rel)
 	a.By = "steps.recordFlow"
+	if agentDropped > 0 {
+		a.Notes = append(a.Notes, fmt.Sprintf("recording: %d messages' stamps not kept by the agents (more than %d in a window)", agentDropped, RecordStamps))
+	}
 	return a, true
 }
+
+// RecordStamps is how many messages' stamps a subscriber keeps per
+// window when ginkgo.config says `record: on` (agentproto.Start.Stamps):
+// at 1 kHz and the default 1 s window, all of them.
+const RecordStamps = 4096

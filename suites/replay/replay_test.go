@@ -36,7 +36,7 @@ var _ = Describe("replay", Ordered, ContinueOnFailure, Label(labels.Replay), fun
 			if r := steps.Unrunnable(tc, tr); r != "" {
 				Skip(r)
 			}
-			run, err := steps.Replay(ctx, env, name, tr, plan)
+			run, err := steps.ReplayJudged(ctx, env, name, tr, plan)
 			if steps.NotOnRack(err) {
 				Skip(err.Error())
 			}

@@ -210,9 +210,9 @@ type ReplayRun struct {
 // (agentproto.Schedule). name prefixes the cases ("<name> /imu"). The
 // mix case merges the channels' latencies and counts; its CPU is the
 // agents' CPU over the mix, summed over boards (each board's agent
-// counted once). Samples are not PTP-gated (the sim rack's boards share
-// a kernel); the cases say so when the rack claims ptp. Blocks until
-// every flow ended.
+// counted once). On a PTP rack across kernels the topics' samples are
+// gated per window as Measure gates them, and the mix merges what the
+// gate kept. Blocks until every flow ended.
 func Replay(ctx context.Context, env *Env, name string, path Path, plan *ReplayPlan) (*ReplayRun, error) {
 	type started struct {
 		p    Params
@@ -226,6 +226,14 @@ func Replay(ctx context.Context, env *Env, name string, path Path, plan *ReplayP
 		for _, s := range flows {
 			_, _ = s.f.Wait(ctx)
 		}
+	}
+	var gate *ptpGate
+	if from, to, _, err := Route(env.Rack, path); err == nil && gated(env.Rack, from, to) {
+		// As Measure: watch both boards' lock over every channel's life.
+		if gate, err = startGate(ctx, env, from, to, env.Config.Window); err != nil {
+			return nil, err
+		}
+		defer gate.close()
 	}
 	for i := range plan.Channels {
 		ch := &plan.Channels[i]
@@ -243,14 +251,35 @@ func Replay(ctx context.Context, env *Env, name string, path Path, plan *ReplayP
 	cpu := map[string]float64{} // board → its agent's CPU %, the longest-running endpoint's view
 	dur := map[string]int64{}
 	var failures []string
-	for _, s := range flows {
-		res, werr := s.f.Wait(ctx)
+	type waited struct {
+		res  *rig.FlowResult
+		werr error
+	}
+	done := make([]waited, len(flows))
+	var all [][]agentproto.Window
+	for i, s := range flows {
+		done[i].res, done[i].werr = s.f.Wait(ctx)
+		if done[i].res != nil {
+			all = append(all, done[i].res.Windows...)
+		}
+	}
+	if gate != nil {
+		gate.settle(ctx, all)
+		gate.close() // judge on a finished series
+	}
+	for i, s := range flows {
+		res, werr := done[i].res, done[i].werr
 		r := &Ran{Result: res, Flow: s.f, From: s.from, To: s.to}
 		if res == nil {
 			failures = append(failures, fmt.Sprintf("%s: %v", s.ch.Topic, werr))
 			continue
 		}
-		c := flowCase(env, name+" "+s.ch.Topic, s.p, r, nil, werr)
+		var g *gateOutcome
+		if gate != nil {
+			g = &gateOutcome{boards: []string{s.from, s.to}, judge: gate.mon}
+			g.res, g.hist, g.err = gateWindows(res.Windows, res.Subscribers, gate.mon, s.from, s.to)
+		}
+		c := flowCase(env, name+" "+s.ch.Topic, s.p, r, g, werr)
 		run.Topics = append(run.Topics, c)
 		mix.Sent += c.Sent
 		mix.Delivered += c.Delivered
@@ -318,8 +347,8 @@ func Replay(ctx context.Context, env *Env, name string, path Path, plan *ReplayP
 			plan.Source, len(plan.Channels), msgs, float64(total)/1e6, plan.Span, plan.Scale, plan.Loops),
 		fmt.Sprintf("CPU: the agents' CPU time over the mix, percent of one core, summed over boards (%s): each board's agent runs every channel's endpoints there", strings.Join(boards, ", ")),
 		"latency: every channel's samples merged; loss must be 0 (reliable); bounds: no loss, and the profile's CPU bound at the largest payload when it has one"))
-	if gated(env.Rack, from, to) {
-		c.Add(report.Noted("steps.Replay", "samples NOT PTP-gated: the replay does not watch the boards' lock"))
+	if gate != nil {
+		c.Add(report.Noted("steps.Replay", "latency: the topics' samples as their cases' PTP gate kept them (windows not locked throughout excluded there)"))
 	}
 	run.Mix = finish(env, c)
 	if len(run.Topics) == 0 {
@@ -351,4 +380,61 @@ func ReplayPlanFor(tc *harness.TestContext) (*ReplayPlan, error) {
 	}
 	defer f.Close()
 	return LoadReplay(bufio.NewReaderSize(f, 1<<20), path, span, rc.RateScale, rc.Loops)
+}
+
+// ReplayJudged is Replay as MeasureJudged is Measure, for a host that
+// other work shares (the sim rack, a CI runner): while the replay runs, a
+// probe thread times the controller host's own wake-ups; when every
+// failing case (topics and mix) fails only on tail bounds while the host
+// was disturbed, the replay runs again, up to DisturbedAttempts in all,
+// each case carrying the earlier attempts in its notes and the probe's
+// figures in Extra. A peer's replay runs once: its cases are reported,
+// not judged (AsPeerCase). Blocks for the replay(s).
+func ReplayJudged(ctx context.Context, env *Env, name string, path Path, plan *ReplayPlan) (*ReplayRun, error) {
+	if path.IsPeer() {
+		return Replay(ctx, env, name, path, plan)
+	}
+	from, to, _, rerr := Route(env.Rack, path)
+	local := rerr == nil && onController(env.Rack, from) && onController(env.Rack, to)
+	var history []string
+	for attempt := 1; ; attempt++ {
+		var probe *hostProbe
+		if local {
+			probe = startHostProbe(ctx)
+		}
+		run, err := Replay(ctx, env, name, path, plan)
+		var host *report.Histogram
+		if probe != nil {
+			host = probe.stop()
+		}
+		if err != nil || run == nil {
+			return run, err
+		}
+		why, disturbed := replayExplained(run, host)
+		if !disturbed || attempt == DisturbedAttempts {
+			for i, c := range run.Topics {
+				run.Topics[i] = judgedCase(env, c, host, history, attempt, disturbed, why)
+			}
+			run.Mix = judgedCase(env, run.Mix, host, history, attempt, disturbed, why)
+			return run, nil
+		}
+		history = append(history, fmt.Sprintf("attempt %d: %s", attempt, why))
+	}
+}
+
+// replayExplained reports whether at least one case of run failed and
+// the disturbed host explains every failure (hostExplains).
+func replayExplained(run *ReplayRun, host *report.Histogram) (string, bool) {
+	var whys []string
+	for _, c := range append(slices.Clone(run.Topics), run.Mix) {
+		if c == nil || c.Verdict != report.Fail {
+			continue
+		}
+		why, ok := hostExplains(c, host)
+		if !ok {
+			return "", false
+		}
+		whys = append(whys, c.Name+": "+why)
+	}
+	return strings.Join(whys, "; "), len(whys) > 0
 }

@@ -69,7 +69,17 @@ var _ = Describe("soak", Label(labels.Soak), func() {
 		if sel.Long == "" {
 			Skip(sel.SkipReason)
 		}
-		runSoak(ctx, sel.Long)
+		replaying, err := soakrun.ReplayTraffic()
+		Expect(err).NotTo(HaveOccurred())
+		if !replaying {
+			runSoak(ctx, sel.Long)
+			return
+		}
+		// -hilrig.soak-traffic=replay: the recording, looped, is the
+		// configured soak's traffic.
+		replay, err := steps.ReplayPlanFor(harness.Context())
+		Expect(err).NotTo(HaveOccurred())
+		runSoakOn(ctx, sel.Long, steps.Path{}, replay)
 	})
 })
 
@@ -111,12 +121,21 @@ func runSoakOn(ctx context.Context, profile string, peer steps.Path, replay *ste
 		// peer header's epoch tells the restarted publisher's sequence
 		// from loss, and the restarted subscriber is started LateJoin.
 	}
+	// The smoke replay runs beside the smoke mix (its own name and
+	// checkpoint, shortened as a peer's); a configured soak replaying is
+	// the run's soak (its name, checkpoint, resume and report section).
+	smokeReplay := replay != nil && profile == soakrun.ProfileSmoke
 	if replay != nil {
-		name = profile + " replay"
 		plan, err = plan.Replaying(replayFlows(replay), tc.Rack, tc.Profile)
 		Expect(err).NotTo(HaveOccurred())
-		plan.Shorten(peerSmokeDuration)
 		plan.Notes = append(plan.Notes, fmt.Sprintf("replaying %s: %d channels, the first %v at rate ×%g, looped to the soak's end", replay.Source, len(replay.Channels), replay.Span, replay.Scale))
+		if profile == soakrun.ProfileAccelerated {
+			plan.Notes = append(plan.Notes, "accelerated: the recording's rates are its own (replay.rate_scale), not ×10")
+		}
+	}
+	if smokeReplay {
+		name = profile + " replay"
+		plan.Shorten(peerSmokeDuration)
 	}
 	fmt.Fprintln(GinkgoWriter, plan)
 	for _, n := range plan.Notes {
@@ -130,7 +149,7 @@ func runSoakOn(ctx context.Context, profile string, peer steps.Path, replay *ste
 	cp, prior, err := openCheckpoint(tc, plan, name)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(cp.Close)
-	if !peer.IsPeer() && replay == nil {
+	if !peer.IsPeer() && !smokeReplay {
 		// Filed now, so the run report renders even a soak that fails or
 		// times out from what its checkpoint holds. The report shows one
 		// soak section: hilrig's; a peer's checkpoint is in its cases.

@@ -32,7 +32,27 @@ var (
 	recoveries   = flag.Int("hilrig.soak-recoveries", 2, "recovery budget: lost boards (missed heartbeats, console panic) power-cycled and brought back per soak; past it, or for a board without power control, the soak fails naming the board")
 	heapFlag     = flag.String("hilrig.soak-heap-profile", "", "write the controller's Go heap profile (pprof) to this file at every checkpoint window (go tool pprof -sample_index=inuse_space FILE)")
 	unlockBound  = flag.Int("hilrig.soak-max-unlocked", 6, "windows allowed with a board's PTP not locked (excluded from latency verdicts)")
+	trafficFlag  = flag.String("hilrig.soak-traffic", TrafficMix, "traffic of the configured (full, accelerated) soak: mix (ginkgo.config's traffic_mix) or replay (ginkgo.config's replay: recording, looped on shm; docs/mcap.md)")
 )
+
+// Traffic of the configured soak (-hilrig.soak-traffic).
+const (
+	TrafficMix    = "mix"
+	TrafficReplay = "replay"
+)
+
+// ReplayTraffic reports whether -hilrig.soak-traffic asks the configured
+// soak to replay the recording; an error for a value neither mix nor
+// replay.
+func ReplayTraffic() (bool, error) {
+	switch *trafficFlag {
+	case TrafficMix:
+		return false, nil
+	case TrafficReplay:
+		return true, nil
+	}
+	return false, fmt.Errorf("%w: -hilrig.soak-traffic %q: want mix or replay", ErrPlan, *trafficFlag)
+}
 
 // Profile names.
 const (

@@ -41,3 +41,19 @@ func TestPlanReplaying(t *testing.T) {
 		t.Fatalf("plan without a period: %v, want ErrPlan", err)
 	}
 }
+
+// TestReplayTrafficFlag: -hilrig.soak-traffic is mix by default, replay
+// when asked, and anything else an ErrPlan naming the flag.
+func TestReplayTrafficFlag(t *testing.T) {
+	if r, err := soakrun.ReplayTraffic(); r || err != nil {
+		t.Fatalf("default: %v, %v; want mix", r, err)
+	}
+	setFlags(t, map[string]string{"hilrig.soak-traffic": "replay"})
+	if r, err := soakrun.ReplayTraffic(); !r || err != nil {
+		t.Fatalf("replay: %v, %v", r, err)
+	}
+	setFlags(t, map[string]string{"hilrig.soak-traffic": "bag"})
+	if _, err := soakrun.ReplayTraffic(); !errors.Is(err, soakrun.ErrPlan) {
+		t.Fatalf("bag: %v, want ErrPlan", err)
+	}
+}

@@ -30,6 +30,7 @@ const (
 	TopicLatency  = "/hilrig/latency"
 	TopicPTP      = "/hilrig/ptp"
 	TopicMessages = "/hilrig/messages"
+	TopicGPIO     = "/hilrig/gpio"
 )
 
 // Schema names (jsonschema).
@@ -37,6 +38,7 @@ const (
 	SchemaLatency = "hilrig.LatencyWindow"
 	SchemaPTP     = "hilrig.PTPWindow"
 	SchemaMessage = "hilrig.Message"
+	SchemaEdge    = "hilrig.GPIOEdge"
 )
 
 // recordOverhead is a Message record's bytes besides its data (opcode,
@@ -77,6 +79,18 @@ type Message struct {
 	LatencyNs  int64  `json:"latency_ns"`
 }
 
+// Edge is one GPIO edge, as recorded on TopicGPIO: the capture's channel
+// and line, its direction, when (Unix ns: CLOCK_REALTIME, mapped from the
+// edge's clock when that was CLOCK_MONOTONIC) and its sequence numbers.
+type Edge struct {
+	Channel   int    `json:"channel"`
+	Line      int    `json:"line"`
+	Rising    bool   `json:"rising"`
+	TimeNs    int64  `json:"unix_ns"`
+	Seqno     uint64 `json:"seqno"`
+	LineSeqno uint64 `json:"line_seqno"`
+}
+
 // schemas are the JSON schemas of the channels: Foxglove shows the fields.
 var schemas = map[string]string{
 	SchemaLatency: `{"type":"object","title":"` + SchemaLatency + `","properties":{` +
@@ -87,6 +101,9 @@ var schemas = map[string]string{
 	SchemaMessage: `{"type":"object","title":"` + SchemaMessage + `","properties":{` +
 		`"subscriber":{"type":"string"},"seq":{"type":"integer"},"send_unix_ns":{"type":"integer"},` +
 		`"recv_unix_ns":{"type":"integer"},"latency_ns":{"type":"integer"}}}`,
+	SchemaEdge: `{"type":"object","title":"` + SchemaEdge + `","properties":{` +
+		`"channel":{"type":"integer"},"line":{"type":"integer"},"rising":{"type":"boolean"},` +
+		`"unix_ns":{"type":"integer"},"seqno":{"type":"integer"},"line_seqno":{"type":"integer"}}}`,
 	// timesync.WindowQuality's JSON.
 	SchemaPTP: `{"type":"object","title":"` + SchemaPTP + `","properties":{` +
 		`"from":{"type":"string"},"to":{"type":"string"},"locked":{"type":"boolean"},"bound_ns":{"type":"integer"},` +
@@ -113,6 +130,7 @@ type Recorder struct {
 	path     string
 	max, n   int64
 	seq      map[uint16]uint32
+	topics   []string
 	messages uint64
 	dropped  uint64
 	buf      []byte
@@ -126,12 +144,26 @@ type Stats struct {
 	// Dropped counts the messages the cap kept out (0: not cut).
 	Dropped  uint64
 	MaxBytes int64
+	// Topics are the file's channels.
+	Topics []string
 }
 
 const (
 	chanLatency  uint16 = 1
 	chanPTP      uint16 = 2
 	chanMessages uint16 = 3
+	chanGPIO     uint16 = 4
+)
+
+// chanDef is one channel of a recording and its schema (same ID).
+type chanDef struct {
+	id            uint16
+	schema, topic string
+}
+
+var (
+	caseChannels = []chanDef{{chanLatency, SchemaLatency, TopicLatency}, {chanPTP, SchemaPTP, TopicPTP}, {chanMessages, SchemaMessage, TopicMessages}}
+	edgeChannels = []chanDef{{chanGPIO, SchemaEdge, TopicGPIO}}
 )
 
 // Create creates the file at path (its directory too; recordings are
@@ -140,6 +172,17 @@ const (
 // header, the schemas, the channels and the case's metadata. Blocks on
 // file I/O.
 func Create(path string, opts Options) (*Recorder, error) {
+	return create(path, opts, caseChannels)
+}
+
+// CreateEdges is Create for a recording of GPIO edges only (TopicGPIO),
+// written after the case's own recording (a capture's edges are read
+// once the flow has ended).
+func CreateEdges(path string, opts Options) (*Recorder, error) {
+	return create(path, opts, edgeChannels)
+}
+
+func create(path string, opts Options, defs []chanDef) (*Recorder, error) {
 	if opts.MaxBytes <= 0 {
 		opts.MaxBytes = DefaultMaxBytes
 	}
@@ -162,15 +205,15 @@ func Create(path string, opts Options) (*Recorder, error) {
 		return nil, fmt.Errorf("%w: %s: %w", ErrRecording, path, err)
 	}
 	r := &Recorder{f: f, w: w, path: path, max: opts.MaxBytes, seq: map[uint16]uint32{}}
-	for i, s := range []struct {
-		id            uint16
-		schema, topic string
-	}{{chanLatency, SchemaLatency, TopicLatency}, {chanPTP, SchemaPTP, TopicPTP}, {chanMessages, SchemaMessage, TopicMessages}} {
+	for _, d := range defs {
+		r.topics = append(r.topics, d.topic)
+	}
+	for _, d := range defs {
 		if err == nil {
-			err = w.AddSchema(mcap.Schema{ID: uint16(i + 1), Name: s.schema, Encoding: "jsonschema", Data: []byte(schemas[s.schema])})
+			err = w.AddSchema(mcap.Schema{ID: d.id, Name: d.schema, Encoding: "jsonschema", Data: []byte(schemas[d.schema])})
 		}
 		if err == nil {
-			err = w.AddChannel(mcap.Channel{ID: s.id, SchemaID: uint16(i + 1), Topic: s.topic, MessageEncoding: "json"})
+			err = w.AddChannel(mcap.Channel{ID: d.id, SchemaID: d.id, Topic: d.topic, MessageEncoding: "json"})
 		}
 	}
 	if err == nil && len(opts.Case) > 0 {
@@ -249,6 +292,17 @@ func (r *Recorder) Messages(subscriber string, ws []agentproto.Window) (uint64, 
 	return dropped, nil
 }
 
+// Edges records GPIO edges on TopicGPIO (a recorder from CreateEdges),
+// each logged and published at its time.
+func (r *Recorder) Edges(edges []Edge) error {
+	for _, e := range edges {
+		if err := r.write(chanGPIO, e.TimeNs, e.TimeNs, e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // PTP records the clocks' quality over one window on TopicPTP (logged at
 // the window's end).
 func (r *Recorder) PTP(q timesync.WindowQuality) error {
@@ -258,7 +312,7 @@ func (r *Recorder) PTP(q timesync.WindowQuality) error {
 // Close writes the summary (and, when the cap cut the recording, a
 // "hilrig.cut" metadata record saying how much) and closes the file.
 func (r *Recorder) Close() (Stats, error) {
-	st := Stats{Path: r.path, Messages: r.messages, Dropped: r.dropped, MaxBytes: r.max}
+	st := Stats{Path: r.path, Messages: r.messages, Dropped: r.dropped, MaxBytes: r.max, Topics: r.topics}
 	var err error
 	if r.dropped > 0 {
 		err = r.w.WriteMetadata("hilrig.cut", map[string]string{
@@ -274,8 +328,8 @@ func (r *Recorder) Close() (Stats, error) {
 // Note is the case's reference to its recording: rel is the file's path
 // relative to the report directory.
 func (st Stats) Note(rel string) report.Addition {
-	a := report.Noted("caserec", fmt.Sprintf("recording: %s (MCAP, %d messages on %s, %s and %s; `hilrig mcap info`, or open in Foxglove)",
-		filepath.ToSlash(rel), st.Messages, TopicMessages, TopicLatency, TopicPTP))
+	a := report.Noted("caserec", fmt.Sprintf("recording: %s (MCAP, %d messages on %s; `hilrig mcap info`, or open in Foxglove)",
+		filepath.ToSlash(rel), st.Messages, strings.Join(st.Topics, ", ")))
 	if st.Dropped > 0 {
 		a.Notes = append(a.Notes, fmt.Sprintf("recording CUT by its cap (record_max_bytes %d B): %d later messages not recorded", st.MaxBytes, st.Dropped))
 	}

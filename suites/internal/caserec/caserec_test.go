@@ -206,3 +206,32 @@ type jsRead struct {
 
 // mcapJS runs recording/mcap's @mcap/core harness (check.js) on req.
 func mcapJS(t *testing.T, req any, out any) { t.Helper(); mcapjstest.Run(t, req, out) }
+
+// TestEdgesRecording: a GPIO recording holds the one /hilrig/gpio channel
+// and every edge, logged at its time; its note names that topic.
+func TestEdgesRecording(t *testing.T) {
+	path := filepath.Join(t.TempDir(), caserec.FileName("scope", "shm gpio"))
+	r, err := caserec.CreateEdges(path, caserec.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := []caserec.Edge{{Channel: 1, Line: 0, Rising: true, TimeNs: 1e18, Seqno: 1, LineSeqno: 1}, {Channel: 2, Line: 3, Rising: true, TimeNs: 1e18 + 5e4, Seqno: 2, LineSeqno: 1}}
+	if err := r.Edges(in); err != nil {
+		t.Fatal(err)
+	}
+	st, err := r.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := mcapjstest.ReadFile(t, path)
+	if len(got) != 2 || got[1].Topic != caserec.TopicGPIO || got[1].LogTime != uint64(in[1].TimeNs) {
+		t.Fatalf("read %+v", got)
+	}
+	var e caserec.Edge
+	if err := json.Unmarshal(got[1].Data, &e); err != nil || e != in[1] {
+		t.Fatalf("edge %+v (%v), want %+v", e, err, in[1])
+	}
+	if n := st.Note("x.mcap"); !strings.Contains(n.Notes[0], "2 messages on /hilrig/gpio;") {
+		t.Fatalf("note %q", n.Notes[0])
+	}
+}

@@ -11,13 +11,14 @@ const MaxScheduleLen = 32768
 
 // Schedule is a publisher's send plan, replayed from a recording: message
 // i (counted from 0, warm-up included) is entry k = i mod len(Sizes),
-// sent (i div len(Sizes))·PeriodNs + OffsetsNs[k] after the first send
-// and carrying Sizes[k] bytes. Start.Count bounds the messages: more
+// sent (i div len(Sizes))·PeriodNs + OffsetsNs[k] after the publisher
+// starts sending and carrying Sizes[k] bytes. Start.Count bounds the messages: more
 // than len(Sizes) loops the plan. Times on the publisher's
 // CLOCK_MONOTONIC (Go's time.Time).
 type Schedule struct {
-	// OffsetsNs are the send times after the first, non-decreasing,
-	// OffsetsNs[0] = 0.
+	// OffsetsNs are the send times after the publisher's start,
+	// non-decreasing from ≥ 0 (a channel's phase in its recording: its
+	// first message need not be at 0).
 	OffsetsNs []int64 `json:"offsets_ns"`
 	// Sizes are the payload sizes in bytes, each 8..contract.max_payload.
 	Sizes []int `json:"sizes"`
@@ -26,7 +27,8 @@ type Schedule struct {
 	PeriodNs int64 `json:"period_ns,omitempty"`
 }
 
-// At returns when message i is due after the first send and its size.
+// At returns when message i is due after the publisher's start and its
+// size.
 // i may be any value; the caller's Start was validated.
 func (s *Schedule) At(i uint64) (time.Duration, int) {
 	n := uint64(len(s.Sizes))
@@ -56,8 +58,8 @@ func (s *Start) validateSchedule() error {
 	if p.PeriodNs < 0 || p.PeriodNs > week || p.OffsetsNs[n-1] > week {
 		return bad("start.schedule: period %d ns, last offset %d ns: want each 0..%d", p.PeriodNs, p.OffsetsNs[n-1], week)
 	}
-	if p.OffsetsNs[0] != 0 {
-		return bad("start.schedule.offsets_ns[0]: want 0, got %d", p.OffsetsNs[0])
+	if p.OffsetsNs[0] < 0 {
+		return bad("start.schedule.offsets_ns[0]: want ≥ 0, got %d", p.OffsetsNs[0])
 	}
 	for i := range n {
 		if i > 0 && p.OffsetsNs[i] < p.OffsetsNs[i-1] {

@@ -10,7 +10,7 @@ import (
 )
 
 // TestScheduleValidate: a schedule is a publisher's, with as many
-// offsets as sizes, offsets from 0 and non-decreasing, sizes within the
+// offsets as sizes, offsets from ≥ 0 and non-decreasing, sizes within the
 // contract, and a period when Count or a duration loops it; At walks the
 // plan and its loops.
 func TestScheduleValidate(t *testing.T) {
@@ -32,7 +32,7 @@ func TestScheduleValidate(t *testing.T) {
 	}{
 		{start(&agentproto.Schedule{OffsetsNs: []int64{0}, Sizes: []int{8, 9}}, 1), "as many offsets"},
 		{start(&agentproto.Schedule{}, 1), "want 1..32768 sizes"},
-		{start(&agentproto.Schedule{OffsetsNs: []int64{1}, Sizes: []int{8}}, 1), "offsets_ns[0]: want 0"},
+		{start(&agentproto.Schedule{OffsetsNs: []int64{-1}, Sizes: []int{8}}, 1), "offsets_ns[0]: want ≥ 0"},
 		{start(&agentproto.Schedule{OffsetsNs: []int64{0, 9, 3}, Sizes: []int{8, 8, 8}}, 3), "offsets_ns[2]: 3 is before"},
 		{start(&agentproto.Schedule{OffsetsNs: []int64{0, 1}, Sizes: []int{8, 65}}, 2), "sizes[1]: want 8..contract.max_payload (64), got 65"},
 		{start(&agentproto.Schedule{OffsetsNs: []int64{0, 1}, Sizes: []int{7, 8}}, 2), "sizes[0]"},

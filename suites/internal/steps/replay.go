@@ -27,8 +27,9 @@ type ReplayChannel struct {
 	// Type is the channel's schema name ("sensor_msgs/msg/Imu"), "" when
 	// it has none.
 	Type string
-	// Plan is the channel's sends over one pass: offsets after its first
-	// message (scaled by the rate factor) and payload sizes.
+	// Plan is the channel's sends over one pass: offsets after the
+	// recording's first message of the span (scaled by the rate factor)
+	// and payload sizes.
 	Plan agentproto.Schedule
 	// MaxSize is its largest payload; Bytes the payload bytes of one
 	// pass; Padded how many messages were below the smallest size a
@@ -62,8 +63,9 @@ type replaySample struct {
 // LoadReplay reads an MCAP recording from r (front to back, every CRC
 // checked: recording/mcap's stream reader) and plans its first span of
 // log time: per channel, each message's publish time (its log time when
-// the publish time is 0), relative to the channel's first message and
-// divided by scale, and its payload size. A channel keeps at most
+// the publish time is 0), relative to the span's first publish time over
+// every channel (so the channels keep their phase) and divided by scale,
+// and its payload size. A channel keeps at most
 // agentproto.MaxScheduleLen messages of the span (ErrReplay past that:
 // replay a shorter span). Payload bytes are not kept: the agents send
 // their own pattern of the recorded sizes. Blocks on r.
@@ -103,13 +105,24 @@ func LoadReplay(r io.Reader, source string, span time.Duration, scale float64, l
 		samples[m.ChannelID] = append(samples[m.ChannelID], s)
 	}
 	plan := &ReplayPlan{Source: source, Span: span, Scale: scale, Loops: loops}
+	// t0 is the first publish time of the span over every channel: each
+	// channel's offsets count from it, so the channels keep their phase.
+	t0 := int64(-1)
+	for id, ss := range samples {
+		samples[id] = slices.DeleteFunc(ss, func(s replaySample) bool { return s.logNs-first >= int64(span) })
+		for _, s := range samples[id] {
+			if t0 < 0 || s.atNs < t0 {
+				t0 = s.atNs
+			}
+		}
+	}
 	ids := make([]uint16, 0, len(samples))
 	for id := range samples {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
 	for _, id := range ids {
-		ss := slices.DeleteFunc(samples[id], func(s replaySample) bool { return s.logNs-first >= int64(span) })
+		ss := samples[id]
 		if len(ss) == 0 {
 			continue
 		}
@@ -124,7 +137,7 @@ func LoadReplay(r io.Reader, source string, span time.Duration, scale float64, l
 				ch.Type = sc.Name
 			}
 		}
-		t0, prev := ss[0].atNs, int64(0)
+		prev := int64(0)
 		for _, s := range ss {
 			// Publish times out of log-time order keep the order
 			// messages were logged in: a schedule never goes back.
@@ -180,7 +193,7 @@ func (r *replayFlow) apply(c *report.Case) {
 	notes := []string{
 		fmt.Sprintf("replay of %s, topic %s (%s): %d messages per pass, %d–%d B (%.0f B mean), mean %.1f Hz; the first %v of the recording at rate ×%g, %d pass(es)",
 			p.Source, ch.Topic, orNone(ch.Type), len(ch.Plan.Sizes), slices.Min(ch.Plan.Sizes), ch.MaxSize, float64(ch.Bytes)/float64(len(ch.Plan.Sizes)), ch.RateHz(), p.Span, p.Scale, p.Loops),
-		"each message sent at its recorded publish time (after the channel's first) with its recorded size; payload bytes are the agent's pattern, not the recording's (the buses copy them without looking); the channels run as concurrent flows started one after another, so the channels' relative phase is not the recording's",
+		"each message sent at its recorded publish time (after the recording's first of the span) with its recorded size; payload bytes are the agent's pattern, not the recording's (the buses copy them without looking); the channels run as concurrent flows started one after another, so their phase is the recording's give or take the flows' start skew",
 		"per-topic CPU and RSS are the agents' (every channel's endpoints share them): the mix case has the whole mix's CPU",
 		"bounds: the rack profile's at the channel's largest payload",
 	}

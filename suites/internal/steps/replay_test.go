@@ -16,8 +16,9 @@ import (
 // TestLoadReplay: the sample mix planned for its first 500 ms at rate ×2,
 // looped 3 times: a channel per topic in channel order, each with the
 // recorded sizes of the messages logged in the span (read back here with
-// hilrig's stream reader) and their publish times halved, a period of
-// 250 ms, offsets from 0 and sizes up to the channel's largest.
+// hilrig's stream reader) and their publish times after the span's first
+// (over every channel: the channels keep their phase) halved, a period
+// of 250 ms, the earliest channel starting at 0, sizes up to the channel's largest.
 func TestLoadReplay(t *testing.T) {
 	var file bytes.Buffer
 	if _, err := steps.SampleMix(&file, time.Second); err != nil {
@@ -53,22 +54,36 @@ func TestLoadReplay(t *testing.T) {
 			pub[ch.Topic] = append(pub[ch.Topic], int64(m.PublishTime))
 		}
 	}
+	t0 := int64(-1) // the span's first publish time, over every channel
+	for _, p := range pub {
+		if t0 < 0 || p[0] < t0 {
+			t0 = p[0]
+		}
+	}
 	var topics []string
+	firstOffset := int64(-1)
 	for _, ch := range plan.Channels {
 		topics = append(topics, ch.Topic)
 		if !slices.Equal(ch.Plan.Sizes, want[ch.Topic]) {
 			t.Errorf("%s: sizes %v, recorded %v", ch.Topic, ch.Plan.Sizes, want[ch.Topic])
 		}
-		p := pub[ch.Topic]
-		if last := ch.Plan.OffsetsNs[len(ch.Plan.OffsetsNs)-1]; last != (p[len(p)-1]-p[0])/2 {
-			t.Errorf("%s: last offset %d, want half of %d", ch.Topic, last, p[len(p)-1]-p[0])
+		for i, at := range pub[ch.Topic] {
+			if ch.Plan.OffsetsNs[i] != (at-t0)/2 {
+				t.Fatalf("%s: offset %d is %d, want half of %d (its publish time after the span's first)", ch.Topic, i, ch.Plan.OffsetsNs[i], at-t0)
+			}
+		}
+		if firstOffset < 0 || ch.Plan.OffsetsNs[0] < firstOffset {
+			firstOffset = ch.Plan.OffsetsNs[0]
 		}
 		if ch.Plan.PeriodNs != int64(250*time.Millisecond) || !slices.IsSorted(ch.Plan.OffsetsNs) {
 			t.Errorf("%s: period %d, offsets sorted %v", ch.Topic, ch.Plan.PeriodNs, slices.IsSorted(ch.Plan.OffsetsNs))
 		}
-		if ch.Plan.OffsetsNs[0] != 0 || slices.Min(ch.Plan.Sizes) < agentproto.PeerHeaderBytes || slices.Max(ch.Plan.Sizes) != ch.MaxSize {
-			t.Errorf("%s: first offset %d, sizes %d..%d, max %d", ch.Topic, ch.Plan.OffsetsNs[0], slices.Min(ch.Plan.Sizes), slices.Max(ch.Plan.Sizes), ch.MaxSize)
+		if slices.Min(ch.Plan.Sizes) < agentproto.PeerHeaderBytes || slices.Max(ch.Plan.Sizes) != ch.MaxSize {
+			t.Errorf("%s: sizes %d..%d, max %d", ch.Topic, slices.Min(ch.Plan.Sizes), slices.Max(ch.Plan.Sizes), ch.MaxSize)
 		}
+	}
+	if firstOffset != 0 {
+		t.Errorf("earliest first offset %d, want 0: the channels keep their phase from the span's first message", firstOffset)
 	}
 	if !slices.Equal(topics, []string{"/imu", "/camera/image_raw", "/lidar/points", "/cmd_vel"}) {
 		t.Fatalf("topics %v", topics)

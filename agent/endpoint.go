@@ -61,6 +61,12 @@ type endpoint struct {
 	tr   *tracer          // kernel trace (trace.go); nil unless Start.Trace
 	ctrs endpointCounters // process counters at start (trace.go)
 	stg  *stageRec        // shm stage stamps (stages.go); nil unless Start.Stages
+
+	// stamps and spareStamps (Start.Stamps): the window's message stamps,
+	// filled by the hot loop under mu up to their capacity, swapped at
+	// each window; stampsDropped counts those past it.
+	stamps, spareStamps []agentproto.MessageStamp
+	stampsDropped       uint64
 }
 
 func newEndpoint(a *agent, s agentproto.Start) *endpoint {
@@ -200,6 +206,9 @@ func (e *endpoint) run(parent context.Context) {
 		defer mk.Close()
 	}
 	e.win, e.total, e.spare = report.NewHistogram(), report.NewHistogram(), report.NewHistogram()
+	if n := s.Stamps; n > 0 {
+		e.stamps, e.spareStamps = make([]agentproto.MessageStamp, 0, n), make([]agentproto.MessageStamp, 0, n)
+	}
 	if s.Trace != nil && (s.Role == agentproto.Publisher || s.Role == agentproto.Subscriber) {
 		if e.tr, err = armTracer(*s.Trace); err != nil {
 			e.fail(agentproto.CodeStart, fmt.Errorf("trace: %w", err))
@@ -379,6 +388,8 @@ func (e *endpoint) flushWindow(now time.Time) {
 	e.win = e.spare
 	sent, recv, lost := e.winSent, e.winRecv, e.winLost
 	e.winSent, e.winRecv, e.winLost = 0, 0, 0
+	stamps, dropped := e.stamps, e.stampsDropped
+	e.stamps, e.stampsDropped = e.spareStamps, 0
 	var wLat, wRecv int64
 	var wSeq uint64
 	var wCPU, wTID int
@@ -395,6 +406,9 @@ func (e *endpoint) flushWindow(now time.Time) {
 	if e.recordsLatency() {
 		w.Latency = h
 	}
+	if cap(stamps) > 0 {
+		w.Stamps, w.StampsDropped, w.MonoEndNs = stamps, dropped, monoclock.Now()-time.Since(now).Nanoseconds()
+	}
 	if e.tr != nil {
 		snap, err := e.tr.window(e.windowIx, h, wLat, wRecv, wSeq, wCPU, wTID)
 		if err != nil {
@@ -403,6 +417,7 @@ func (e *endpoint) flushWindow(now time.Time) {
 		w.Trace = snap
 	}
 	e.send(&agentproto.Msg{Kind: agentproto.KindWindow, Window: w})
+	e.spareStamps = stamps[:0] // encoded: reuse next window
 	e.total.Merge(h)
 	h.Reset()
 	e.spare = h
@@ -415,6 +430,9 @@ func (e *endpoint) flushWindow(now time.Time) {
 func (e *endpoint) publish(pub outlet, mk Marker) error {
 	s := e.s
 	payload := make([]byte, s.Payload)
+	if s.Schedule != nil { // a replayed plan: sizes up to the contract's
+		payload = make([]byte, s.Contract.MaxPayload)
+	}
 	for i := range payload {
 		payload[i] = byte(i)
 	}
@@ -423,11 +441,19 @@ func (e *endpoint) publish(pub outlet, mk Marker) error {
 	defer timer.Stop()
 	begin := time.Now()
 	e.firstNs = begin.UnixNano()
+	n := len(payload)
 	for i := uint64(0); s.Count == 0 || i < s.Count; i++ {
 		if e.ctx.Err() != nil {
 			return context.Cause(e.ctx)
 		}
-		if period > 0 {
+		switch {
+		case s.Schedule != nil:
+			var at time.Duration
+			at, n = s.Schedule.At(i)
+			if err := sleepUntil(e.ctx, timer, begin.Add(at), e.ownThread); err != nil {
+				return err
+			}
+		case period > 0:
 			if err := sleepUntil(e.ctx, timer, begin.Add(time.Duration(i)*period), e.ownThread); err != nil {
 				return err
 			}
@@ -441,7 +467,7 @@ func (e *endpoint) publish(pub outlet, mk Marker) error {
 		if e.tr != nil {
 			e.tr.markSend(i + 1)
 		}
-		if _, err := e.tally(pub.send(payload, i+1), "send message", i+1); err != nil {
+		if _, err := e.tally(pub.send(payload[:n], i+1), "send message", i+1); err != nil {
 			return err
 		}
 	}
@@ -647,6 +673,13 @@ func (e *endpoint) onMessage(m *middleware.Message, mk Marker, clockLatency bool
 		e.win.Record(lat)
 		if e.tr != nil {
 			e.tr.observe(seq, lat, m.RecvMono)
+		}
+	}
+	if cap(e.stamps) > 0 {
+		if len(e.stamps) < cap(e.stamps) {
+			e.stamps = append(e.stamps, agentproto.MessageStamp{Seq: seq, RecvMono: m.RecvMono, LatencyNs: lat})
+		} else {
+			e.stampsDropped++
 		}
 	}
 	e.winRecv++

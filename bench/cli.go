@@ -129,6 +129,7 @@ func mainPingPong(ctx context.Context, l Launcher, args []string, stdout, stderr
 	fs.StringVar(&c.KeyFile, "key", "", "udp: domain key file (hex, mode 0600): authenticate every datagram (docs/security.md)")
 	fs.BoolVar(&c.CompareAuth, "compare-auth", false, "udp: measure with the domain key against without, alternating rounds, and print the ratio (a random key when --key is not given)")
 	fs.BoolVar(&c.Probe, "probe", true, "measure a cache-line round trip before and after and flag disturbed runs")
+	fs.StringVar(&c.Record, "record", "", "write every timed round trip to this MCAP file (created, never overwritten): send stamp and RTT, one channel per size")
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
 	if err := parse(fs, args); err != nil || fsHelp(args) {
 		return err

@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"time"
+
 	"github.com/HdrHistogram/hdrhistogram-go"
 )
 
@@ -8,6 +10,24 @@ import (
 // digits). Record is allocation free. Not safe for concurrent use.
 type hist struct {
 	h *hdrhistogram.Histogram
+	// stamps, when keep made room, are the timed round trips in order
+	// (--record): appended without allocating up to their capacity.
+	stamps []stamp
+}
+
+// stamp is one timed round trip: its send time (Unix ns, wall clock)
+// and its round-trip time (ns, monotonic).
+type stamp struct{ sendNs, rttNs int64 }
+
+// keep makes room to keep the next n round trips' stamps.
+func (h *hist) keep(n int) { h.stamps = make([]stamp, 0, n) }
+
+// recordAt adds one round trip sent at t0 that took d.
+func (h *hist) recordAt(t0 time.Time, d time.Duration) {
+	h.record(int64(d))
+	if len(h.stamps) < cap(h.stamps) {
+		h.stamps = append(h.stamps, stamp{t0.UnixNano(), int64(d)})
+	}
 }
 
 const histMax = int64(60e9)

@@ -81,6 +81,10 @@ type PingPongConfig struct {
 	// instead of the raw-udp one. Without KeyFile a random key is written
 	// to a temporary 0600 file for the run.
 	CompareAuth bool
+	// Record, when set, is an MCAP file (created, never overwritten)
+	// that gets every timed round trip, one channel per transport and
+	// size (record.go). Not with Compare or CompareAuth.
+	Record string
 	// Launcher starts the other process; zero means this hilrig binary.
 	Launcher Launcher
 }
@@ -115,6 +119,9 @@ func (c *PingPongConfig) Validate() error {
 	}
 	if !ok {
 		return fmt.Errorf("%w: --transport %q: want one of %v", ErrUsage, c.Transport, Transports)
+	}
+	if c.Record != "" && (c.Compare || c.CompareAuth) {
+		return fmt.Errorf("%w: --record: not with --compare or --compare-auth (their rounds alternate two ends)", ErrUsage)
 	}
 	if err := checkWait(c.Wait); err != nil {
 		return err
@@ -246,6 +253,9 @@ type Report struct {
 	KernelTracing []string `json:"kernel_tracing,omitempty"`
 	Started       string   `json:"started"`
 	Duration      string   `json:"duration"`
+	// Recording is the MCAP file the round trips were written to
+	// (--record), "" when none.
+	Recording string `json:"recording,omitempty"`
 }
 
 func (c *PingPongConfig) end(t string, size int) endSpec {
@@ -327,7 +337,7 @@ func timedLoop(p pinger, n, warm int, h *hist, seq *uint64) error {
 		if err != nil {
 			return err
 		}
-		h.record(int64(d))
+		h.recordAt(t0, d)
 	}
 	return nil
 }
@@ -360,6 +370,7 @@ func PingPong(ctx context.Context, c PingPongConfig) (*Report, error) {
 		c.KeyFile = f
 	}
 	base := Baseline(c.Transport, c.Wait)
+	var recorded []recordedRun
 	for _, size := range c.Sizes {
 		if c.CompareAuth {
 			keyed := c.end(TUDP, size)
@@ -375,6 +386,10 @@ func PingPong(ctx context.Context, c PingPongConfig) (*Report, error) {
 		}
 		if !c.Compare || base == c.Transport {
 			h := newHist()
+			if c.Record != "" {
+				h.keep(c.RoundTrips)
+				recorded = append(recorded, recordedRun{transport: c.Transport, size: size, h: h})
+			}
 			if err := measure(ctx, c.end(c.Transport, size), c.RoundTrips, c.Warmup, h); err != nil {
 				return nil, err
 			}
@@ -397,6 +412,12 @@ func PingPong(ctx context.Context, c PingPongConfig) (*Report, error) {
 		rep.Probe.StallsBefore, rep.Probe.StallsAfter = stallsBefore, stallsAfter
 	}
 	rep.Duration = time.Since(start).Round(time.Millisecond).String()
+	if c.Record != "" {
+		if err := c.writeRecording(recorded); err != nil {
+			return rep, err
+		}
+		rep.Recording = c.Record
+	}
 	return rep, nil
 }
 

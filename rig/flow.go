@@ -71,6 +71,14 @@ type Traffic struct {
 	// ColdPeer gives every endpoint of a peer traffic a participant of its
 	// own (agentproto.Start.ColdPeer): discovery from cold.
 	ColdPeer bool
+	// Schedule, when set, replaces the publisher's Payload and RateHz
+	// with a plan per message (agentproto.Schedule: a recording
+	// replayed); Payload must be its largest size.
+	Schedule *agentproto.Schedule
+	// Stamps asks every subscriber for its messages' stamps, at most
+	// this many per window (agentproto.Start.Stamps; 0: none): in the
+	// windows of the FlowResult.
+	Stamps int
 	// Trace, when set, arms a kernel trace on every endpoint of the
 	// traffic (agentproto.TraceSpec): breaching windows come back with
 	// their snapshots, and FlowResult.Case links the worst one.
@@ -284,6 +292,7 @@ func (r *Rig) Flow(ctx context.Context, spec FlowSpec) (*Flow, error) {
 		}
 		s := base
 		s.Role, s.Endpoint = agentproto.Subscriber, fmt.Sprintf("%s-sub%d", spec.Name, i)
+		s.Stamps = spec.Stamps
 		s.PeerNet = nets[to]
 		s.Payload = 0
 		if spec.Transport == fixtures.UDP {
@@ -307,6 +316,7 @@ func (r *Rig) Flow(ctx context.Context, spec FlowSpec) (*Flow, error) {
 	}
 	s := base
 	s.Role, s.Endpoint = agentproto.Publisher, spec.Name+"-pub"
+	s.Schedule = spec.Schedule
 	s.PeerNet = nets[spec.From]
 	s.Marker = r.marker(a.Board, "tx", spec.Markers)
 	s.CPU, s.Priority = boardCPU(a.Board, 0), a.Board.Priority

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hilrig/hilrig/recording/mcap"
+	"github.com/hilrig/hilrig/recording/mcap/mcapjstest"
 	"github.com/hilrig/hilrig/recording/mcap/ros2mcap"
 )
 
@@ -49,35 +49,7 @@ func toJS(m msg) jsMsg {
 }
 
 // mcapJS runs check.js with req and decodes its results into out.
-func mcapJS(t *testing.T, req any, out any) {
-	t.Helper()
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node is not installed: the @mcap/core checks need Node 20 (.ci/test)")
-	}
-	dir, _ := filepath.Abs(filepath.Join("testdata", "mcapjs"))
-	for _, m := range []string{"@mcap/core", "@foxglove/wasm-zstd", "@foxglove/wasm-lz4", "lz4js"} {
-		if _, err := os.Stat(filepath.Join(dir, "node_modules", m, "package.json")); err != nil {
-			t.Skipf("%s is not installed in %s: run `npm ci --no-audit --no-fund` there (.ci/test does)", m, dir)
-		}
-	}
-	in, err := json.Marshal(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(node, filepath.Join(dir, "check.js"))
-	cmd.Dir = dir
-	cmd.Stdin = bytes.NewReader(in)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	b, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("node check.js: %v\n%s", err, stderr.String())
-	}
-	if err := json.Unmarshal(b, out); err != nil {
-		t.Fatalf("node output: %v\n%.2000s", err, b)
-	}
-}
+func mcapJS(t *testing.T, req any, out any) { t.Helper(); mcapjstest.Run(t, req, out) }
 
 // Files hilrig writes (unchunked; chunks uncompressed, zstd, lz4; one big
 // chunk) read through @mcap/core's stream reader (chunk CRCs) and indexed

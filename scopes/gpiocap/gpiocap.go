@@ -404,6 +404,22 @@ func (c *Capture) Captured() int {
 	return len(c.edges)
 }
 
+// Edges appends to dst the edges (all channels) captured since the last
+// reset, in capture order, and returns it; Channels maps them to the
+// capture's channels. For a recording of the edges (`record: on`). Safe
+// for concurrent use.
+func (c *Capture) Edges(dst []gpio.Edge) []gpio.Edge {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append(dst, c.edges...)
+}
+
+// Channels returns the capture's channels: channel number → line offset
+// on its chip (a copy). Safe for concurrent use.
+func (c *Capture) Channels() map[int]int {
+	return maps.Clone(c.offsets)
+}
+
 // Close stops the background reader and the watch (releasing real input
 // lines) and waits for the reader to end. A second Close returns
 // scopes.ErrClosed.

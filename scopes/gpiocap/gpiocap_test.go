@@ -358,4 +358,23 @@ func TestBothEdges(t *testing.T) {
 	if st.Count.N != 6 || len(d) != 6 || !p.Clean() || p.Pairs != 6 {
 		t.Fatalf("stats %v, %d delays, pairing %s: want all 6 edges of 3 pulses paired", st, len(d), p)
 	}
+	// Edges (a copy) holds every edge of both channels, on the lines
+	// Channels maps them to (a recording's /hilrig/gpio).
+	edges, ch := b.cap.Edges(nil), b.cap.Channels()
+	if len(edges) != 12 || len(ch) != 2 {
+		t.Fatalf("%d edges on %d channels, want 12 (3 pulses × 2 edges × 2 channels) on 2", len(edges), len(ch))
+	}
+	lines := map[int]bool{}
+	for _, l := range ch {
+		lines[l] = true
+	}
+	for _, e := range edges {
+		if !lines[e.Line] || e.TimestampNs <= 0 {
+			t.Fatalf("edge %s on a line not among the channels %v", e, ch)
+		}
+	}
+	ch[99] = 1
+	if len(b.cap.Channels()) != 2 {
+		t.Fatal("Channels handed out its own map")
+	}
 }

@@ -22,6 +22,9 @@ const (
 	Smoke      = "smoke"
 	// Reaction: a device under test's stimulus → response (suites/reaction).
 	Reaction = "reaction"
+	// Replay: a recording (MCAP) carried as load over every middleware
+	// (suites/replay).
+	Replay = "replay"
 )
 
 // Resources a spec needs; a rack claims them as capabilities. A spec
@@ -37,7 +40,7 @@ const (
 )
 
 // all is the frozen vocabulary: the kinds, then every needs:X label.
-var all = append([]string{Latency, Throughput, Soak, Faults, Smoke, Reaction}, fixtures.NeedsLabels()...)
+var all = append([]string{Latency, Throughput, Soak, Faults, Smoke, Reaction, Replay}, fixtures.NeedsLabels()...)
 
 // All returns a copy of the vocabulary.
 func All() []string { return slices.Clone(all) }

@@ -11,6 +11,9 @@ func TestValidate(t *testing.T) {
 	if err := labels.Validate(labels.All()...); err != nil {
 		t.Fatal(err)
 	}
+	if err := labels.Validate(labels.Replay); err != nil {
+		t.Fatalf("replay (suites/replay) is not in the vocabulary: %v", err)
+	}
 	if err := labels.Validate(labels.Reaction); err != nil {
 		t.Fatalf("reaction (suites/reaction) is not in the vocabulary: %v", err)
 	}

@@ -80,6 +80,7 @@ var _ = Describe("scope", Ordered, ContinueOnFailure, Label(labels.Latency, labe
 				}
 				_, err = scope.Distribution(ctx, c) // quantiles + KS where the scope fetches per-message delays
 				Expect(err).NotTo(HaveOccurred())
+				steps.RecordEdges(env, scope, c) // record: on, a gpio-capture: the markers' edges
 				// This suite judges agreement (steps.JudgeScope); latency is
 				// the latency suite's.
 				if b := c.Bounds; b != nil && b.ScopeTolerance == 0 {
@@ -135,6 +136,7 @@ var _ = Describe("scope", Ordered, ContinueOnFailure, Label(labels.Latency, labe
 		c.Scope = capture.Compare(st, 1, 2)
 		dist, err := capture.Distribution(ctx, c)
 		Expect(err).NotTo(HaveOccurred())
+		steps.RecordEdges(env, capture, c) // record: on: the markers' edges beside the case's recording
 		c.Add(report.Noted("scope spec", "judged on scope agreement (mean, p50, p99 within scope_tolerance) and loss; KS distance reported, not judged",
 			"toggle markers: the capture pairs both edges, one delay per message, as the software samples are"))
 		Expect(harness.Record(c)).To(Succeed())

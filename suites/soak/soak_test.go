@@ -47,9 +47,23 @@ var _ = Describe("soak", Label(labels.Soak), func() {
 				if r := steps.Unrunnable(harness.Context(), peer); r != "" {
 					Skip(r)
 				}
-				runSoakOn(ctx, soakrun.ProfileSmoke, peer)
+				runSoakOn(ctx, soakrun.ProfileSmoke, peer, nil)
 			})
 	}
+
+	// The smoke soak replaying a recording (ginkgo.config's replay:, as
+	// suites/replay plans it; docs/mcap.md): every channel a flow on
+	// hilrig's shm whose publisher loops the channel's plan, shortened to
+	// peerSmokeDuration, with churn; windows and verdicts as the mix's.
+	It("replays the recording looped, with churn, and meets the soak verdicts", Label(labels.Smoke, labels.Replay),
+		SpecTimeout(sel.SmokeTimeout), func(ctx SpecContext) {
+			if !sel.Smoke {
+				Skip(fmt.Sprintf("-hilrig.soak-profile=%s asks for that soak only", soakrun.FlagProfile()))
+			}
+			replay, err := steps.ReplayPlanFor(harness.Context())
+			Expect(err).NotTo(HaveOccurred())
+			runSoakOn(ctx, soakrun.ProfileSmoke, steps.Path{}, replay)
+		})
 
 	It("runs the configured soak (full: soak.duration; accelerated: 1 h at 10× rates)", SpecTimeout(80*time.Hour), func(ctx SpecContext) {
 		if sel.Long == "" {
@@ -58,7 +72,17 @@ var _ = Describe("soak", Label(labels.Soak), func() {
 		if sel.LongDUT != "" {
 			Skip("-hilrig.soak-dut=" + sel.LongDUT + " asks for that dut's soak instead of the traffic mix")
 		}
-		runSoak(ctx, sel.Long)
+		replaying, err := soakrun.ReplayTraffic()
+		Expect(err).NotTo(HaveOccurred())
+		if !replaying {
+			runSoak(ctx, sel.Long)
+			return
+		}
+		// -hilrig.soak-traffic=replay: the recording, looped, is the
+		// configured soak's traffic.
+		replay, err := steps.ReplayPlanFor(harness.Context())
+		Expect(err).NotTo(HaveOccurred())
+		runSoakOn(ctx, sel.Long, steps.Path{}, replay)
 	})
 })
 
@@ -70,13 +94,15 @@ const peerSmokeDuration = 6 * time.Second
 // runSoak is the whole soak: plan, rig, checkpoint, traffic, verdicts.
 func runSoak(ctx context.Context, profile string) {
 	GinkgoHelper()
-	runSoakOn(ctx, profile, steps.Path{})
+	runSoakOn(ctx, profile, steps.Path{}, nil)
 }
 
 // runSoakOn is runSoak on a middleware: hilrig (the zero Path) or a peer,
 // whose plan is the traffic mix's flows of its class, routed as the
-// suites route it (steps.Route), shortened to peerSmokeDuration.
-func runSoakOn(ctx context.Context, profile string, peer steps.Path) {
+// suites route it (steps.Route), shortened to peerSmokeDuration. With
+// replay, the traffic is the recording's channels instead (on hilrig),
+// shortened the same way.
+func runSoakOn(ctx context.Context, profile string, peer steps.Path, replay *steps.ReplayPlan) {
 	GinkgoHelper()
 	tc := harness.Context()
 	plan, err := soakrun.NewPlan(profile, tc.Config, tc.Rack, tc.Profile)
@@ -98,12 +124,28 @@ func runSoakOn(ctx context.Context, profile string, peer steps.Path) {
 		// peer header's epoch tells the restarted publisher's sequence
 		// from loss, and the restarted subscriber is started LateJoin.
 	}
+	// The smoke replay runs beside the smoke mix (its own name and
+	// checkpoint, shortened as a peer's); a configured soak replaying is
+	// the run's soak (its name, checkpoint, resume and report section).
+	smokeReplay := replay != nil && profile == soakrun.ProfileSmoke
+	if replay != nil {
+		plan, err = plan.Replaying(replayFlows(replay), tc.Rack, tc.Profile)
+		Expect(err).NotTo(HaveOccurred())
+		plan.Notes = append(plan.Notes, fmt.Sprintf("replaying %s: %d channels, the first %v at rate ×%g, looped to the soak's end", replay.Source, len(replay.Channels), replay.Span, replay.Scale))
+		if profile == soakrun.ProfileAccelerated {
+			plan.Notes = append(plan.Notes, "accelerated: the recording's rates are its own (replay.rate_scale), not ×10")
+		}
+	}
+	if smokeReplay {
+		name = profile + " replay"
+		plan.Shorten(peerSmokeDuration)
+	}
 	r := announceAndOpen(ctx, tc, plan, name)
 
 	cp, prior, err := openCheckpoint(tc, plan, name)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(cp.Close)
-	if !peer.IsPeer() {
+	if !peer.IsPeer() && !smokeReplay {
 		// Filed now, so the run report renders even a soak that fails or
 		// times out from what its checkpoint holds. The report shows one
 		// soak section: hilrig's; a peer's checkpoint is in its cases.
@@ -166,6 +208,23 @@ func announceAndOpen(ctx context.Context, tc *harness.TestContext, plan *soakrun
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(r.Close)
 	return r
+}
+
+// replayFlows are a replay plan's channels as soak flows, named after
+// their topics (every byte an endpoint id does not take made '-').
+func replayFlows(p *steps.ReplayPlan) []soakrun.ReplayFlow {
+	var out []soakrun.ReplayFlow
+	for i := range p.Channels {
+		ch := &p.Channels[i]
+		name := strings.Map(func(r rune) rune {
+			if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '.' {
+				return r
+			}
+			return '-'
+		}, ch.Topic)
+		out = append(out, soakrun.ReplayFlow{Name: "replay" + name, Payload: ch.MaxSize, RateHz: ch.RateHz(), Schedule: &ch.Plan})
+	}
+	return out
 }
 
 // openRig opens the rack as every suite does, under the run's rack lease

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hilrig/hilrig/agentproto"
 	"github.com/hilrig/hilrig/fixtures"
 	"github.com/hilrig/hilrig/report/soak"
 
@@ -32,7 +33,27 @@ var (
 	heapFlag     = flag.String("hilrig.soak-heap-profile", "", "write the controller's Go heap profile (pprof) to this file at every checkpoint window (go tool pprof -sample_index=inuse_space FILE)")
 	dutFlag      = flag.String("hilrig.soak-dut", "", "run the long profile (full or accelerated) on this dut's reaction (duts: of the rack) instead of the traffic mix")
 	unlockBound  = flag.Int("hilrig.soak-max-unlocked", 6, "windows allowed with a board's PTP not locked (excluded from latency verdicts)")
+	trafficFlag  = flag.String("hilrig.soak-traffic", TrafficMix, "traffic of the configured (full, accelerated) soak: mix (ginkgo.config's traffic_mix) or replay (ginkgo.config's replay: recording, looped on shm; docs/mcap.md)")
 )
+
+// Traffic of the configured soak (-hilrig.soak-traffic).
+const (
+	TrafficMix    = "mix"
+	TrafficReplay = "replay"
+)
+
+// ReplayTraffic reports whether -hilrig.soak-traffic asks the configured
+// soak to replay the recording; an error for a value neither mix nor
+// replay.
+func ReplayTraffic() (bool, error) {
+	switch *trafficFlag {
+	case TrafficMix:
+		return false, nil
+	case TrafficReplay:
+		return true, nil
+	}
+	return false, fmt.Errorf("%w: -hilrig.soak-traffic %q: want mix or replay", ErrPlan, *trafficFlag)
+}
 
 // Profile names.
 const (
@@ -58,6 +79,54 @@ type Flow struct {
 	// From and To, when set, place the publisher and the subscriber
 	// instead of the link's A and B boards.
 	From, To string
+	// Schedule, when set, is a replayed recording channel's plan
+	// (agentproto.Schedule, looped to the soak's end): Payload is then its
+	// largest size and RateHz its mean rate.
+	Schedule *agentproto.Schedule
+}
+
+// ReplayFlow is one channel of a recording for a replay soak
+// (steps.ReplayPlan's channels).
+type ReplayFlow struct {
+	Name     string
+	Payload  int     // largest size, bytes
+	RateHz   float64 // mean rate
+	Schedule *agentproto.Schedule
+}
+
+// Replaying is p with its traffic mix replaced by a recording's
+// channels, each a flow over the rack's shm link on hilrig's middleware
+// whose publisher loops its channel's plan to the soak's end; the
+// latency bound is the profile's largest max over the channels'
+// payloads. Duration, windows, churn and the other bounds are p's.
+func (p *Plan) Replaying(flows []ReplayFlow, rack *fixtures.Rack, prof *fixtures.BoundsProfile) (*Plan, error) {
+	q := *p
+	q.Flows, q.Notes = nil, append([]string(nil), p.Notes...)
+	link := ""
+	for _, l := range rack.Links {
+		if l.Transport == fixtures.Shm {
+			link = l.Name
+			break
+		}
+	}
+	if link == "" {
+		return nil, fmt.Errorf("%w: rack %s has no shm link for the replay", ErrPlan, rack.Name)
+	}
+	var maxLat time.Duration
+	for _, f := range flows {
+		if f.Schedule == nil || f.Schedule.PeriodNs <= 0 {
+			return nil, fmt.Errorf("%w: replay flow %s: a soak loops its plan, which needs a period", ErrPlan, f.Name)
+		}
+		if b, ok := prof.For(fixtures.Shm, f.Payload); ok {
+			maxLat = max(maxLat, time.Duration(b.Bounds.Max))
+		}
+		q.Flows = append(q.Flows, Flow{Name: f.Name, Transport: fixtures.Shm, Link: link, Payload: f.Payload, RateHz: f.RateHz, Schedule: f.Schedule})
+	}
+	if len(q.Flows) == 0 {
+		return nil, fmt.Errorf("%w: the recording has no channel to replay", ErrPlan)
+	}
+	q.Bounds.MaxLatency = maxLat
+	return &q, nil
 }
 
 // Plan is a resolved soak: what runs for how long, windowing and bounds.

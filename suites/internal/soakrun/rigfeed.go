@@ -33,7 +33,7 @@ func StartRig(ctx context.Context, r *rig.Rig, p *Plan, until time.Time) (*RigFe
 	var tracks []*Track
 	for _, fl := range p.Flows {
 		spec := rig.FlowSpec{Traffic: rig.Traffic{Name: fl.Name, Link: fl.Link, From: fl.From, Payload: fl.Payload, RateHz: fl.RateHz,
-			Duration: time.Until(until) + time.Minute, Window: p.AgentWindow, Middleware: fl.Middleware}}
+			Duration: time.Until(until) + time.Minute, Window: p.AgentWindow, Middleware: fl.Middleware, Schedule: fl.Schedule}}
 		if fl.To != "" {
 			spec.To = []string{fl.To}
 		}

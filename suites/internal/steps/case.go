@@ -49,9 +49,11 @@ func bounds(env *Env, path Path, payload int) (report.Bounds, string, bool) {
 // gateOutcome is what the PTP gate made of a flow's windows.
 type gateOutcome struct {
 	boards []string
-	res    GateResult
-	hist   *report.Histogram
-	err    error
+	// judge is the gate's monitor, for the recording's PTP channel.
+	judge WindowJudge
+	res   GateResult
+	hist  *report.Histogram
+	err   error
 }
 
 // ROS2Method says what a ROS 2 topic's latency is measured between: the
@@ -120,6 +122,12 @@ func flowCase(env *Env, name string, p Params, run *Ran, g *gateOutcome, werr er
 		if b := c.Bounds; b != nil {
 			c.Bounds = &report.Bounds{ScopeTolerance: b.ScopeTolerance, MaxLost: b.MaxLost}
 		}
+	}
+	if p.replay != nil {
+		p.replay.apply(c)
+	}
+	if a, ok := recordFlow(env, name, run, g); ok {
+		c.Add(a)
 	}
 	return finish(env, c)
 }

@@ -60,6 +60,10 @@ type Params struct {
 	// untraced runs the flow with the kernel trace off whatever the
 	// config says: the reference run of trace_overhead.
 	untraced bool
+	// schedule replaces Payload and RateHz on the publisher, and replay
+	// adds its notes to the case (replay.go).
+	schedule *agentproto.Schedule
+	replay   *replayFlow
 }
 
 // Judge is which of the rack profile's bounds a flow's case is judged
@@ -120,6 +124,10 @@ func start(ctx context.Context, env *Env, p Params) (*rig.Flow, string, string, 
 		spec.Trace = traceSpec(env, p)
 	}
 	spec.HugePages = env.Config.HugePages.On()
+	spec.Schedule = p.schedule
+	if env.Config.Record.On() {
+		spec.Stamps = RecordStamps
+	}
 	// The stage hooks exist on shared memory only; udp would send empty stamps.
 	spec.Stages = env.Config.Stages.On() && (p.Path.Transport == fixtures.Shm || p.Path.Transport == fixtures.Intra) && (p.Path.Middleware == "" || p.Path.Middleware == agentproto.MiddlewareHilrig)
 	f, err := env.Rig.Flow(ctx, spec)
@@ -185,7 +193,7 @@ func Measure(ctx context.Context, env *Env, name string, p Params) (*Ran, error)
 	if gate != nil {
 		gate.settle(ctx, res.Windows)
 		gate.close() // judge on a finished series
-		g = &gateOutcome{boards: []string{from, to}}
+		g = &gateOutcome{boards: []string{from, to}, judge: gate.mon}
 		g.res, g.hist, g.err = gateWindows(res.Windows, res.Subscribers, gate.mon, from, to)
 	}
 	run.Case = flowCase(env, name, p, run, g, werr)

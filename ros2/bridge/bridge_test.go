@@ -254,34 +254,3 @@ func TestBridgeFake(t *testing.T) {
 	d := newFakeDDS()
 	conform(t, d, d)
 }
-
-func TestConfig(t *testing.T) {
-	f := t.TempDir() + "/bridge.json"
-	if err := os.WriteFile(f, []byte(`{"topics":[{"ros":{"name":"imu","type":"sensor_msgs/Imu","profile":"sensor_data"},
-"hilrig":{"topic":"imu","max_payload":1024,"transport":"udp","reliable":true},"direction":"to_ros"}]}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	c, err := bridge.LoadConfig(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if tp := c.Topics[0]; tp.ROS.Profile != rostopic.ProfileSensorData || tp.Direction != bridge.ToROS || tp.Hilrig.Contract().MaxPayload != 1024 ||
-		tp.Hilrig.Contract().Transport != middleware.TransportUDP || tp.Hilrig.Contract().Reliability != middleware.Reliable {
-		t.Errorf("decoded %+v", tp)
-	}
-	for _, bad := range []string{
-		`{"topics":[]}`,
-		`{"topics":[{"ros":{"name":"imu","type":"sensor_msgs/Imu"},"hilrig":{"topic":"imu","max_payload":1024},"direction":"sideways"}]}`,
-		`{"topics":[{"ros":{"name":"imu","type":"sensor_msgs/Imu","profile":"fast"},"hilrig":{"topic":"imu","max_payload":1024}}]}`,
-		`{"topics":[{"ros":{"name":"imu","type":"sensor_msgs/Imu"},"hilrig":{"topic":"imu"}}]}`,
-		`{"topics":[{"ros":{"name":"imu","type":"sensor_msgs/Imu"},"hilrig":{"topic":"imu","max_payload":1024}}],"extra":1}`,
-		`{"topics":[{"ros":{"name":"imu","type":"sensor_msgs/Imu"},"hilrig":{"topic":"imu","max_payload":1024,"transport":"tcp"}}]}`,
-	} {
-		if err := os.WriteFile(f, []byte(bad), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := bridge.LoadConfig(f); err == nil || !strings.Contains(err.Error(), f) {
-			t.Errorf("%s: got %v, want an error naming the file", bad, err)
-		}
-	}
-}

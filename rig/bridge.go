@@ -43,9 +43,10 @@ type BridgeSpec struct {
 type BridgeUsage struct {
 	// Board is where it ran; Where its process ("netns hlr… pid 123").
 	Board, Where string
-	// CPU is the process's user + system CPU time from just before the
-	// publisher started to after the subscriber's final (/proc/PID/stat,
-	// USER_HZ ticks: 10 ms resolution); Wall the time between the reads.
+	// CPU is the process's user + system CPU time from the publisher's
+	// start (after its discovery wait) to its final, the span the bridge
+	// forwards traffic (/proc/PID/stat, USER_HZ ticks: 10 ms resolution);
+	// Wall the time between the reads.
 	CPU, Wall time.Duration
 }
 

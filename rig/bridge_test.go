@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hilrig/hilrig/deploy"
 	"github.com/hilrig/hilrig/fixtures"
 	"github.com/hilrig/hilrig/rig"
 	"github.com/hilrig/hilrig/ros2/bridgeconf"
@@ -45,28 +44,7 @@ func TestBridgedFlowSpec(t *testing.T) {
 // stamp, and the bridge's CPU was read over the run.
 func TestBridgedFlow(t *testing.T) {
 	const peer = "cyclonedds"
-	if err := rig.PeerInstalled(peer); err != nil {
-		t.Skipf("peer %s not installed: %v", peer, err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute) // a cold cgo build on a busy machine
-	defer cancel()
-	bin, err := deploy.Build(ctx, deploy.BuildOptions{Peers: []string{peer}, CacheDir: buildCache})
-	if err != nil {
-		t.Fatalf("build the peer agent: %v", err)
-	}
-	rack, err := fixtures.SimRack()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := rig.Open(ctx, rack, &rig.Options{Binary: bin})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := r.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
+	ctx, _, r := peerRig(t, peer)
 	for _, dir := range []bridgeconf.Direction{bridgeconf.ToROS, bridgeconf.FromROS} {
 		t.Run(dir.String(), func(t *testing.T) {
 			const n = 300

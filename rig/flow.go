@@ -341,9 +341,6 @@ func (r *Rig) Flow(ctx context.Context, spec FlowSpec) (*Flow, error) {
 		if f.bridge, err = r.startBridge(ctx, board, spec, bridgeHilrig(spec, c, subs[0].listen)); err != nil {
 			return nil, fmt.Errorf("rig: flow %s: %w", spec.Name, err)
 		}
-		if err := f.bridge.mark(); err != nil {
-			return nil, fmt.Errorf("rig: flow %s: %w", spec.Name, err)
-		}
 	}
 	s := base
 	s.Role, s.Endpoint = agentproto.Publisher, spec.Name+"-pub"
@@ -353,6 +350,14 @@ func (r *Rig) Flow(ctx context.Context, spec FlowSpec) (*Flow, error) {
 	s.CPU, s.Priority = boardCPU(a.Board, 0), a.Board.Priority
 	if f.Publisher, err = a.Start(ctx, s); err != nil {
 		return nil, fmt.Errorf("rig: flow %s: publisher on %s: %w", spec.Name, spec.From, err)
+	}
+	if f.bridge != nil {
+		// The publisher's start returned after its discovery wait: from
+		// here the bridge forwards traffic.
+		if err := f.bridge.mark(); err != nil {
+			_ = f.Publisher.Stop()
+			return nil, fmt.Errorf("rig: flow %s: %w", spec.Name, err)
+		}
 	}
 	ok = true
 	return f, nil
@@ -404,6 +409,15 @@ func (f *Flow) Wait(ctx context.Context) (*FlowResult, error) {
 		return nil, fmt.Errorf("rig: flow %s: publisher: %w", f.Spec.Name, err)
 	}
 	res.Publisher = pf
+	var bridgeErr error
+	if f.bridge != nil {
+		// Read as the publisher ends: the bridge's CPU while it forwarded
+		// the traffic, not its idle wait for the subscribers' drain.
+		u, err := f.bridge.usage()
+		if bridgeErr = err; err == nil {
+			res.Bridge = &u
+		}
+	}
 	drain := f.Spec.Drain
 	if drain == 0 {
 		drain = 10 * time.Second
@@ -426,13 +440,7 @@ func (f *Flow) Wait(ctx context.Context) (*FlowResult, error) {
 	}
 	_ = f.Publisher.Stop() // it lingers after its final; release it now
 	if f.bridge != nil {
-		u, err := f.bridge.usage()
-		if err != nil {
-			errs = append(errs, err)
-		} else {
-			res.Bridge = &u
-		}
-		errs = append(errs, f.bridge.stop())
+		errs = append(errs, bridgeErr, f.bridge.stop())
 	}
 	if err := errors.Join(errs...); err != nil {
 		return res, fmt.Errorf("rig: flow %s: %w", f.Spec.Name, err)

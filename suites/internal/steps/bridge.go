@@ -32,7 +32,7 @@ func BridgeMethod(t rostopic.Topic, d bridgeconf.Direction, dds string) string {
 // (res.Bridge), with the seed's claim beside them. Reported, not judged:
 // a shared machine is not an i.MX8M Plus. The CPU is the bridge
 // process's alone (its own process, /proc/PID/stat at 10 ms resolution),
-// from just before the publisher started to the subscriber's final.
+// from the publisher's start (after discovery) to its final.
 func BridgeCompare(through *Ran, direct *report.Case) *report.Case {
 	c := through.Case
 	add := report.Addition{By: "steps.BridgeCompare", Unjudged: true, Extra: map[report.ExtraKey]float64{

@@ -1,13 +1,16 @@
 package rig
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/hilrig/hilrig/deploy"
@@ -48,6 +51,11 @@ type BridgeUsage struct {
 	// forwards traffic (/proc/PID/stat, USER_HZ ticks: 10 ms resolution);
 	// Wall the time between the reads.
 	CPU, Wall time.Duration
+	// Health is the bridge's own account after the subscriber's final
+	// (its --health-format json record): forwarded, dropped, and the
+	// latency it added from its source's receive stamp to its forward's
+	// return. Nil when it wrote none.
+	Health *bridgeconf.HealthRecord
 }
 
 // Percent is CPU over Wall, per cent of one CPU (0 without a wall time).
@@ -62,8 +70,13 @@ func (u BridgeUsage) Percent() float64 {
 type bridgeProc struct {
 	board string
 	proc  *deploy.Process
-	dir   string // its configuration and ready file
-	out   *tailbuf.Buffer
+	dir   string          // its configuration and ready file
+	out   *tailbuf.Buffer // stdout lines that are not health records
+	// health is the last health record read from stdout, healthN how
+	// many were read (mu guards both).
+	mu      sync.Mutex
+	health  bridgeconf.HealthRecord
+	healthN uint64
 	// cpu0 and t0 are the first reading (mark).
 	cpu0 time.Duration
 	t0   time.Time
@@ -106,7 +119,7 @@ func (r *Rig) startBridge(ctx context.Context, board string, spec FlowSpec, h br
 	if spec.Bridge.Direction == bridgeconf.FromROS {
 		wait = "0s"
 	}
-	args := []string{"bridge", "--config", file, "--dds", spec.Middleware, "--ready", ready, "--match-wait", wait, "--health", "1s"}
+	args := []string{"bridge", "--config", file, "--dds", spec.Middleware, "--ready", ready, "--match-wait", wait, "--health", bridgeHealth.String(), "--health-format", "json"}
 	var proc *deploy.Process
 	if b.Reach.Kind == fixtures.ReachLocal {
 		proc, err = deploy.StartLocal(ctx, bin, args...)
@@ -122,7 +135,7 @@ func (r *Rig) startBridge(ctx context.Context, board string, spec FlowSpec, h br
 		return nil, fmt.Errorf("rig: bridge on %s: %w", board, err)
 	}
 	p := &bridgeProc{board: board, proc: proc, dir: dir, out: tailbuf.New(16 << 10)}
-	go func() { _, _ = io.Copy(p.out, proc.Stdout) }() // the health lines, for diagnostics
+	go p.read(proc.Stdout)
 	r.mu.Lock()
 	r.closers = append(r.closers, p.stop)
 	r.mu.Unlock()
@@ -131,6 +144,56 @@ func (r *Rig) startBridge(ctx context.Context, board string, spec FlowSpec, h br
 		return nil, fmt.Errorf("rig: bridge on %s: %w", board, err)
 	}
 	return p, nil
+}
+
+// bridgeHealth is the bridge's health period: how stale its last record
+// may be.
+const bridgeHealth = 100 * time.Millisecond
+
+// read decodes the bridge's stdout, one health record a line, until it
+// closes; a line that is not one is kept for diagnostics.
+func (p *bridgeProc) read(r io.Reader) {
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		var h bridgeconf.HealthRecord
+		if err := json.Unmarshal(sc.Bytes(), &h); err != nil {
+			fmt.Fprintf(p.out, "%s\n", sc.Bytes())
+			continue
+		}
+		p.mu.Lock()
+		p.health, p.healthN = h, p.healthN+1
+		p.mu.Unlock()
+	}
+}
+
+// freshHealth waits for a health record written after the call (the
+// bridge writes one every bridgeHealth) and returns it; nil when none
+// came in wait, the process exited or ctx ended.
+func (p *bridgeProc) freshHealth(ctx context.Context, wait time.Duration) *bridgeconf.HealthRecord {
+	p.mu.Lock()
+	n0 := p.healthN
+	p.mu.Unlock()
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	for {
+		p.mu.Lock()
+		h, n := p.health, p.healthN
+		p.mu.Unlock()
+		if n > n0 {
+			return &h
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-p.proc.Done():
+			return nil
+		case <-deadline.C:
+			return nil
+		case <-t.C:
+		}
+	}
 }
 
 // awaitReady polls for the ready file until it exists, the process exits

@@ -68,6 +68,13 @@ func TestBridgedFlow(t *testing.T) {
 			if res.Bridge == nil || res.Bridge.Wall <= 0 || res.Bridge.CPU < 0 {
 				t.Fatalf("bridge usage %+v", res.Bridge)
 			}
+			// The bridge's own account: it forwarded what the subscriber got
+			// (the subscriber cannot get more than was forwarded).
+			if h := res.Bridge.Health; h == nil || h.ROS != topic.Name || h.Direction != dir || h.Forwarded < sub.Received || h.AddedP50Ns <= 0 {
+				t.Errorf("bridge health %+v: want %s %s with ≥ %d forwarded and its added latency", h, dir, topic.Name, sub.Received)
+			} else {
+				t.Logf("bridge's own added latency: p50 %v p99 %v max %v", time.Duration(h.AddedP50Ns), time.Duration(h.AddedP99Ns), time.Duration(h.AddedMaxNs))
+			}
 			t.Logf("%s: %d of %d, p50 %v p99 %v; bridge on %s: %v CPU over %v (%.2f %%)", dir, sub.Received, n,
 				time.Duration(sub.Latency.ValueAtQuantile(50)), time.Duration(sub.Latency.ValueAtQuantile(99)),
 				res.Bridge.Board, res.Bridge.CPU, res.Bridge.Wall, res.Bridge.Percent())

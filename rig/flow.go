@@ -440,6 +440,9 @@ func (f *Flow) Wait(ctx context.Context) (*FlowResult, error) {
 	}
 	_ = f.Publisher.Stop() // it lingers after its final; release it now
 	if f.bridge != nil {
+		if res.Bridge != nil {
+			res.Bridge.Health = f.bridge.freshHealth(ctx, 10*bridgeHealth)
+		}
 		errs = append(errs, bridgeErr, f.bridge.stop())
 	}
 	if err := errors.Join(errs...); err != nil {

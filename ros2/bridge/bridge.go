@@ -19,6 +19,7 @@ package bridge
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -114,8 +115,28 @@ func (h *Health) Line() string {
 	return s
 }
 
+// Record is the topic's health as values (bridgeconf.HealthRecord).
+func (h *Health) Record() bridgeconf.HealthRecord {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	r := bridgeconf.HealthRecord{Direction: h.Topic.Direction, ROS: h.Topic.ROS.Name, Type: h.Topic.ROS.Type, Hilrig: h.Topic.Hilrig.Topic,
+		Forwarded: h.forwarded, Dropped: h.dropped}
+	if h.added.Count() > 0 {
+		r.AddedP50Ns, r.AddedP99Ns, r.AddedMaxNs = h.added.ValueAtQuantile(50), h.added.ValueAtQuantile(99), h.added.ValueAtQuantile(100)
+	}
+	if h.lastErr != nil {
+		r.LastError = h.lastErr.Error()
+	}
+	return r
+}
+
 // Bridge is a running set of forwarded topics.
 type Bridge struct {
+	// HealthJSON makes Run write each topic's health as a JSON
+	// bridgeconf.HealthRecord a line instead of the text line. Set before
+	// Run.
+	HealthJSON bool
+
 	node   *middleware.Node
 	dds    agent.PeerROS2
 	topics []*forwarder
@@ -263,7 +284,13 @@ func (b *Bridge) Run(ctx context.Context, health io.Writer, period time.Duration
 	defer t.Stop()
 	printAll := func() {
 		for _, f := range b.topics {
-			fmt.Fprintln(health, f.h.Line())
+			if !b.HealthJSON {
+				fmt.Fprintln(health, f.h.Line())
+				continue
+			}
+			if line, err := json.Marshal(f.h.Record()); err == nil {
+				fmt.Fprintf(health, "%s\n", line)
+			}
 		}
 	}
 loop:

@@ -3,6 +3,7 @@ package bridge_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/hilrig/hilrig/agent"
 	"github.com/hilrig/hilrig/middleware"
 	"github.com/hilrig/hilrig/ros2/bridge"
+	"github.com/hilrig/hilrig/ros2/bridgeconf"
 	"github.com/hilrig/hilrig/ros2/ros2test"
 	"github.com/hilrig/hilrig/ros2/rosmsg"
 	"github.com/hilrig/hilrig/ros2/rostopic"
@@ -220,6 +222,18 @@ func conform(t *testing.T, dds agent.PeerROS2, prb probe) {
 				t.Fatalf("%s: forwarded %d dropped %d, want %d and 0", h.Topic.ROS.Name, f, d, n)
 			}
 			time.Sleep(time.Millisecond) // the forwarder counts after its write returned
+		}
+	}
+	// The same figures as values (what --health-format json writes).
+	for _, h := range hs {
+		r := h.Record()
+		if r.ROS != h.Topic.ROS.Name || r.Direction != h.Topic.Direction || r.Forwarded != n || r.Dropped != 0 ||
+			r.AddedP50Ns <= 0 || r.AddedP99Ns < r.AddedP50Ns || r.AddedMaxNs < r.AddedP99Ns {
+			t.Errorf("health record %+v: want %s, %d forwarded, 0 dropped, 0 < p50 ≤ p99 ≤ max", r, h.Topic.ROS.Name, n)
+		}
+		var back bridgeconf.HealthRecord
+		if line, err := json.Marshal(r); err != nil || json.Unmarshal(line, &back) != nil || back != r {
+			t.Errorf("health record %+v does not survive its JSON line (%s, %v)", r, line, err)
 		}
 	}
 	cancel()

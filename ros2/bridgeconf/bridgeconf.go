@@ -192,3 +192,25 @@ func (c *Config) WriteFile(file string) error {
 	}
 	return os.WriteFile(file, append(b, '\n'), 0o644)
 }
+
+// HealthRecord is one topic's health as `hilrig bridge --health-format
+// json` writes it: one JSON object a line per topic every health period,
+// so a controller reads the figures as values, not from the text line.
+type HealthRecord struct {
+	Direction Direction `json:"direction"`
+	// ROS and Type are the ROS 2 topic's name and type; Hilrig hilrig's
+	// topic.
+	ROS    string `json:"ros"`
+	Type   string `json:"type"`
+	Hilrig string `json:"hilrig"`
+	// Forwarded and Dropped count messages so far.
+	Forwarded uint64 `json:"forwarded"`
+	Dropped   uint64 `json:"dropped"`
+	// The latency the bridge added so far (ns, CLOCK_MONOTONIC): from the
+	// source's receive stamp (hilrig's subscriber, the DDS take) to the
+	// forward call's return. 0 before the first message.
+	AddedP50Ns int64  `json:"added_p50_ns"`
+	AddedP99Ns int64  `json:"added_p99_ns"`
+	AddedMaxNs int64  `json:"added_max_ns"`
+	LastError  string `json:"last_error,omitempty"`
+}

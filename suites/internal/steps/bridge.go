@@ -55,7 +55,16 @@ func BridgeCompare(through *Ran, direct *report.Case) *report.Case {
 	}
 	if u := bridgeUsage(through); u != nil {
 		add.Extra[report.ExtraBridgeCPU] = u.Percent()
-		add.Notes = append(add.Notes, fmt.Sprintf("bridge process on %s (%s): %v CPU over %v = %.2f %% of one CPU (/proc/PID/stat, 10 ms ticks)", u.Board, u.Where, u.CPU, u.Wall.Round(1e6), u.Percent()))
+		add.Notes = append(add.Notes, fmt.Sprintf("bridge process on %s (%s): %v CPU over %v = %.2f %% of one CPU (/proc/PID/stat, 10 ms ticks, the publisher's run)", u.Board, u.Where, u.CPU, u.Wall.Round(1e6), u.Percent()))
+		if h := u.Health; h != nil {
+			add.Extra[report.ExtraBridgeForwarded] = float64(h.Forwarded)
+			add.Extra[report.ExtraBridgeDropped] = float64(h.Dropped)
+			add.Extra[report.ExtraBridgeOwnP50] = float64(h.AddedP50Ns)
+			add.Extra[report.ExtraBridgeOwnP99] = float64(h.AddedP99Ns)
+			add.Extra[report.ExtraBridgeOwnMax] = float64(h.AddedMaxNs)
+			add.Notes = append(add.Notes, fmt.Sprintf("the bridge's own account: forwarded %d, dropped %d; added from its source's receive stamp to its forward's return p50 %s p99 %s max %s (the figure the seed's < 8 µs compares with)",
+				h.Forwarded, h.Dropped, report.FormatNs(h.AddedP50Ns), report.FormatNs(h.AddedP99Ns), report.FormatNs(h.AddedMaxNs)))
+		}
 	}
 	c.Add(add)
 	c.Finalize()

@@ -21,7 +21,7 @@ import (
 // boards (the direct path), then through a bridge process the rig starts
 // on a board, both ways — hilrig's bus → a ROS 2 node beside the bridge
 // (to_ros), a ROS 2 node beside the bridge → hilrig's bus (from_ros) —
-// on each DDS peer. Every run is timed from the ROS 2 header stamp the
+// on each DDS peer of steps.BridgePaths. Every run is timed from the ROS 2 header stamp the
 // publisher wrote to the subscriber's receive stamp; the through case
 // carries the direct figures, through − direct and the bridge process's
 // CPU beside the seed's claim (steps.BridgeCompare), reported, not judged.
@@ -55,11 +55,10 @@ var _ = Describe("what hilrig bridge adds between hilrig's bus and ROS 2", Order
 			Expect(ran.Case.Delivered).To(BeNumerically(">", 0), "no message of %s arrived", topic)
 			direct = ran.Case
 		}, SpecTimeout(timeout))
-		for _, p := range steps.ROS2Paths {
+		for _, path := range steps.BridgePaths {
 			for _, dir := range []bridgeconf.Direction{bridgeconf.ToROS, bridgeconf.FromROS} {
-				name := fmt.Sprintf("%s bridge %s %s shm-copy", p.Middleware, dir, base)
+				name := fmt.Sprintf("%s bridge %s %s shm-copy", path.Middleware, dir, base)
 				It(name, func(ctx SpecContext) {
-					path := steps.ShmCopy.On(p.Middleware)
 					if r := steps.Unrunnable(tc, path); r != "" {
 						Skip(r)
 					}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/hilrig/hilrig/deploy"
@@ -238,8 +239,27 @@ func (p *bridgeProc) usage() (BridgeUsage, error) {
 	return BridgeUsage{Board: p.board, Where: p.proc.Where, CPU: cpu - p.cpu0, Wall: time.Since(p.t0)}, nil
 }
 
-// stop kills the process and removes its files. Idempotent.
+// bridgeStop bounds the bridge's own shutdown after SIGTERM.
+const bridgeStop = 3 * time.Second
+
+// stop asks the bridge to end (SIGTERM: it closes its DDS participant,
+// which tells the other participants it left — a killed one stays in
+// their discovery until its lease expires, and Fast DDS then lost most
+// 1 MiB samples of the next bridge's topic on the same board), kills it
+// after bridgeStop, and removes its files. Idempotent.
 func (p *bridgeProc) stop() error {
+	select {
+	case <-p.proc.Done():
+	default:
+		if pr, err := os.FindProcess(p.proc.PID); err == nil && pr.Signal(syscall.SIGTERM) == nil {
+			t := time.NewTimer(bridgeStop)
+			select {
+			case <-p.proc.Done():
+			case <-t.C:
+			}
+			t.Stop()
+		}
+	}
 	err := p.proc.Kill()
 	return errors.Join(err, os.RemoveAll(p.dir))
 }

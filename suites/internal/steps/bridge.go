@@ -20,10 +20,12 @@ const (
 // BridgePaths are the DDS peers the bridge case runs the ROS 2 side on:
 // Cyclone DDS. Fast DDS (fastdds-udp) is left out: through the bridge on
 // the sim rack, with its DDS ends on one board's loopback, its 1 MiB
-// sensor_msgs/Image under the default profile delivered 0, 16, 20 and 60
-// of 60..72 messages in four runs (reliable keep-last 10, asynchronous
-// fragmented publishing), while its 1 kHz Imu crossed; docs/ros2.md says
-// so. Until that is understood a spec on it would fail at random.
+// sensor_msgs/Image under the default profile (reliable keep-last 10,
+// asynchronous fragmented publishing) lost messages at random after the
+// 1 kHz Imu cases — 0 and 20 of 60 delivered while the rig killed its
+// bridges, 34 of 60 once it stopped them with SIGTERM — and all 72
+// crossed in 8 runs on a fresh rig; docs/ros2.md says so. Until that is
+// understood a spec on it could fail at random.
 var BridgePaths = []Path{ShmCopy.On("cyclonedds")}
 
 // BridgeMethod says what a bridged flow's latency runs between.

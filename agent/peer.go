@@ -420,6 +420,9 @@ func (x endpoints) out(c middleware.Contract, path agentproto.SendPath) (outlet,
 	if x.peer != nil && x.s.ROS2 != nil {
 		return x.rosOut()
 	}
+	if x.s.ROS2 != nil {
+		return x.rosHilrigOut(c)
+	}
 	if x.peer != nil {
 		w, err := x.peer.NewWriter(c.Topic, c.Reliability == middleware.Reliable, c.Depth, c.MaxPayload)
 		if err != nil {
@@ -445,6 +448,9 @@ func (x endpoints) in(c middleware.Contract) (inlet, error) {
 	s := x.s
 	if x.peer != nil && s.ROS2 != nil {
 		return x.rosIn()
+	}
+	if s.ROS2 != nil {
+		return x.rosHilrigIn(c)
 	}
 	if x.peer != nil {
 		r, err := x.peer.NewReader(c.Topic, c.Reliability == middleware.Reliable, c.Depth, c.MaxPayload, s.Wait == middleware.WaitSpin)
@@ -721,4 +727,80 @@ func awaitMatch(ctx context.Context, x any) (int64, error) {
 		case <-t.C:
 		}
 	}
+}
+
+// rosHilrigOut publishes one ROS 2 message, encoded once
+// (rostopic.Template), on hilrig's bus for every send: the bus side of
+// `hilrig bridge` (agentproto's ROS 2 note). The header stamp is written
+// on clock right before Send, as the peers' C code stamps before its
+// write; hilrig's own frame carries the sequence. 0 allocs per send.
+type rosHilrigOut struct {
+	pub   *middleware.Publisher
+	msg   []byte
+	clock int32
+}
+
+func (o *rosHilrigOut) send(_ []byte, _ uint64) error {
+	if err := rostopic.PutStamp(o.msg, sys.Now(o.clock)); err != nil {
+		return err
+	}
+	return o.pub.Send(o.msg)
+}
+func (*rosHilrigOut) hdr() int { return 0 }
+func (o *rosHilrigOut) close() { o.pub.Close() }
+
+func (x endpoints) rosHilrigOut(c middleware.Contract) (outlet, error) {
+	t := x.s.ROS2
+	codec, err := rosCodec(t)
+	if err != nil {
+		return nil, err
+	}
+	msg, err := rostopic.Template(codec, x.s.Payload)
+	if err != nil {
+		return nil, fmt.Errorf("ros2 topic %s: %w", t.Name, err)
+	}
+	pub, err := x.node.NewPublisher(c, &middleware.PublisherOptions{SendTimeout: time.Duration(x.s.SendTimeoutNs)})
+	if err != nil {
+		return nil, err
+	}
+	return &rosHilrigOut{pub: pub, msg: msg, clock: stampClockID(x.s.Stamp)}, nil
+}
+
+// rosHilrigIn receives ROS 2 messages on hilrig's bus: the header stamp
+// (on clock) replaces the frame's send stamps, as peerIn.deliverROS does
+// for a DDS reader, so the latency runs from the message's origin however
+// many hops (a bridge) it took; hilrig's frame keeps the sequence and
+// the loss count. 0 allocs per message.
+type rosHilrigIn struct {
+	sub   *middleware.Subscriber
+	clock int32
+}
+
+func (i rosHilrigIn) receive(ctx context.Context, fn func(*middleware.Message) error) error {
+	return i.sub.Receive(ctx, func(m *middleware.Message) error {
+		stamp, ok := rostopic.Stamp(m.Payload)
+		if !ok {
+			return fmt.Errorf("ROS 2 message of %d bytes on hilrig's bus: no valid header stamp at bytes %d..%d", len(m.Payload), rostopic.StampOffset, rostopic.StampOffset+rostopic.StampBytes)
+		}
+		offset := int64(0)
+		if i.clock != sys.ClockMonotonic {
+			offset = clockOffset(i.clock)
+		}
+		m.Header.SendClock = stamp
+		m.Header.SendMono = stamp - offset
+		return fn(m)
+	})
+}
+func (i rosHilrigIn) close() { i.sub.Close() }
+
+func (x endpoints) rosHilrigIn(c middleware.Contract) (inlet, error) {
+	s := x.s
+	if _, err := rosCodec(s.ROS2); err != nil {
+		return nil, err
+	}
+	sub, err := x.node.NewSubscriber(c, &middleware.SubscriberOptions{Wait: s.Wait, CPU: s.CPU, Priority: s.Priority})
+	if err != nil {
+		return nil, err
+	}
+	return rosHilrigIn{sub: sub, clock: stampClockID(s.Stamp)}, nil
 }

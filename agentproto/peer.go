@@ -58,9 +58,13 @@ func IsPeer(name string) bool { return name != "" && name != MiddlewareHilrig }
 func (s *Start) validatePeer() error {
 	if !IsPeer(s.Middleware) {
 		if s.ROS2 != nil {
-			e := errf(CodeInvalid, "start.ros2: only a DDS peer middleware speaks ROS 2 (middleware %q)", s.Middleware)
-			e.Endpoint = s.Endpoint
-			return e
+			// A ROS 2 message on hilrig's own bus (what `hilrig bridge`
+			// forwards): the same payload and stamp rules as on a peer.
+			return s.validateROS2(func(format string, args ...any) error {
+				e := errf(CodeInvalid, format, args...)
+				e.Endpoint = s.Endpoint
+				return e
+			})
 		}
 		if s.ColdPeer {
 			e := errf(CodeInvalid, "start.cold_peer: only a peer middleware opens participants (middleware %q)", s.Middleware)
@@ -129,7 +133,9 @@ func (n *PeerNet) Key() string {
 }
 
 // A ROS 2 topic (Start.ROS2, issue 33): a DDS peer endpoint that speaks
-// ROS 2's conventions instead of carrying raw bytes. Its messages are the
+// ROS 2's conventions instead of carrying raw bytes — or, on hilrig's own
+// middleware, a hilrig topic whose payloads are such messages (the bus
+// side of `hilrig bridge`; hilrig's own frame then carries the sequence). Its messages are the
 // type's XCDR1 encoding (rostopic.Template, built once by the publisher
 // at Payload bytes), so no in-band header of PeerHeaderBytes fits in
 // them. What rides instead:

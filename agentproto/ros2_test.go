@@ -44,8 +44,12 @@ func TestStartROS2(t *testing.T) {
 	if err := json.Unmarshal([]byte(strings.Replace(string(b), "sensor_data", "services_default", 1)), &back); err == nil {
 		t.Error("an unknown profile was accepted")
 	}
+	// On hilrig's own bus (the bridge's side) the same rules hold.
+	if h := ros(func(s *agentproto.Start) { s.Middleware = "" }); h.Validate() != nil {
+		t.Errorf("a ROS 2 message on hilrig's bus: %v", h.Validate())
+	}
 	for name, bad := range map[string]agentproto.Start{
-		"hilrig": ros(func(s *agentproto.Start) { s.Middleware = "" }),
+		"hilrig tiny": ros(func(s *agentproto.Start) { s.Middleware = ""; s.Payload = 8 }),
 		"pinger": ros(func(s *agentproto.Start) {
 			s.Role = agentproto.Pinger
 			s.Echo = &agentproto.EchoSpec{Reply: middleware.Contract{Topic: "r", MaxPayload: 1024}}

@@ -93,6 +93,27 @@ const (
 	ExtraDeadEpochPublished       ExtraKey = "dead epoch published"
 	ExtraReliableReleaseAfterKill ExtraKey = "reliable release after kill ns"
 
+	// The bridge case (issue 33): the direct path's figures beside the
+	// path through `hilrig bridge` (ns), through − direct (ns), the
+	// bridge process's CPU (% of one CPU), and the seed's claim beside
+	// them (000 §6: < 8 µs added, 1.2 % CPU at 1 kHz IMU, i.MX8M Plus).
+	ExtraDirectP50      ExtraKey = "direct p50 (ns)"
+	ExtraDirectP99      ExtraKey = "direct p99 (ns)"
+	ExtraDirectMax      ExtraKey = "direct max (ns)"
+	ExtraBridgeAddedP50 ExtraKey = "bridge added p50, through − direct (ns)"
+	ExtraBridgeAddedP99 ExtraKey = "bridge added p99, through − direct (ns)"
+	ExtraBridgeAddedMax ExtraKey = "bridge added max, through − direct (ns)"
+	ExtraBridgeCPU      ExtraKey = "bridge process CPU (%)"
+	// The bridge's own account (its health record): from its source's
+	// receive stamp to its forward's return (ns), and what it forwarded.
+	ExtraBridgeOwnP50    ExtraKey = "bridge's own added p50, receive → forwarded (ns)"
+	ExtraBridgeOwnP99    ExtraKey = "bridge's own added p99, receive → forwarded (ns)"
+	ExtraBridgeOwnMax    ExtraKey = "bridge's own added max, receive → forwarded (ns)"
+	ExtraBridgeForwarded ExtraKey = "bridge forwarded"
+	ExtraBridgeDropped   ExtraKey = "bridge dropped"
+	ExtraSeedBridgeAdded ExtraKey = "seed claim: bridge added (ns)"
+	ExtraSeedBridgeCPU   ExtraKey = "seed claim: bridge CPU (%)"
+
 	// The soak's totals.
 	ExtraUnobserved      ExtraKey = "sent but not observed (restart gaps, in flight at window edges)"
 	ExtraFaultWindowLost ExtraKey = "lost in fault windows (board outages, not judged)"

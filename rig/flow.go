@@ -14,6 +14,7 @@ import (
 	"github.com/hilrig/hilrig/internal/kind"
 	"github.com/hilrig/hilrig/middleware"
 	"github.com/hilrig/hilrig/report"
+	"github.com/hilrig/hilrig/ros2/bridgeconf"
 	"github.com/hilrig/hilrig/ros2/rostopic"
 )
 
@@ -196,6 +197,10 @@ type FlowSpec struct {
 	// message before they are stopped (their missing messages are lost).
 	// Default 10 s.
 	Drain time.Duration
+	// Bridge, when set, puts a `hilrig bridge` process between the
+	// publisher and the subscriber (BridgeSpec): one end on hilrig's bus,
+	// the other a ROS 2 node on Middleware.
+	Bridge *BridgeSpec
 }
 
 // Flow is a running publisher→subscribers wiring.
@@ -207,12 +212,17 @@ type Flow struct {
 	Transport fixtures.Transport
 	// Route is where the flow runs (RouteOf), decided when it started.
 	Route report.Route
+
+	bridge *bridgeProc // a bridged flow's bridge (FlowSpec.Bridge)
 }
 
 // FlowResult is what a flow measured.
 type FlowResult struct {
 	// Route is the flow's route (Flow.Route); Case puts it in the case.
-	Route       report.Route
+	Route report.Route
+	// Bridge is what the bridge process of a bridged flow used (nil
+	// without one, or when it could not be read: the error says so).
+	Bridge      *BridgeUsage
 	Publisher   *agentproto.Final
 	Subscribers []*agentproto.Final
 	// Windows of every subscriber, in arrival order per subscriber.
@@ -235,6 +245,18 @@ func (r *Rig) Flow(ctx context.Context, spec FlowSpec) (*Flow, error) {
 	}
 	if spec.From == "" || len(spec.To) == 0 {
 		return nil, fmt.Errorf("rig: flow needs a link or From and To boards")
+	}
+	pubMW, subMW := spec.Middleware, spec.Middleware
+	if spec.Bridge != nil {
+		if err := checkBridge(spec); err != nil {
+			return nil, fmt.Errorf("rig: flow %s: %w", spec.Name, err)
+		}
+		// hilrig's end of the bridge is hilrig's middleware.
+		if spec.Bridge.Direction == bridgeconf.ToROS {
+			pubMW = MiddlewareHilrig
+		} else {
+			subMW = MiddlewareHilrig
+		}
 	}
 	c := middleware.Contract{Topic: "hilrig/" + r.Domain + "/" + spec.Name, MaxPayload: max(spec.Payload, 8),
 		Reliability: spec.reliability(), Depth: spec.Depth, Transport: mt}
@@ -266,9 +288,11 @@ func (r *Rig) Flow(ctx context.Context, spec FlowSpec) (*Flow, error) {
 			c.UDP.Peers = append(c.UDP.Peers, subs[i].listen.String())
 		}
 	}
-	nets, err := r.peerNets(spec.Traffic, spec.From, spec.To)
-	if err != nil {
-		return nil, fmt.Errorf("rig: flow %s: %w", spec.Name, err)
+	nets := map[string]*agentproto.PeerNet{} // a bridge's DDS: loopback on its board
+	if spec.Bridge == nil {
+		if nets, err = r.peerNets(spec.Traffic, spec.From, spec.To); err != nil {
+			return nil, fmt.Errorf("rig: flow %s: %w", spec.Name, err)
+		}
 	}
 	base := agentproto.Start{
 		Domain: r.Domain, Contract: c, Payload: spec.Payload, RateHz: spec.RateHz, Count: spec.Count,
@@ -283,6 +307,9 @@ func (r *Rig) Flow(ctx context.Context, spec FlowSpec) (*Flow, error) {
 			for _, ep := range f.Subscribers {
 				_ = ep.Stop()
 			}
+			if f.bridge != nil {
+				_ = f.bridge.stop()
+			}
 		}
 	}()
 	for i, to := range spec.To {
@@ -294,6 +321,7 @@ func (r *Rig) Flow(ctx context.Context, spec FlowSpec) (*Flow, error) {
 		s.Role, s.Endpoint = agentproto.Subscriber, fmt.Sprintf("%s-sub%d", spec.Name, i)
 		s.Stamps = spec.Stamps
 		s.PeerNet = nets[to]
+		s.Middleware = subMW
 		s.Payload = 0
 		if spec.Transport == fixtures.UDP {
 			s.Contract.UDP = middleware.UDPConfig{}
@@ -314,14 +342,32 @@ func (r *Rig) Flow(ctx context.Context, spec FlowSpec) (*Flow, error) {
 	if err != nil {
 		return nil, err
 	}
+	if spec.Bridge != nil {
+		board := spec.To[0]
+		if spec.Bridge.Direction == bridgeconf.FromROS {
+			board = spec.From
+		}
+		if f.bridge, err = r.startBridge(ctx, board, spec, bridgeHilrig(spec, c, subs[0].listen)); err != nil {
+			return nil, fmt.Errorf("rig: flow %s: %w", spec.Name, err)
+		}
+	}
 	s := base
 	s.Role, s.Endpoint = agentproto.Publisher, spec.Name+"-pub"
 	s.Schedule = spec.Schedule
 	s.PeerNet = nets[spec.From]
+	s.Middleware = pubMW
 	s.Marker = r.marker(a.Board, "tx", spec.Markers)
 	s.CPU, s.Priority = boardCPU(a.Board, 0), a.Board.Priority
 	if f.Publisher, err = a.Start(ctx, s); err != nil {
 		return nil, fmt.Errorf("rig: flow %s: publisher on %s: %w", spec.Name, spec.From, err)
+	}
+	if f.bridge != nil {
+		// The publisher's start returned after its discovery wait: from
+		// here the bridge forwards traffic.
+		if err := f.bridge.mark(); err != nil {
+			_ = f.Publisher.Stop()
+			return nil, fmt.Errorf("rig: flow %s: %w", spec.Name, err)
+		}
 	}
 	ok = true
 	return f, nil
@@ -373,6 +419,15 @@ func (f *Flow) Wait(ctx context.Context) (*FlowResult, error) {
 		return nil, fmt.Errorf("rig: flow %s: publisher: %w", f.Spec.Name, err)
 	}
 	res.Publisher = pf
+	var bridgeErr error
+	if f.bridge != nil {
+		// Read as the publisher ends: the bridge's CPU while it forwarded
+		// the traffic, not its idle wait for the subscribers' drain.
+		u, err := f.bridge.usage()
+		if bridgeErr = err; err == nil {
+			res.Bridge = &u
+		}
+	}
 	drain := f.Spec.Drain
 	if drain == 0 {
 		drain = 10 * time.Second
@@ -394,6 +449,12 @@ func (f *Flow) Wait(ctx context.Context) (*FlowResult, error) {
 		res.Windows = append(res.Windows, s.Windows())
 	}
 	_ = f.Publisher.Stop() // it lingers after its final; release it now
+	if f.bridge != nil {
+		if res.Bridge != nil {
+			res.Bridge.Health = f.bridge.freshHealth(ctx, 10*bridgeHealth)
+		}
+		errs = append(errs, bridgeErr, f.bridge.stop())
+	}
 	if err := errors.Join(errs...); err != nil {
 		return res, fmt.Errorf("rig: flow %s: %w", f.Spec.Name, err)
 	}

@@ -21,28 +21,7 @@ import (
 // subscriber's error — and the flow's — names the board and the peer.
 func TestPeerAgentKilledMidRun(t *testing.T) {
 	const peer = "cyclonedds"
-	if err := rig.PeerInstalled(peer); err != nil {
-		t.Skipf("peer %s not installed: %v", peer, err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute) // a cold cgo build on a busy machine
-	defer cancel()
-	bin, err := deploy.Build(ctx, deploy.BuildOptions{Peers: []string{peer}, CacheDir: buildCache})
-	if err != nil {
-		t.Fatalf("build the peer agent: %v", err)
-	}
-	rack, err := fixtures.SimRack()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := rig.Open(ctx, rack, &rig.Options{Binary: bin})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := r.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
+	ctx, rack, r := peerRig(t, peer)
 	// The rack's UDP link between two boards: the peer runs over its veth
 	// addresses (loopback when the boards share a network namespace).
 	var link *fixtures.Link
@@ -102,4 +81,34 @@ func TestPeerAgentKilledMidRun(t *testing.T) {
 	if ferr == nil || !strings.Contains(ferr.Error(), "board "+link.B) || !strings.Contains(ferr.Error(), "peer "+peer) {
 		t.Errorf("flow's Wait = %v, want an error naming board %s and peer %s", ferr, link.B, peer)
 	}
+}
+
+// peerRig opens the sim rack with the peer agent built with tag peer
+// (skipping the test when the peer is not installed); the rig is closed
+// and the context cancelled when the test ends.
+func peerRig(t *testing.T, peer string) (context.Context, *fixtures.Rack, *rig.Rig) {
+	t.Helper()
+	if err := rig.PeerInstalled(peer); err != nil {
+		t.Skipf("peer %s not installed: %v", peer, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute) // a cold cgo build on a busy machine
+	t.Cleanup(cancel)
+	bin, err := deploy.Build(ctx, deploy.BuildOptions{Peers: []string{peer}, CacheDir: buildCache})
+	if err != nil {
+		t.Fatalf("build the peer agent: %v", err)
+	}
+	rack, err := fixtures.SimRack()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := rig.Open(ctx, rack, &rig.Options{Binary: bin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := r.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return ctx, rack, r
 }

@@ -90,6 +90,8 @@ func TestLayering(t *testing.T) {
 		"tracing":    {"rig", "deploy", "agent", "agentproto", "vmboard", "fixtures", "middleware", "gpio", "timesync", "scopes", "suites"},
 		"bench":      {"rig", "deploy", "agent", "agentproto", "vmboard", "fixtures", "gpio", "timesync", "scopes", "suites", "report"},
 		"ros2":       {"rig", "deploy", "vmboard", "fixtures", "scopes", "suites"},
+		// The bridge's configuration: the rig writes it, so no agent.
+		"ros2/bridgeconf": {"rig", "deploy", "agent", "vmboard", "fixtures", "scopes", "suites", "peers"},
 		// The codec is a leaf: the ROS 2 peers and bridge build on it.
 		"ros2/rosmsg": {"rig", "deploy", "agent", "agentproto", "vmboard", "fixtures", "middleware", "gpio", "timesync", "scopes", "report", "suites", "peers", "netns", "hostinfo", "bench", "recording"},
 		// Recordings (MCAP) are a leaf beside the codec: the CLI decodes

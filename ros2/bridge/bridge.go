@@ -18,183 +18,45 @@
 package bridge
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sync"
 	"time"
 
 	"github.com/hilrig/hilrig/agent"
 	"github.com/hilrig/hilrig/middleware"
 	"github.com/hilrig/hilrig/report"
-	"github.com/hilrig/hilrig/ros2/rostopic"
+	"github.com/hilrig/hilrig/ros2/bridgeconf"
 )
 
-// Direction is which way a topic is forwarded.
-type Direction uint8
+// The configuration's types (ros2/bridgeconf, where the controller can
+// write them without importing the agent).
+type (
+	// Direction is which way a topic is forwarded.
+	Direction = bridgeconf.Direction
+	// Transport is hilrig's transport of a bridged topic.
+	Transport = bridgeconf.Transport
+	// Hilrig is the hilrig side of a bridged topic.
+	Hilrig = bridgeconf.Hilrig
+	// Topic is one forwarded topic.
+	Topic = bridgeconf.Topic
+	// Config is a bridge's configuration file (JSON).
+	Config = bridgeconf.Config
+)
 
-// Directions.
+// Directions and transports.
 const (
-	// ToROS: hilrig's topic → the ROS 2 topic.
-	ToROS Direction = iota
-	// FromROS: the ROS 2 topic → hilrig's topic.
-	FromROS
+	ToROS   = bridgeconf.ToROS
+	FromROS = bridgeconf.FromROS
+	Shm     = bridgeconf.Shm
+	UDP     = bridgeconf.UDP
 )
 
-// String is "to_ros" or "from_ros".
-func (d Direction) String() string {
-	switch d {
-	case ToROS:
-		return "to_ros"
-	case FromROS:
-		return "from_ros"
-	}
-	return fmt.Sprintf("direction(%d)", uint8(d))
-}
-
-// MarshalText is String; a value outside the enumeration is an error.
-func (d Direction) MarshalText() ([]byte, error) {
-	if d > FromROS {
-		return nil, fmt.Errorf("bridge: %v: no such direction", d)
-	}
-	return []byte(d.String()), nil
-}
-
-// UnmarshalText reads "to_ros" (or "") and "from_ros".
-func (d *Direction) UnmarshalText(b []byte) error {
-	switch string(b) {
-	case "", "to_ros":
-		*d = ToROS
-	case "from_ros":
-		*d = FromROS
-	default:
-		return fmt.Errorf("bridge: direction %q: want to_ros or from_ros", b)
-	}
-	return nil
-}
-
-// Transport is hilrig's transport of a bridged topic.
-type Transport uint8
-
-// Transports.
-const (
-	Shm Transport = iota // shared memory (default)
-	UDP                  // UDP (Hilrig.UDP: listen address or peers)
-)
-
-// String is "shm" or "udp".
-func (t Transport) String() string {
-	if t == UDP {
-		return "udp"
-	}
-	return "shm"
-}
-
-// MarshalText is String.
-func (t Transport) MarshalText() ([]byte, error) { return []byte(t.String()), nil }
-
-// UnmarshalText reads "shm" (or "") and "udp".
-func (t *Transport) UnmarshalText(b []byte) error {
-	switch string(b) {
-	case "", "shm":
-		*t = Shm
-	case "udp":
-		*t = UDP
-	default:
-		return fmt.Errorf("bridge: transport %q: want shm or udp", b)
-	}
-	return nil
-}
-
-// Hilrig is the hilrig side of a bridged topic.
-type Hilrig struct {
-	// Topic is hilrig's topic name ([A-Za-z0-9._/-], 1..64 bytes).
-	Topic     string    `json:"topic"`
-	Transport Transport `json:"transport,omitempty"`
-	// MaxPayload bounds a message (the ROS 2 encoding, header included).
-	MaxPayload int `json:"max_payload"`
-	// Reliable makes the topic reliable (default best effort); Depth is
-	// its history depth (0: the middleware's default).
-	Reliable bool `json:"reliable,omitempty"`
-	Depth    int  `json:"depth,omitempty"`
-	// UDP configures the UDP transport: a to_ros topic's bridge listens
-	// on UDP.Listen, a from_ros topic's bridge sends to UDP.Peers.
-	UDP middleware.UDPConfig `json:"udp,omitempty"`
-}
-
-// Contract is hilrig's contract of the topic.
-func (h Hilrig) Contract() middleware.Contract {
-	c := middleware.Contract{Topic: h.Topic, MaxPayload: h.MaxPayload, Depth: h.Depth, Transport: middleware.TransportShm, UDP: h.UDP}
-	if h.Transport == UDP {
-		c.Transport = middleware.TransportUDP
-	}
-	if h.Reliable {
-		c.Reliability = middleware.Reliable
-	}
-	return c
-}
-
-// Topic is one forwarded topic.
-type Topic struct {
-	// ROS is the ROS 2 side: name, type, QoS profile.
-	ROS rostopic.Topic `json:"ros"`
-	// Hilrig is hilrig's side.
-	Hilrig Hilrig `json:"hilrig"`
-	// Direction: to_ros (default) or from_ros.
-	Direction Direction `json:"direction"`
-}
-
-// Config is a bridge's configuration file (JSON).
-type Config struct {
-	// Domain is hilrig's middleware domain (segment namespace); default "0".
-	Domain string `json:"domain,omitempty"`
-	// ShmDir is where hilrig's segments live; default /dev/shm.
-	ShmDir string  `json:"shm_dir,omitempty"`
-	Topics []Topic `json:"topics"`
-}
-
-// LoadConfig reads a JSON configuration file. Errors name the file and
-// the topic.
-func LoadConfig(file string) (*Config, error) {
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return nil, err
-	}
-	var c Config
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil {
-		return nil, fmt.Errorf("bridge: %s: %w", file, err)
-	}
-	if err := c.Validate(); err != nil {
-		return nil, fmt.Errorf("bridge: %s: %w", file, err)
-	}
-	return &c, nil
-}
-
-// Validate checks every topic: the ROS 2 side's form, a hilrig topic and
-// a max payload.
-func (c *Config) Validate() error {
-	if len(c.Topics) == 0 {
-		return errors.New("no topics")
-	}
-	for i, t := range c.Topics {
-		if err := t.ROS.Validate(); err != nil {
-			return fmt.Errorf("topics[%d]: %w", i, err)
-		}
-		if t.Hilrig.Topic == "" || t.Hilrig.MaxPayload < 4 {
-			return fmt.Errorf("topics[%d] (%s): hilrig.topic and hilrig.max_payload (≥ 4) are required", i, t.ROS.Name)
-		}
-		if t.Direction > FromROS {
-			return fmt.Errorf("topics[%d] (%s): %v", i, t.ROS.Name, t.Direction)
-		}
-	}
-	return nil
-}
+// LoadConfig reads a configuration file (bridgeconf.Load).
+func LoadConfig(file string) (*Config, error) { return bridgeconf.Load(file) }
 
 // Health is one topic's record. Safe for concurrent use.
 type Health struct {
@@ -253,8 +115,28 @@ func (h *Health) Line() string {
 	return s
 }
 
+// Record is the topic's health as values (bridgeconf.HealthRecord).
+func (h *Health) Record() bridgeconf.HealthRecord {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	r := bridgeconf.HealthRecord{Direction: h.Topic.Direction, ROS: h.Topic.ROS.Name, Type: h.Topic.ROS.Type, Hilrig: h.Topic.Hilrig.Topic,
+		Forwarded: h.forwarded, Dropped: h.dropped}
+	if h.added.Count() > 0 {
+		r.AddedP50Ns, r.AddedP99Ns, r.AddedMaxNs = h.added.ValueAtQuantile(50), h.added.ValueAtQuantile(99), h.added.ValueAtQuantile(100)
+	}
+	if h.lastErr != nil {
+		r.LastError = h.lastErr.Error()
+	}
+	return r
+}
+
 // Bridge is a running set of forwarded topics.
 type Bridge struct {
+	// HealthJSON makes Run write each topic's health as a JSON
+	// bridgeconf.HealthRecord a line instead of the text line. Set before
+	// Run.
+	HealthJSON bool
+
 	node   *middleware.Node
 	dds    agent.PeerROS2
 	topics []*forwarder
@@ -402,7 +284,13 @@ func (b *Bridge) Run(ctx context.Context, health io.Writer, period time.Duration
 	defer t.Stop()
 	printAll := func() {
 		for _, f := range b.topics {
-			fmt.Fprintln(health, f.h.Line())
+			if !b.HealthJSON {
+				fmt.Fprintln(health, f.h.Line())
+				continue
+			}
+			if line, err := json.Marshal(f.h.Record()); err == nil {
+				fmt.Fprintf(health, "%s\n", line)
+			}
 		}
 	}
 loop:

@@ -35,7 +35,7 @@ func init() {
 
 // TestMainCyclone runs the command (`hilrig-peer bridge`) over a
 // configuration file: a message published on hilrig reaches a ROS 2
-// reader on the DDS side, and the health lines name the topic with one
+// reader on the DDS side once the bridge wrote its --ready file, and the health lines name the topic with one
 // forwarded; ctx ending ends it without error.
 func TestMainCyclone(t *testing.T) {
 	domain := uint32(100 + os.Getpid()%100)
@@ -66,9 +66,10 @@ func TestMainCyclone(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var out syncBuffer
+	ready := filepath.Join(dir, "ready")
 	done := make(chan error, 1)
 	go func() {
-		done <- bridge.Main(ctx, []string{"--config", file, "--health", "20ms"}, &out, io.Discard, peers)
+		done <- bridge.Main(ctx, []string{"--config", file, "--health", "20ms", "--ready", ready}, &out, io.Discard, peers)
 	}()
 	node, err := middleware.OpenNode("pub", &middleware.NodeOptions{Domain: "brmain", ShmDir: dir})
 	if err != nil {
@@ -76,12 +77,15 @@ func TestMainCyclone(t *testing.T) {
 	}
 	defer node.Close()
 	awaitMatched(t, pr)
-	// The bridge's subscriber exists once its health lines run.
-	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(out.String(), "forwarded 0"); {
-		if time.Now().After(deadline) {
-			t.Fatalf("no health line in 20 s: %q", out.String())
+	// The bridge's subscriber exists once it wrote its --ready file.
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		if _, err := os.Stat(ready); err == nil {
+			break
 		}
-		time.Sleep(5 * time.Millisecond) // polling the command's output
+		if time.Now().After(deadline) {
+			t.Fatalf("no --ready file in 20 s: %q", out.String())
+		}
+		time.Sleep(5 * time.Millisecond) // polling the command's file
 	}
 	pub, err := node.NewPublisher(middleware.Contract{Topic: "imu", MaxPayload: 1024, Reliability: middleware.Reliable, Depth: 16, Transport: middleware.TransportShm}, nil)
 	if err != nil {

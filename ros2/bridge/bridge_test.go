@@ -3,6 +3,7 @@ package bridge_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/hilrig/hilrig/agent"
 	"github.com/hilrig/hilrig/middleware"
 	"github.com/hilrig/hilrig/ros2/bridge"
+	"github.com/hilrig/hilrig/ros2/bridgeconf"
 	"github.com/hilrig/hilrig/ros2/ros2test"
 	"github.com/hilrig/hilrig/ros2/rosmsg"
 	"github.com/hilrig/hilrig/ros2/rostopic"
@@ -222,6 +224,18 @@ func conform(t *testing.T, dds agent.PeerROS2, prb probe) {
 			time.Sleep(time.Millisecond) // the forwarder counts after its write returned
 		}
 	}
+	// The same figures as values (what --health-format json writes).
+	for _, h := range hs {
+		r := h.Record()
+		if r.ROS != h.Topic.ROS.Name || r.Direction != h.Topic.Direction || r.Forwarded != n || r.Dropped != 0 ||
+			r.AddedP50Ns <= 0 || r.AddedP99Ns < r.AddedP50Ns || r.AddedMaxNs < r.AddedP99Ns {
+			t.Errorf("health record %+v: want %s, %d forwarded, 0 dropped, 0 < p50 ≤ p99 ≤ max", r, h.Topic.ROS.Name, n)
+		}
+		var back bridgeconf.HealthRecord
+		if line, err := json.Marshal(r); err != nil || json.Unmarshal(line, &back) != nil || back != r {
+			t.Errorf("health record %+v does not survive its JSON line (%s, %v)", r, line, err)
+		}
+	}
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -253,35 +267,4 @@ func (a allMatched) Matched() (int, error) {
 func TestBridgeFake(t *testing.T) {
 	d := newFakeDDS()
 	conform(t, d, d)
-}
-
-func TestConfig(t *testing.T) {
-	f := t.TempDir() + "/bridge.json"
-	if err := os.WriteFile(f, []byte(`{"topics":[{"ros":{"name":"imu","type":"sensor_msgs/Imu","profile":"sensor_data"},
-"hilrig":{"topic":"imu","max_payload":1024,"transport":"udp","reliable":true},"direction":"to_ros"}]}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	c, err := bridge.LoadConfig(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if tp := c.Topics[0]; tp.ROS.Profile != rostopic.ProfileSensorData || tp.Direction != bridge.ToROS || tp.Hilrig.Contract().MaxPayload != 1024 ||
-		tp.Hilrig.Contract().Transport != middleware.TransportUDP || tp.Hilrig.Contract().Reliability != middleware.Reliable {
-		t.Errorf("decoded %+v", tp)
-	}
-	for _, bad := range []string{
-		`{"topics":[]}`,
-		`{"topics":[{"ros":{"name":"imu","type":"sensor_msgs/Imu"},"hilrig":{"topic":"imu","max_payload":1024},"direction":"sideways"}]}`,
-		`{"topics":[{"ros":{"name":"imu","type":"sensor_msgs/Imu","profile":"fast"},"hilrig":{"topic":"imu","max_payload":1024}}]}`,
-		`{"topics":[{"ros":{"name":"imu","type":"sensor_msgs/Imu"},"hilrig":{"topic":"imu"}}]}`,
-		`{"topics":[{"ros":{"name":"imu","type":"sensor_msgs/Imu"},"hilrig":{"topic":"imu","max_payload":1024}}],"extra":1}`,
-		`{"topics":[{"ros":{"name":"imu","type":"sensor_msgs/Imu"},"hilrig":{"topic":"imu","max_payload":1024,"transport":"tcp"}}]}`,
-	} {
-		if err := os.WriteFile(f, []byte(bad), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := bridge.LoadConfig(f); err == nil || !strings.Contains(err.Error(), f) {
-			t.Errorf("%s: got %v, want an error naming the file", bad, err)
-		}
-	}
 }

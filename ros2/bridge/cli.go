@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/hilrig/hilrig/agent"
@@ -18,7 +19,7 @@ var ErrUsage = errors.New("usage")
 
 // Main is `hilrig-peer bridge` (which `hilrig bridge` execs):
 //
-//	bridge --config FILE [--dds cyclonedds|fastdds-udp|fastdds-shm] [--health 1s]
+//	bridge --config FILE [--dds cyclonedds|fastdds-udp|fastdds-shm] [--health 1s] [--match-wait 10s] [--ready FILE] [--health-format text|json]
 //
 // It opens the DDS peer named by --dds from peers (the peer binary's
 // adapters; its DDS domain from HILRIG_DDS_DOMAIN, confined to loopback
@@ -33,11 +34,16 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, peers ma
 	dds := fs.String("dds", "cyclonedds", "the DDS side: cyclonedds, fastdds-udp or fastdds-shm")
 	health := fs.Duration("health", time.Second, "health line period")
 	matchWait := fs.Duration("match-wait", 10*time.Second, "how long to wait for every DDS end to match before forwarding anyway")
+	format := fs.String("health-format", "text", "health lines: text (for a person) or json (one bridgeconf.HealthRecord a line, for a controller)")
+	ready := fs.String("ready", "", "a file to create (empty) once every topic's ends are open and matched (or --match-wait passed): the controller that started the bridge waits for it")
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("%w: %w", ErrUsage, err)
 	}
 	if *config == "" || *health <= 0 {
 		return fmt.Errorf("%w: --config is required, --health positive", ErrUsage)
+	}
+	if *format != "text" && *format != "json" {
+		return fmt.Errorf("%w: --health-format %q: want text or json", ErrUsage, *format)
 	}
 	cfg, err := LoadConfig(*config)
 	if err != nil {
@@ -66,9 +72,19 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, peers ma
 		return err
 	}
 	defer b.Close()
-	fmt.Fprintf(stdout, "bridge: %d topics, DDS %s\n", len(cfg.Topics), p.Describe())
+	b.HealthJSON = *format == "json"
+	banner := stdout
+	if b.HealthJSON {
+		banner = stderr // stdout carries only the JSON records
+	}
+	fmt.Fprintf(banner, "bridge: %d topics, DDS %s\n", len(cfg.Topics), p.Describe())
 	if err := awaitMatched(ctx, b, *matchWait); err != nil {
 		return err
+	}
+	if *ready != "" {
+		if err := os.WriteFile(*ready, nil, 0o644); err != nil {
+			return fmt.Errorf("bridge: --ready: %w", err)
+		}
 	}
 	return b.Run(ctx, stdout, *health)
 }

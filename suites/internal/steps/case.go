@@ -63,6 +63,19 @@ func ROS2Method(t rostopic.Topic) string {
 	return fmt.Sprintf("ROS 2 %s: from the message's header.stamp (the stamp clock, written by the peer's C code immediately before its DDS write) to the receive stamp (C, as the DDS take returned the sample), the stamp moved onto CLOCK_MONOTONIC by the clocks' offset read at receipt; messages numbered in arrival order (loss = sent − received)", t.Type)
 }
 
+// ros2Method is ROS2Method for p's ends: a DDS peer's, hilrig's bus
+// (the publisher stamps in Go before Send, hilrig's frame keeps the
+// sequence) or a bridged flow (BridgeMethod).
+func ros2Method(p Params) string {
+	switch {
+	case p.Bridge != nil:
+		return BridgeMethod(*p.ROS2, p.Bridge.Direction, p.Path.Middleware)
+	case p.Path.Middleware == "":
+		return fmt.Sprintf("ROS 2 %s on hilrig's bus: from the message's header.stamp (the stamp clock, written by the hilrig publisher immediately before Send) to the subscriber's receive stamp, the stamp moved onto CLOCK_MONOTONIC by the clocks' offset read at receipt; hilrig's frame carries the sequence (loss counted by gaps)", p.ROS2.Type)
+	}
+	return ROS2Method(*p.ROS2)
+}
+
 // flowCase is the case of one measured flow: the rig's figures, the
 // method, the PTP gate's verdict on the samples (g, nil when ungated), the
 // rack's bounds and the notes saying what ran.
@@ -72,7 +85,7 @@ func flowCase(env *Env, name string, p Params, run *Ran, g *gateOutcome, werr er
 	peerNotes(c, p.Path, run.Flow.Publisher)
 	c.Method = Method(env.Rack, run.From, run.To)
 	if t := p.ROS2; t != nil {
-		c.Method.Clocks = ROS2Method(*t) + "; " + c.Method.Clocks
+		c.Method.Clocks = ros2Method(p) + "; " + c.Method.Clocks
 		c.Add(report.Noted("steps.flowCase", fmt.Sprintf("ROS 2 topic %s: DDS topic %s, type %s, QoS %s", t.Name, t.DDSTopic(), t.DDSType(), t.Profile.Describe())))
 	}
 	if g != nil {

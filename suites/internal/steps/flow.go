@@ -56,6 +56,10 @@ type Params struct {
 	// (rig.Traffic.ROS2): BestEffort must match its profile and Payload
 	// is its message size (fixtures.ROS2Topic.Size).
 	ROS2 *rostopic.Topic
+	// Bridge puts a `hilrig bridge` process between the publisher and the
+	// subscriber (rig.BridgeSpec): ROS2 is the topic, Path.Middleware its
+	// ROS 2 side's DDS peer, Path.Transport hilrig's side.
+	Bridge *rig.BridgeSpec
 
 	// untraced runs the flow with the kernel trace off whatever the
 	// config says: the reference run of trace_overhead.
@@ -113,7 +117,7 @@ func start(ctx context.Context, env *Env, p Params) (*rig.Flow, string, string, 
 	spec := rig.FlowSpec{Traffic: rig.Traffic{From: from, Link: link, Transport: p.Path.Transport, Send: p.Path.Send,
 		BestEffort: p.BestEffort, Payload: p.Payload, RateHz: p.RateHz, Count: p.Count + p.WarmUp, WarmUp: p.WarmUp,
 		Markers: p.Markers, Window: p.Window, Duration: p.Duration, Middleware: p.Path.Middleware, ColdPeer: p.ColdPeer, ROS2: p.ROS2},
-		Drain: p.Drain, Latency: LatencyClock(env.Rack, from, to)}
+		Drain: p.Drain, Latency: LatencyClock(env.Rack, from, to), Bridge: p.Bridge}
 	for range p.Subscribers {
 		spec.To = append(spec.To, to)
 	}

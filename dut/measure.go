@@ -62,6 +62,8 @@ type Measurement struct {
 	CPUPercent float64
 	RSSBytes   int64
 	UsageNote  string
+
+	pl Placement // where it ran (the case names the DDS domain)
 }
 
 // probeSeq numbers readiness probes (echo) apart from timed stimuli, so
@@ -161,7 +163,7 @@ func Measure(ctx context.Context, d *fixtures.DUT, pl Placement, opts MeasureOpt
 	}
 	defer closeIn()
 
-	m := &Measurement{DUT: d, Stimuli: make([]int64, 0, n)}
+	m := &Measurement{DUT: d, Stimuli: make([]int64, 0, n), pl: pl}
 	// Readiness: probe until any response, then let late probe answers
 	// drain for one deadline and forget them.
 	probeEvery := max(d.Stimulus.Period(), 10*time.Millisecond)

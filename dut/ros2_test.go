@@ -122,7 +122,11 @@ func TestROS2Node(t *testing.T) {
 			t.Fatalf("latency %d ns: not after the stimulus", s)
 		}
 	}
-	if c := m.Case(dut.CaseInfo{Suite: "t", Name: "ros2"}); c.Verdict != "pass" {
+	c := m.Case(dut.CaseInfo{Suite: "t", Name: "ros2"})
+	if c.Verdict != "pass" {
 		t.Errorf("case verdict %s: %v", c.Verdict, c.Checks)
+	}
+	if c.Middleware != "cyclonedds" || c.Transport != "dut ros2→ros2" || c.Method.Clocks != dut.ClocksROS2 || c.PayloadBytes < 300 {
+		t.Errorf("case %s on %s (%s), %d B, clocks %q", c.Name, c.Middleware, c.Transport, c.PayloadBytes, c.Method.Clocks)
 	}
 }

@@ -426,6 +426,8 @@ func (p *Program) Stop() error {
 			err = berr
 		}
 		<-p.bridge.Done()
+	}
+	if p.bridgeDir != "" {
 		os.RemoveAll(p.bridgeDir)
 	}
 	if p.file != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/hilrig/hilrig/dut"
@@ -128,5 +129,15 @@ func TestROS2Node(t *testing.T) {
 	}
 	if c.Middleware != "cyclonedds" || c.Transport != "dut ros2→ros2" || c.Method.Clocks != dut.ClocksROS2 || c.PayloadBytes < 300 {
 		t.Errorf("case %s on %s (%s), %d B, clocks %q", c.Name, c.Middleware, c.Transport, c.PayloadBytes, c.Method.Clocks)
+	}
+}
+
+// Without Cyclone DDS's tools the C example is not built: the error
+// wraps ErrToolMissing (the suites' skip) and names the tool.
+func TestBuildCToolMissing(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	_, err := dut.BuildC(t.Context(), "../", "./dut/examples/ros2imu", t.TempDir())
+	if !errors.Is(err, dut.ErrToolMissing) || !strings.Contains(err.Error(), "idlc") {
+		t.Errorf("BuildC without tools: %v, want ErrToolMissing naming idlc", err)
 	}
 }

@@ -19,6 +19,9 @@ const caseBy = "dut.Measurement.Case"
 // Clocks is the method's clock statement of every dut case.
 const Clocks = "controller CLOCK_MONOTONIC at both ends: stimulus hand-over → response taken by the rig"
 
+// ClocksROS2 is the clock statement of a dut case on ROS 2 topics.
+const ClocksROS2 = "controller CLOCK_MONOTONIC at both ends: the stimulus's header stamp (written just before its hand-over to the bridge) → the answer carrying it taken by the rig from the bridge; includes the bridge's two hops"
+
 // CaseInfo names a dut case in the report.
 type CaseInfo struct {
 	Suite, Name string
@@ -51,7 +54,14 @@ func (m *Measurement) Case(ci CaseInfo) *report.Case {
 		RateHz:    d.Stimulus.RateHz,
 		Method:    report.Method{Kind: kind.OneWay, Clocks: Clocks},
 	}
-	if !in.IsGPIO() {
+	switch {
+	case isROS2(in):
+		// The bytes on the wire are the message's; the DDS peer carries them.
+		spec.Middleware, spec.Method.Clocks = kind.CycloneDDS, ClocksROS2
+		if msg, err := ros2Template(in); err == nil {
+			spec.PayloadBytes = int64(len(msg))
+		}
+	case !in.IsGPIO():
 		spec.Middleware, spec.PayloadBytes = kind.Hilrig, int64(in.PayloadOrDefault())
 	}
 	if b := d.Bounds.Latency(); !b.IsZero() {
@@ -78,6 +88,10 @@ func (m *Measurement) Case(ci CaseInfo) *report.Case {
 	}}
 	a.Notes = append(a.Notes, fmt.Sprintf("dut %s on %s: %d stimuli on %s at %g Hz, %s correlation on %s, deadline %s; %d readiness probes",
 		d.Name, d.Board, t.Stimuli, in.Name, d.Stimulus.RateHz, d.Correlation.Mode, out.Name, d.Correlation.Deadline, m.Probes))
+	if isROS2(in) {
+		a.Notes = append(a.Notes, fmt.Sprintf("ROS 2: %s (%s) → %s (%s) on Cyclone DDS in DDS domain %d, reached through hilrig-peer bridge on %s; echo by the header stamp",
+			in.Topic, ros2Type(in), out.Topic, ros2Type(out), DDSDomain(d, m.pl), d.Board))
+	}
 	if m.UsageNote != "" {
 		a.Notes = append(a.Notes, m.UsageNote)
 	}
@@ -181,6 +195,9 @@ func (m *Measurement) traceRef(s *tracing.Session) (*report.TraceRef, error) {
 func portKind(p fixtures.DUTPort) string {
 	if p.IsGPIO() {
 		return "gpio"
+	}
+	if isROS2(p) {
+		return "ros2"
 	}
 	return "topic"
 }

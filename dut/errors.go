@@ -13,3 +13,8 @@ var (
 	// ErrNotReady: the dut did not answer a readiness probe in time.
 	ErrNotReady = errors.New("dut: not answering")
 )
+
+// ErrToolMissing: a dut needs a tool this machine lacks to be built or
+// driven (the C example's idlc, cc and Cyclone DDS's development files);
+// the error names it. Suites skip on it, saying why.
+var ErrToolMissing = errors.New("dut: tool missing")

@@ -12,6 +12,7 @@ import (
 	"github.com/hilrig/hilrig/gpio"
 	"github.com/hilrig/hilrig/internal/monoclock"
 	"github.com/hilrig/hilrig/middleware"
+	"github.com/hilrig/hilrig/ros2/rostopic"
 )
 
 // MeasureOptions configures Measure. The zero value measures the rack's
@@ -61,6 +62,8 @@ type Measurement struct {
 	CPUPercent float64
 	RSSBytes   int64
 	UsageNote  string
+
+	pl Placement // where it ran (the case names the DDS domain)
 }
 
 // probeSeq numbers readiness probes (echo) apart from timed stimuli, so
@@ -72,9 +75,12 @@ const probeSeq = 1 << 62
 // (the controller) in pl's domain and on pl's chips. It first probes
 // until the program answers (ErrNotReady after opts.ReadyTimeout), then
 // sends the timed stimuli, waits one deadline for the last answers and
-// correlates. Ports on another bus than hilrig's own are refused with an
-// error matching errors.ErrUnsupported naming the port. Blocks for the
-// whole run; ctx cancels it.
+// correlates. ROS 2 ports go through the bridge Start runs beside the
+// program (ros2.go): the stimulus's header stamp is its send stamp, and
+// echo reads it back from the answer's header. Ports on another bus
+// (raw Cyclone DDS, Fast DDS, iceoryx) are refused with an error matching
+// errors.ErrUnsupported naming the port. Blocks for the whole run; ctx
+// cancels it.
 func Measure(ctx context.Context, d *fixtures.DUT, pl Placement, opts MeasureOptions) (*Measurement, error) {
 	n := d.Stimulus.Count
 	if opts.Count > 0 {
@@ -93,8 +99,8 @@ func Measure(ctx context.Context, d *fixtures.DUT, pl Placement, opts MeasureOpt
 		return nil, fmt.Errorf("dut %s: no output %q", d.Name, c.Output)
 	}
 	for _, p := range []fixtures.DUTPort{in, out} {
-		if mw := p.Middleware.OrDefault(); !p.IsGPIO() && mw != fixtures.PortHilrig {
-			return nil, fmt.Errorf("%w: dut %s port %s: %s topics are not driven by the dut runner yet (hilrig topics and GPIO lines are)", errors.ErrUnsupported, d.Name, p.Name, mw)
+		if mw := p.Middleware.OrDefault(); !p.IsGPIO() && mw != fixtures.PortHilrig && mw != fixtures.PortROS2 {
+			return nil, fmt.Errorf("%w: dut %s port %s: %s topics are not driven by the dut runner yet (hilrig and ROS 2 topics and GPIO lines are)", errors.ErrUnsupported, d.Name, p.Name, mw)
 		}
 	}
 	offset := 0
@@ -116,7 +122,7 @@ func Measure(ctx context.Context, d *fixtures.DUT, pl Placement, opts MeasureOpt
 	// The responses: bounded (a program that floods answers is counted,
 	// not buffered without end): one per stimulus and a quarter more for
 	// duplicates and strays; 16 B each, 25 MB at the rack's 10^6 cap.
-	col := &collector{max: n + n/4 + 1024, echo: c.Mode == fixtures.CorrelateEcho, offset: offset}
+	col := &collector{max: n + n/4 + 1024, echo: c.Mode == fixtures.CorrelateEcho, offset: offset, stamp: isROS2(out)}
 	col.buf = make([]Response, 0, col.max)
 	var wg sync.WaitGroup
 	defer wg.Wait() // after cancel (deferred later, runs first)
@@ -130,7 +136,7 @@ func Measure(ctx context.Context, d *fixtures.DUT, pl Placement, opts MeasureOpt
 		// own stamp (that is the ground truth's).
 		readEdges(runCtx, &wg, w, func(*gpio.Edge) { col.add(monoclock.Now(), nil) })
 	} else {
-		sub, err := node.NewSubscriber(contract(out), nil)
+		sub, err := node.NewSubscriber(contract(d, out), nil)
 		if err != nil {
 			return nil, fmt.Errorf("dut %s output %s: %w", d.Name, out.Name, err)
 		}
@@ -151,13 +157,13 @@ func Measure(ctx context.Context, d *fixtures.DUT, pl Placement, opts MeasureOpt
 			return nil, fmt.Errorf("dut %s ground truth: %w", d.Name, err)
 		}
 	}
-	send, closeIn, err := stimulusSender(runCtx, node, pl, in, offset)
+	send, closeIn, err := stimulusSender(runCtx, node, pl, d, in, offset)
 	if err != nil {
 		return nil, fmt.Errorf("dut %s input %s: %w", d.Name, in.Name, err)
 	}
 	defer closeIn()
 
-	m := &Measurement{DUT: d, Stimuli: make([]int64, 0, n)}
+	m := &Measurement{DUT: d, Stimuli: make([]int64, 0, n), pl: pl}
 	// Readiness: probe until any response, then let late probe answers
 	// drain for one deadline and forget them.
 	probeEvery := max(d.Stimulus.Period(), 10*time.Millisecond)
@@ -225,6 +231,9 @@ func Measure(ctx context.Context, d *fixtures.DUT, pl Placement, opts MeasureOpt
 	cancel()
 	wg.Wait()
 	m.Responses, m.Overflow = col.take()
+	if col.stamp && col.echo {
+		m.Responses = stampsToSeq(m.Stimuli, m.Responses)
+	}
 	m.Tally = Correlate(c.Mode, m.Stimuli, m.Responses, c.Deadline)
 	if gt != nil {
 		stim, resp := gt.take()
@@ -243,15 +252,22 @@ func (pl Placement) lineSpec(l fixtures.Line) gpio.LineSpec {
 const TopicDepth = 16
 
 // contract is the middleware contract of a topic port, the one the
-// program is told in its environment (Env).
-func contract(p fixtures.DUTPort) middleware.Contract {
-	return middleware.Contract{Topic: p.Topic, MaxPayload: p.PayloadOrDefault(), Depth: TopicDepth}
+// program is told in its environment (Env); of a ROS 2 port, the hilrig
+// topic the bridge pairs with it.
+func contract(d *fixtures.DUT, p fixtures.DUTPort) middleware.Contract {
+	t := p.Topic
+	if isROS2(p) {
+		t = ros2HilrigTopic(d, p)
+	}
+	return middleware.Contract{Topic: t, MaxPayload: p.PayloadOrDefault(), Depth: TopicDepth}
 }
 
 // stimulusSender returns the function that sends one stimulus numbered
 // seq and returns its stamp (CLOCK_MONOTONIC just before the hand-over),
-// and the function that releases the input.
-func stimulusSender(ctx context.Context, node *middleware.Node, pl Placement, in fixtures.DUTPort, offset int) (func(seq uint64) (int64, error), func(), error) {
+// and the function that releases the input. A ROS 2 input sends its
+// type's template with that stamp as its header stamp (seq is not sent:
+// the stamp is the echo).
+func stimulusSender(ctx context.Context, node *middleware.Node, pl Placement, d *fixtures.DUT, in fixtures.DUTPort, offset int) (func(seq uint64) (int64, error), func(), error) {
 	if in.IsGPIO() {
 		o, err := gpio.Open(ctx, pl.lineSpec(*in.GPIO), gpio.Mode{})
 		if err != nil {
@@ -263,9 +279,21 @@ func stimulusSender(ctx context.Context, node *middleware.Node, pl Placement, in
 			return t, o.Mark()
 		}, func() { _ = o.Close() }, nil
 	}
-	pub, err := node.NewPublisher(contract(in), nil)
+	pub, err := node.NewPublisher(contract(d, in), nil)
 	if err != nil {
 		return nil, nil, err
+	}
+	if isROS2(in) {
+		msg, err := ros2Template(in)
+		if err != nil {
+			_ = pub.Close()
+			return nil, nil, err
+		}
+		return func(uint64) (int64, error) {
+			t := monoclock.Now()
+			_ = rostopic.PutStamp(msg, t) // the template holds a header: never fails
+			return t, pub.Send(msg)
+		}, func() { _ = pub.Close() }, nil
 	}
 	buf := make([]byte, in.PayloadOrDefault())
 	return func(seq uint64) (int64, error) {
@@ -288,11 +316,20 @@ type collector struct {
 	seen   int64
 	echo   bool
 	offset int
+	// stamp: the response is a ROS 2 message whose header stamp is the
+	// echo; Seq holds it (ns) until stampsToSeq numbers it.
+	stamp bool
 }
 
 func (c *collector) add(mono int64, payload []byte) {
 	r := Response{Mono: mono}
-	if c.echo {
+	switch {
+	case c.echo && c.stamp:
+		// No stamp (short, or nanosec out of range): an unknown response.
+		if ns, ok := rostopic.Stamp(payload); ok && ns > 0 {
+			r.Seq = uint64(ns)
+		}
+	case c.echo:
 		// A short payload carries no sequence number: an unknown response.
 		if c.offset+8 <= len(payload) {
 			r.Seq = binary.LittleEndian.Uint64(payload[c.offset:])

@@ -72,6 +72,12 @@ type Program struct {
 	log  *slog.Logger
 	file *os.File // OutputDir's log, nil without
 
+	// bridge is the peer binary's ROS 2 bridge beside the program (ROS 2
+	// ports), nil without; bridgeOut its output's tail.
+	bridge    *deploy.Process
+	bridgeOut *tailbuf.Buffer
+	bridgeDir string
+
 	mu       sync.Mutex
 	proc     *deploy.Process
 	out      *tailbuf.Buffer
@@ -82,10 +88,14 @@ type Program struct {
 
 // Start starts dut name of rack on its board through the board's
 // deployer (local child or `ip netns exec`; ssh and vm boards are not
-// done yet: ErrUnsupported): built first when the dut has build, its
-// ports and the run's domain passed in the environment (Env). An external
-// dut is not started; its Program only records it. Blocks for the build
-// and the start, not for the program's readiness (Measure probes that).
+// done yet: ErrUnsupported): built first when the dut has build (a Go
+// package, or a directory of C sources built by BuildC), its ports and
+// the run's domain passed in the environment (Env). A dut with ROS 2
+// ports also gets the peer binary's bridge beside it on its board
+// (ros2.go; ErrToolMissing when Cyclone DDS's tools are not installed).
+// An external dut is not started (nor bridged); its Program only records
+// it. Blocks for the build and the start, not for the program's
+// readiness (Measure probes that).
 func Start(ctx context.Context, rack *fixtures.Rack, name string, pl Placement, o *Options) (*Program, error) {
 	var opts Options
 	if o != nil {
@@ -111,9 +121,7 @@ func Start(ctx context.Context, rack *fixtures.Rack, name string, pl Placement, 
 	}
 	argv := append(append([]string{}, d.Command...), opts.Args...)
 	if d.Build != "" {
-		bo := opts.Build
-		bo.Package, bo.GOOS, bo.GOARCH, bo.Peers = d.Build, "", "", nil
-		bin, err := deploy.Build(ctx, bo)
+		bin, err := build(ctx, d, opts.Build)
 		if err != nil {
 			return nil, fmt.Errorf("dut %s: build %s: %w", d.Name, d.Build, err)
 		}
@@ -133,14 +141,102 @@ func Start(ctx context.Context, rack *fixtures.Rack, name string, pl Placement, 
 		}
 		return nil, err
 	}
+	if hasROS2(d) {
+		if err := p.startBridge(ctx, opts.Build); err != nil {
+			_ = p.Stop()
+			return nil, fmt.Errorf("dut %s: %w", d.Name, err)
+		}
+	}
 	return p, nil
+}
+
+// build builds the dut's build package for its board: a C program (a
+// directory of C sources, no Go) with BuildC into the build cache, else
+// a Go package with deploy.Build.
+func build(ctx context.Context, d *fixtures.DUT, bo deploy.BuildOptions) (string, error) {
+	mod := bo.ModuleDir
+	if mod == "" {
+		var err error
+		if mod, err = deploy.FindModule("."); err != nil {
+			return "", err
+		}
+	}
+	if isCDir(filepath.Join(mod, d.Build)) {
+		cache := bo.CacheDir
+		if cache == "" {
+			dir, err := os.UserCacheDir()
+			if err != nil {
+				return "", err
+			}
+			cache = filepath.Join(dir, "hilrig", "build")
+		}
+		out := filepath.Join(cache, "dut-c")
+		if err := os.MkdirAll(out, 0o755); err != nil {
+			return "", err
+		}
+		return BuildC(ctx, mod, d.Build, out)
+	}
+	bo.Package, bo.GOOS, bo.GOARCH, bo.Peers = d.Build, "", "", nil
+	return deploy.Build(ctx, bo)
+}
+
+// startBridge runs the peer binary's ROS 2 bridge for the dut's ROS 2
+// ports on the program's board (same deployer, same namespace: its DDS
+// side meets the program's on that namespace's loopback), in the dut's
+// DDS domain. It lives until Stop; a restart of the program leaves it
+// running (DDS matches the new endpoints again).
+func (p *Program) startBridge(ctx context.Context, bo deploy.BuildOptions) error {
+	cfg, err := BridgeConfig(p.DUT, p.pl)
+	if err != nil {
+		return fmt.Errorf("bridge config: %w", err)
+	}
+	bin, err := peerBin(ctx, bo)
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "hilrig-dut-bridge-")
+	if err != nil {
+		return err
+	}
+	p.bridgeDir = dir
+	file := filepath.Join(dir, "bridge.json")
+	if err := os.WriteFile(file, cfg, 0o644); err != nil {
+		return err
+	}
+	args := []string{"HILRIG_DDS_DOMAIN=" + strconv.FormatUint(uint64(DDSDomain(p.DUT, p.pl)), 10), bin, "bridge", "--config", file, "--dds", "cyclonedds", "--health", "1h", "--match-wait", "5s"}
+	proc, err := p.startOnBoard(ctx, args)
+	if err != nil {
+		return fmt.Errorf("bridge: %w", err)
+	}
+	_ = proc.Stdin.Close()
+	p.bridge, p.bridgeOut = proc, tailbuf.New(16<<10)
+	go func() { _, _ = io.Copy(p.bridgeOut, proc.Stdout) }()
+	p.log.Info("dut bridge started", "dut", p.DUT.Name, "where", proc.Where)
+	return nil
+}
+
+// startOnBoard runs `env args…` on the program's board (local child or
+// the board's namespace).
+func (p *Program) startOnBoard(ctx context.Context, args []string) (*deploy.Process, error) {
+	if p.Board.Reach.Kind == fixtures.ReachNetns {
+		ns := p.Board.Reach.Netns
+		if p.pl.Netns != nil {
+			if real, ok := p.pl.Netns(ns); ok {
+				ns = real
+			}
+		}
+		return deploy.StartNetns(ctx, ns, "env", args...)
+	}
+	return deploy.StartLocal(ctx, "env", args...)
 }
 
 // Env is the environment the rig gives a dut program: HILRIG_DOMAIN, and
 // per port HILRIG_<PORT>_TOPIC, _PAYLOAD and _DEPTH (topics: the
 // middleware contract is {topic, max_payload, depth}, best effort) or _CHIP, _LINE and
-// _ACTIVE_LOW (GPIO lines, the chip as the run named it). PORT is the
-// port's name upper-cased with '.' and '-' as '_'.
+// _ACTIVE_LOW (GPIO lines, the chip as the run named it); a ROS 2 port
+// also _TYPE ("sensor_msgs/Imu"; its TOPIC is the ROS 2 name, the DDS
+// topic rt/<name>), and with any ROS 2 port HILRIG_DDS_DOMAIN (DDSDomain).
+// PORT is the port's name upper-cased with '.' and '-' as '_'.
 func Env(d *fixtures.DUT, pl Placement) []string {
 	env := []string{"HILRIG_DOMAIN=" + pl.Domain, "HILRIG_DUT=" + d.Name}
 	for _, p := range append(append([]fixtures.DUTPort{}, d.Inputs...), d.Outputs...) {
@@ -150,6 +246,12 @@ func Env(d *fixtures.DUT, pl Placement) []string {
 			continue
 		}
 		env = append(env, k+"TOPIC="+p.Topic, k+"PAYLOAD="+strconv.Itoa(p.PayloadOrDefault()), k+"DEPTH="+strconv.Itoa(TopicDepth))
+		if isROS2(p) {
+			env = append(env, k+"TYPE="+ros2Type(p))
+		}
+	}
+	if hasROS2(d) {
+		env = append(env, "HILRIG_DDS_DOMAIN="+strconv.FormatUint(uint64(DDSDomain(d, pl)), 10))
 	}
 	return env
 }
@@ -158,20 +260,7 @@ func Env(d *fixtures.DUT, pl Placement) []string {
 func (p *Program) start(ctx context.Context) error {
 	// env(1) sets the environment on every deployer alike: the
 	// deployers pass argv, not an environment.
-	args := append(append([]string{}, p.env...), p.argv...)
-	var proc *deploy.Process
-	var err error
-	if p.Board.Reach.Kind == fixtures.ReachNetns {
-		ns := p.Board.Reach.Netns
-		if p.pl.Netns != nil {
-			if real, ok := p.pl.Netns(ns); ok {
-				ns = real
-			}
-		}
-		proc, err = deploy.StartNetns(ctx, ns, "env", args...)
-	} else {
-		proc, err = deploy.StartLocal(ctx, "env", args...)
-	}
+	proc, err := p.startOnBoard(ctx, append(append([]string{}, p.env...), p.argv...))
 	if err != nil {
 		return fmt.Errorf("dut %s on %s: %w", p.DUT.Name, p.Board.Name, err)
 	}
@@ -289,6 +378,9 @@ func (p *Program) Output() string {
 			s += "--- stderr:\n" + e
 		}
 	}
+	if p.bridge != nil {
+		s += "--- bridge:\n" + p.bridgeOut.String() + p.bridge.Stderr()
+	}
 	return s
 }
 
@@ -329,6 +421,15 @@ func (p *Program) Stop() error {
 	err := proc.Kill()
 	<-proc.Done()
 	<-done
+	if p.bridge != nil {
+		if berr := p.bridge.Kill(); err == nil {
+			err = berr
+		}
+		<-p.bridge.Done()
+	}
+	if p.bridgeDir != "" {
+		os.RemoveAll(p.bridgeDir)
+	}
 	if p.file != nil {
 		if cerr := p.file.Close(); err == nil {
 			err = cerr

@@ -1,8 +1,6 @@
 package middleware_test
 
 import (
-	"context"
-	"errors"
 	"runtime"
 	"sync/atomic"
 	"testing"
@@ -35,21 +33,7 @@ func TestDedicatedWait(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer pub.Close()
-			stop, stopped := make(chan struct{}), make(chan struct{})
-			var gcs atomic.Int64
-			go func() {
-				defer close(stopped)
-				for {
-					select {
-					case <-stop:
-						return
-					default:
-						runtime.GC()
-						gcs.Add(1)
-					}
-				}
-			}()
-			defer func() { close(stop); <-stopped }()
+			gcs := collectGarbage(t)
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
 			const msgs = 20
@@ -72,7 +56,7 @@ func TestDedicatedWait(t *testing.T) {
 				}
 				sent <- nil
 			}()
-			start := gcs.Load()
+			start := gcs()
 			for i := 1; i <= msgs; i++ {
 				var got byte
 				if err := sub.Next(ctxT(t, 10*time.Second), func(m *middleware.Message) { got = m.Payload[0]; consumed.Add(1) }); err != nil {
@@ -88,15 +72,11 @@ func TestDedicatedWait(t *testing.T) {
 			if rt.Held() != 0 {
 				t.Fatalf("%d Ps still held with nobody waiting", rt.Held())
 			}
-			if gcs.Load() == start {
+			if gcs() == start {
 				t.Fatal("no garbage collection finished while the subscriber slept holding its P")
 			}
-			t.Logf("%d messages, each sent during a held sleep; %d collections finished meanwhile", msgs, gcs.Load()-start)
-			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-			defer cancel()
-			if err := sub.Next(ctx, func(*middleware.Message) {}); !errors.Is(err, context.DeadlineExceeded) {
-				t.Fatalf("Next on an idle topic returned %v, want DeadlineExceeded", err)
-			}
+			t.Logf("%d messages, each sent during a held sleep; %d collections finished meanwhile", msgs, gcs()-start)
+			expectIdleDeadline(t, sub)
 		})
 	}
 }

@@ -6,7 +6,10 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"path/filepath"
+	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -59,6 +62,40 @@ func openPair(t testing.TB, n *middleware.Node, c middleware.Contract) (*middlew
 		t.Fatal(err)
 	}
 	return sub, pub
+}
+
+// collectGarbage runs garbage collections back to back on another
+// goroutine until the test ends; the returned func says how many have
+// finished. Tests of waits that hold their P use it: a collection's
+// stop-the-world that waited for such a wait would hang them.
+func collectGarbage(t testing.TB) func() int64 {
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	var gcs atomic.Int64
+	go func() {
+		defer close(stopped)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				runtime.GC()
+				gcs.Add(1)
+			}
+		}
+	}()
+	t.Cleanup(func() { close(stop); <-stopped })
+	return gcs.Load
+}
+
+// expectIdleDeadline checks that Next on a topic nobody publishes on ends
+// with the context's deadline.
+func expectIdleDeadline(t testing.TB, sub *middleware.Subscriber) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := sub.Next(ctx, func(*middleware.Message) {}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Next on an idle topic returned %v, want DeadlineExceeded", err)
+	}
 }
 
 func ctxT(t testing.TB, d time.Duration) context.Context {

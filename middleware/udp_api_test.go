@@ -11,7 +11,6 @@ import (
 	"net/netip"
 	"runtime"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -638,28 +637,15 @@ func TestUDPDedicatedReader(t *testing.T) {
 	// Collections back to back on another goroutine; messages go back and
 	// forth until five of them have finished during the exchange (a
 	// collection that waited for the dedicated wait would hang here).
-	stop, stopped := make(chan struct{}), make(chan struct{})
-	var gcs atomic.Int64
-	go func() {
-		defer close(stopped)
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-				runtime.GC()
-				gcs.Add(1)
-			}
-		}
-	}()
+	gcs := collectGarbage(t)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	p := make([]byte, 32)
-	start := gcs.Load()
+	start := gcs()
 	seq := uint64(0)
-	for gcs.Load() < start+5 {
+	for gcs() < start+5 {
 		if seq++; seq > 1_000_000 {
-			t.Fatalf("%d collections in %d messages", gcs.Load()-start, seq)
+			t.Fatalf("%d collections in %d messages", gcs()-start, seq)
 		}
 		udpFill(p, seq)
 		if err := pub.Send(p); err != nil {
@@ -670,14 +656,8 @@ func TestUDPDedicatedReader(t *testing.T) {
 			t.Fatalf("message %d: %v %v", seq, err, perr)
 		}
 	}
-	close(stop)
-	<-stopped
-	t.Logf("%d messages in order while %d collections ran", seq, gcs.Load()-start)
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
-	if err := sub.Next(ctx, func(*middleware.Message) {}); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Next on an idle topic returned %v, want DeadlineExceeded", err)
-	}
+	t.Logf("%d messages in order while %d collections ran", seq, gcs()-start)
+	expectIdleDeadline(t, sub)
 }
 
 func TestUDPSpinWait(t *testing.T) {

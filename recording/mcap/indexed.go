@@ -181,8 +181,8 @@ func (x *IndexedReader) summaryRecord(op Opcode, body []byte, f Footer, at uint6
 	case OpSchema:
 		s, err := parseSchema(body)
 		if err == nil && s.ID != 0 {
-			if old, ok := x.schemas[s.ID]; ok && !sameSchema(old, &s) {
-				return fmt.Errorf("schema %d twice, different: %w", s.ID, ErrFormat)
+			if _, err := sameAsKnown(x.schemas, s.ID, &s, sameSchema, "schema"); err != nil {
+				return err
 			}
 			x.schemas[s.ID] = &s
 		}
@@ -190,8 +190,8 @@ func (x *IndexedReader) summaryRecord(op Opcode, body []byte, f Footer, at uint6
 	case OpChannel:
 		c, err := parseChannel(body)
 		if err == nil {
-			if old, ok := x.channels[c.ID]; ok && !sameChannel(old, &c) {
-				return fmt.Errorf("channel %d twice, different: %w", c.ID, ErrFormat)
+			if _, err := sameAsKnown(x.channels, c.ID, &c, sameChannel, "channel"); err != nil {
+				return err
 			}
 			x.channels[c.ID] = &c
 		}

@@ -172,6 +172,16 @@ func (x *IndexedReader) summary(sum []byte, f Footer) error {
 	return nil
 }
 
+// putOnce stores v under id in m, refusing (see sameAsKnown) one that
+// differs from an entry already there.
+func putOnce[T any](m map[uint16]*T, id uint16, v *T, same func(a, b *T) bool, what string) error {
+	known, err := sameAsKnown(m, id, v, same, what)
+	if err == nil && !known {
+		m[id] = v
+	}
+	return err
+}
+
 func (x *IndexedReader) summaryRecord(op Opcode, body []byte, f Footer, at uint64) error {
 	inOffsets := f.SummaryOffsetStart != 0 && at >= f.SummaryOffsetStart
 	if inOffsets != (op == OpSummaryOffset) {
@@ -180,22 +190,16 @@ func (x *IndexedReader) summaryRecord(op Opcode, body []byte, f Footer, at uint6
 	switch op {
 	case OpSchema:
 		s, err := parseSchema(body)
-		if err == nil && s.ID != 0 {
-			if old, ok := x.schemas[s.ID]; ok && !sameSchema(old, &s) {
-				return fmt.Errorf("schema %d twice, different: %w", s.ID, ErrFormat)
-			}
-			x.schemas[s.ID] = &s
+		if err != nil || s.ID == 0 { // ID 0 is invalid; the spec says to ignore it
+			return err
 		}
-		return err
+		return putOnce(x.schemas, s.ID, &s, sameSchema, "schema")
 	case OpChannel:
 		c, err := parseChannel(body)
-		if err == nil {
-			if old, ok := x.channels[c.ID]; ok && !sameChannel(old, &c) {
-				return fmt.Errorf("channel %d twice, different: %w", c.ID, ErrFormat)
-			}
-			x.channels[c.ID] = &c
+		if err != nil {
+			return err
 		}
-		return err
+		return putOnce(x.channels, c.ID, &c, sameChannel, "channel")
 	case OpChunkIndex:
 		ci, err := parseChunkIndex(body)
 		x.chunks = append(x.chunks, ci)

@@ -66,17 +66,15 @@ func chunked(size int) []config {
 // messages in write order.
 func writeSample(t testing.TB, opts mcap.Options, n int, seed uint64) ([]byte, []msg) {
 	t.Helper()
-	var buf bytes.Buffer
-	w, err := mcap.NewWriter(&buf, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
+	var buf bytes.Buffer
+	w, err := mcap.NewWriter(&buf, opts)
+	must(err)
 	must(w.AddSchema(mcap.Schema{ID: 1, Name: "std_msgs/msg/String", Encoding: "ros2msg", Data: []byte("string data\n")}))
 	must(w.AddSchema(mcap.Schema{ID: 2, Name: "Blob", Encoding: "jsonschema", Data: []byte(`{"type":"object"}`)}))
 	must(w.AddChannel(mcap.Channel{ID: 1, SchemaID: 1, Topic: "/chatter", MessageEncoding: "cdr", Metadata: map[string]string{"offered_qos_profiles": ""}}))
@@ -119,14 +117,21 @@ func streamAll(b []byte, lim mcap.Limits) (*mcap.StreamReader, []msg, error) {
 		return nil, nil, err
 	}
 	defer s.Close()
+	got, err := drainMsgs(s.Next)
+	return s, got, err
+}
+
+// drainMsgs calls next until io.EOF (a nil error) or another error,
+// collecting the messages: the read loop both readers share.
+func drainMsgs(next func() (*mcap.Message, error)) ([]msg, error) {
 	var got []msg
 	for {
-		m, err := s.Next()
+		m, err := next()
 		if errors.Is(err, io.EOF) {
-			return s, got, nil
+			return got, nil
 		}
 		if err != nil {
-			return s, got, err
+			return got, err
 		}
 		got = append(got, msg{m.ChannelID, m.Sequence, m.LogTime, m.PublishTime, string(m.Data)})
 	}
@@ -139,17 +144,8 @@ func indexedAll(b []byte, lim mcap.Limits) (*mcap.IndexedReader, []msg, error) {
 		return nil, nil, err
 	}
 	defer x.Close()
-	var got []msg
-	for {
-		m, err := x.Next()
-		if errors.Is(err, io.EOF) {
-			return x, got, nil
-		}
-		if err != nil {
-			return x, got, err
-		}
-		got = append(got, msg{m.ChannelID, m.Sequence, m.LogTime, m.PublishTime, string(m.Data)})
-	}
+	got, err := drainMsgs(x.Next)
+	return x, got, err
 }
 
 func equalMsgs(t testing.TB, what string, got, want []msg) {

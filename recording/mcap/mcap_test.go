@@ -453,16 +453,9 @@ func TestIndexedFilter(t *testing.T) {
 	if err := x.SetFilter(mcap.Filter{Channels: []uint16{7}, Start: from, End: to}); err != nil {
 		t.Fatal(err)
 	}
-	var got []msg
-	for {
-		m, err := x.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, msg{m.ChannelID, m.Sequence, m.LogTime, m.PublishTime, string(m.Data)})
+	got, err := drainMsgs(x.Next)
+	if err != nil {
+		t.Fatal(err)
 	}
 	if len(exp) < 50 {
 		t.Fatalf("only %d messages in the window", len(exp))

@@ -322,11 +322,8 @@ func (s *StreamReader) define(op Opcode, body []byte) error {
 		if err != nil || sc.ID == 0 { // ID 0 is invalid; the spec says to ignore it
 			return err
 		}
-		if old, ok := s.schemas[sc.ID]; ok {
-			if !sameSchema(old, &sc) {
-				return fmt.Errorf("schema %d differs from the earlier one of that ID: %w", sc.ID, ErrFormat)
-			}
-			return nil
+		if known, err := sameAsKnown(s.schemas, sc.ID, &sc, sameSchema, "schema"); known || err != nil {
+			return err
 		}
 		s.schemas[sc.ID] = &sc
 		return nil
@@ -335,17 +332,25 @@ func (s *StreamReader) define(op Opcode, body []byte) error {
 	if err != nil {
 		return err
 	}
-	if old, ok := s.channels[ch.ID]; ok {
-		if !sameChannel(old, &ch) {
-			return fmt.Errorf("channel %d differs from the earlier one of that ID: %w", ch.ID, ErrFormat)
-		}
-		return nil
+	if known, err := sameAsKnown(s.channels, ch.ID, &ch, sameChannel, "channel"); known || err != nil {
+		return err
 	}
 	if _, ok := s.schemas[ch.SchemaID]; ch.SchemaID != 0 && !ok {
 		return fmt.Errorf("channel %d (%q) refers to schema %d, not defined before it: %w", ch.ID, ch.Topic, ch.SchemaID, ErrFormat)
 	}
 	s.channels[ch.ID] = &ch
 	return nil
+}
+
+// sameAsKnown reports whether m already holds id; an entry there that
+// differs from v is an ErrFormat error naming what and the ID. Both
+// readers check repeated Schema and Channel records with it.
+func sameAsKnown[T any](m map[uint16]*T, id uint16, v *T, same func(a, b *T) bool, what string) (bool, error) {
+	old, ok := m[id]
+	if ok && !same(old, v) {
+		return true, fmt.Errorf("%s %d differs from the earlier one of that ID: %w", what, id, ErrFormat)
+	}
+	return ok, nil
 }
 
 func (s *StreamReader) message(body []byte) (*Message, error) {
@@ -368,11 +373,7 @@ func (s *StreamReader) message(body []byte) (*Message, error) {
 }
 
 func (s *StreamReader) openChunk(body []byte, start uint64) error {
-	h, err := parseChunk(body)
-	if err != nil {
-		return err
-	}
-	recs, err := expandChunk(&s.dec, h, &s.out)
+	h, recs, err := parseExpandChunk(&s.dec, body, &s.out)
 	if err != nil {
 		return err
 	}
@@ -390,6 +391,17 @@ func (s *StreamReader) openChunk(body []byte, start uint64) error {
 
 // expandChunk decompresses a chunk's records into *dst and checks their
 // CRC. Uncompressed records are returned in place.
+// parseExpandChunk parses a Chunk record's body and expands its records
+// into *dst (see expandChunk).
+func parseExpandChunk(d *decompressor, body []byte, dst *[]byte) (chunkHead, []byte, error) {
+	h, err := parseChunk(body)
+	if err != nil {
+		return h, nil, err
+	}
+	recs, err := expandChunk(d, h, dst)
+	return h, recs, err
+}
+
 func expandChunk(d *decompressor, h chunkHead, dst *[]byte) ([]byte, error) {
 	recs, err := d.decompress(dst, h.compression, h.records, h.usize)
 	if err != nil {

@@ -17,6 +17,7 @@
 package mcap
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -197,6 +198,30 @@ func appendString(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
+// appendU64s, appendU32s and appendStrings append runs of same-typed
+// fields in order: a record's field table, one call per run. The variadic
+// slices do not escape, so the hot paths stay 0 allocs/op.
+func appendU64s(b []byte, vs ...uint64) []byte {
+	for _, v := range vs {
+		b = appendU64(b, v)
+	}
+	return b
+}
+
+func appendU32s(b []byte, vs ...uint32) []byte {
+	for _, v := range vs {
+		b = appendU32(b, v)
+	}
+	return b
+}
+
+func appendStrings(b []byte, ss ...string) []byte {
+	for _, s := range ss {
+		b = appendString(b, s)
+	}
+	return b
+}
+
 // beginRecord appends the opcode and a length placeholder; endRecord
 // fills the length in. Records are built in place, without a copy.
 func beginRecord(b []byte, op Opcode) ([]byte, int) {
@@ -210,40 +235,36 @@ func endRecord(b []byte, at int) []byte {
 	return b
 }
 
-func appendStringMap(b []byte, m map[string]string) []byte {
+// appendMap appends m as a uint32-byte-length-prefixed run of entries in
+// key order, each written by entry.
+func appendMap[K cmp.Ordered, V any](b []byte, m map[K]V, entry func([]byte, K, V) []byte) []byte {
 	at := len(b)
 	b = appendU32(b, 0)
 	for _, k := range sortedKeys(m) {
-		b = appendString(b, k)
-		b = appendString(b, m[k])
+		b = entry(b, k, m[k])
 	}
 	binary.LittleEndian.PutUint32(b[at:], uint32(len(b)-at-4))
 	return b
 }
 
+func appendStringMap(b []byte, m map[string]string) []byte {
+	return appendMap(b, m, func(b []byte, k, v string) []byte { return appendStrings(b, k, v) })
+}
+
 func appendU16U64Map(b []byte, m map[uint16]uint64) []byte {
-	at := len(b)
-	b = appendU32(b, 0)
-	for _, k := range sortedKeys(m) {
-		b = appendU16(b, k)
-		b = appendU64(b, m[k])
-	}
-	binary.LittleEndian.PutUint32(b[at:], uint32(len(b)-at-4))
-	return b
+	return appendMap(b, m, func(b []byte, k uint16, v uint64) []byte { return appendU64(appendU16(b, k), v) })
 }
 
 func appendHeader(b []byte, h Header) []byte {
 	b, at := beginRecord(b, OpHeader)
-	b = appendString(b, h.Profile)
-	b = appendString(b, h.Library)
+	b = appendStrings(b, h.Profile, h.Library)
 	return endRecord(b, at)
 }
 
 func appendSchema(b []byte, s *Schema) []byte {
 	b, at := beginRecord(b, OpSchema)
 	b = appendU16(b, s.ID)
-	b = appendString(b, s.Name)
-	b = appendString(b, s.Encoding)
+	b = appendStrings(b, s.Name, s.Encoding)
 	b = appendU32(b, uint32(len(s.Data)))
 	b = append(b, s.Data...)
 	return endRecord(b, at)
@@ -251,10 +272,8 @@ func appendSchema(b []byte, s *Schema) []byte {
 
 func appendChannel(b []byte, c *Channel) []byte {
 	b, at := beginRecord(b, OpChannel)
-	b = appendU16(b, c.ID)
-	b = appendU16(b, c.SchemaID)
-	b = appendString(b, c.Topic)
-	b = appendString(b, c.MessageEncoding)
+	b = appendU16(appendU16(b, c.ID), c.SchemaID)
+	b = appendStrings(b, c.Topic, c.MessageEncoding)
 	b = appendStringMap(b, c.Metadata)
 	return endRecord(b, at)
 }
@@ -272,25 +291,19 @@ func appendMessageHeader(b []byte, m *Message) []byte {
 
 func appendChunkIndex(b []byte, ci *ChunkIndex) []byte {
 	b, at := beginRecord(b, OpChunkIndex)
-	b = appendU64(b, ci.MessageStartTime)
-	b = appendU64(b, ci.MessageEndTime)
-	b = appendU64(b, ci.ChunkStartOffset)
-	b = appendU64(b, ci.ChunkLength)
+	b = appendU64s(b, ci.MessageStartTime, ci.MessageEndTime, ci.ChunkStartOffset, ci.ChunkLength)
 	b = appendU16U64Map(b, ci.MessageIndexOffsets)
 	b = appendU64(b, ci.MessageIndexLength)
 	b = appendString(b, string(ci.Compression))
-	b = appendU64(b, ci.CompressedSize)
-	b = appendU64(b, ci.UncompressedSize)
+	b = appendU64s(b, ci.CompressedSize, ci.UncompressedSize)
 	return endRecord(b, at)
 }
 
 func appendAttachment(b []byte, a *Attachment) []byte {
 	b, at := beginRecord(b, OpAttachment)
 	body := len(b)
-	b = appendU64(b, a.LogTime)
-	b = appendU64(b, a.CreateTime)
-	b = appendString(b, a.Name)
-	b = appendString(b, a.MediaType)
+	b = appendU64s(b, a.LogTime, a.CreateTime)
+	b = appendStrings(b, a.Name, a.MediaType)
 	b = appendU64(b, uint64(len(a.Data)))
 	b = append(b, a.Data...)
 	b = appendU32(b, crcOf(b[body:]))
@@ -306,20 +319,14 @@ func appendMetadata(b []byte, name string, kv map[string]string) []byte {
 
 func appendAttachmentIndex(b []byte, a *attachmentIndex) []byte {
 	b, at := beginRecord(b, OpAttachmentIndex)
-	b = appendU64(b, a.offset)
-	b = appendU64(b, a.length)
-	b = appendU64(b, a.logTime)
-	b = appendU64(b, a.createTime)
-	b = appendU64(b, a.dataSize)
-	b = appendString(b, a.name)
-	b = appendString(b, a.mediaType)
+	b = appendU64s(b, a.offset, a.length, a.logTime, a.createTime, a.dataSize)
+	b = appendStrings(b, a.name, a.mediaType)
 	return endRecord(b, at)
 }
 
 func appendMetadataIndex(b []byte, m *metadataIndex) []byte {
 	b, at := beginRecord(b, OpMetadataIndex)
-	b = appendU64(b, m.offset)
-	b = appendU64(b, m.length)
+	b = appendU64s(b, m.offset, m.length)
 	b = appendString(b, m.name)
 	return endRecord(b, at)
 }
@@ -328,12 +335,8 @@ func appendStatistics(b []byte, s *Statistics) []byte {
 	b, at := beginRecord(b, OpStatistics)
 	b = appendU64(b, s.MessageCount)
 	b = appendU16(b, s.SchemaCount)
-	b = appendU32(b, s.ChannelCount)
-	b = appendU32(b, s.AttachmentCount)
-	b = appendU32(b, s.MetadataCount)
-	b = appendU32(b, s.ChunkCount)
-	b = appendU64(b, s.MessageStartTime)
-	b = appendU64(b, s.MessageEndTime)
+	b = appendU32s(b, s.ChannelCount, s.AttachmentCount, s.MetadataCount, s.ChunkCount)
+	b = appendU64s(b, s.MessageStartTime, s.MessageEndTime)
 	b = appendU16U64Map(b, s.ChannelMessageCounts)
 	return endRecord(b, at)
 }
@@ -341,8 +344,7 @@ func appendStatistics(b []byte, s *Statistics) []byte {
 func appendSummaryOffset(b []byte, so SummaryOffset) []byte {
 	b, at := beginRecord(b, OpSummaryOffset)
 	b = append(b, byte(so.GroupOpcode))
-	b = appendU64(b, so.GroupStart)
-	b = appendU64(b, so.GroupLength)
+	b = appendU64s(b, so.GroupStart, so.GroupLength)
 	return endRecord(b, at)
 }
 

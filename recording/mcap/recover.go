@@ -147,11 +147,7 @@ func (rc *recoverer) message(body []byte) error {
 }
 
 func (rc *recoverer) chunk(body []byte, at, length uint64) error {
-	h, err := parseChunk(body)
-	if err != nil {
-		return err
-	}
-	recs, err := expandChunk(&rc.dec, h, &rc.buf)
+	h, recs, err := parseExpandChunk(&rc.dec, body, &rc.buf)
 	if err != nil {
 		return err
 	}

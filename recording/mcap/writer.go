@@ -93,11 +93,18 @@ func (w *Writer) AddSchema(s Schema) error {
 	if !fitsU32(len(s.Data)) || !fitsU32(len(s.Name)) || !fitsU32(len(s.Encoding)) {
 		return fmt.Errorf("mcap: schema %q: a field is over 4 GiB", s.Name)
 	}
-	added, err := w.t.addSchema(s)
+	return writeNew(w, &s, w.t.addSchema, appendSchema)
+}
+
+// writeNew tallies v with add and writes its record (encoded by enc into
+// w.scratch) only when add says it is new: the tail AddSchema and
+// AddChannel share.
+func writeNew[T any](w *Writer, v *T, add func(T) (bool, error), enc func([]byte, *T) []byte) error {
+	added, err := add(*v)
 	if err != nil || !added {
 		return err
 	}
-	w.scratch = appendSchema(w.scratch[:0], &s)
+	w.scratch = enc(w.scratch[:0], v)
 	return w.out.write(w.scratch)
 }
 
@@ -107,12 +114,7 @@ func (w *Writer) AddChannel(c Channel) error {
 	if err := w.usable(); err != nil {
 		return err
 	}
-	added, err := w.t.addChannel(c)
-	if err != nil || !added {
-		return err
-	}
-	w.scratch = appendChannel(w.scratch[:0], &c)
-	return w.out.write(w.scratch)
+	return writeNew(w, &c, w.t.addChannel, appendChannel)
 }
 
 // WriteAttachment writes an Attachment record (with its CRC) at once, at

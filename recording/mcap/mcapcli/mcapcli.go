@@ -74,6 +74,16 @@ func parse(fs *flag.FlagSet, args []string, nargs int) ([]string, error) {
 	return fs.Args(), nil
 }
 
+// parseOpen parses the flags and nargs file arguments and opens the first
+// one for reading (see open); the caller closes f.
+func parseOpen(fs *flag.FlagSet, args []string, nargs int) (files []string, f *os.File, size int64, err error) {
+	if files, err = parse(fs, args, nargs); err != nil {
+		return nil, nil, 0, err
+	}
+	f, size, err = open(files[0])
+	return files, f, size, err
+}
+
 // open opens a regular file for reading.
 func open(name string) (*os.File, int64, error) {
 	f, err := os.Open(name)
@@ -109,11 +119,7 @@ type summary struct {
 func info(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flags("info", stderr)
 	check := fs.Bool("check", false, "read every record and check every CRC")
-	files, err := parse(fs, args, 1)
-	if err != nil {
-		return err
-	}
-	f, size, err := open(files[0])
+	files, f, size, err := parseOpen(fs, args, 1)
 	if err != nil {
 		return err
 	}
@@ -273,11 +279,7 @@ func cat(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	limit := fs.Int("limit", 0, "stop after N messages (0: all)")
 	asHex := fs.Bool("hex", false, "payloads as hex, undecoded")
 	maxArray := fs.Int("max-array", 16, "print at most N elements of each array of a decoded message (0: all)")
-	files, err := parse(fs, args, 1)
-	if err != nil {
-		return err
-	}
-	f, _, err := open(files[0])
+	files, f, _, err := parseOpen(fs, args, 1)
 	if err != nil {
 		return err
 	}
@@ -381,11 +383,7 @@ func hexOf(b []byte) string {
 }
 
 func recoverCmd(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	files, err := parse(flags("recover", stderr), args, 2)
-	if err != nil {
-		return err
-	}
-	in, size, err := open(files[0])
+	files, in, size, err := parseOpen(flags("recover", stderr), args, 2)
 	if err != nil {
 		return err
 	}

@@ -20,25 +20,19 @@ import (
 // schema), zstd chunks of 1 KiB, n messages each.
 func rosFile(t *testing.T, n int) string {
 	t.Helper()
-	reg, err := rosmsg.Shipped()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b bytes.Buffer
-	w, err := mcap.NewWriter(&b, mcap.Options{Header: mcap.Header{Profile: ros2mcap.Profile, Library: "test"}, Compression: mcap.CompressZstd, ChunkSize: 1 << 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := ros2mcap.Schema(reg, 1, "geometry_msgs/Twist")
-	if err != nil {
-		t.Fatal(err)
-	}
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
+	reg, err := rosmsg.Shipped()
+	must(err)
+	var b bytes.Buffer
+	w, err := mcap.NewWriter(&b, mcap.Options{Header: mcap.Header{Profile: ros2mcap.Profile, Library: "test"}, Compression: mcap.CompressZstd, ChunkSize: 1 << 10})
+	must(err)
+	s, err := ros2mcap.Schema(reg, 1, "geometry_msgs/Twist")
+	must(err)
 	must(w.AddSchema(s))
 	must(w.AddChannel(ros2mcap.Channel(1, 1, "/cmd_vel", "")))
 	must(w.AddChannel(mcap.Channel{ID: 2, Topic: "/raw", MessageEncoding: "x-raw"}))

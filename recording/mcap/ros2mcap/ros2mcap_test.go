@@ -10,18 +10,23 @@ import (
 	"github.com/hilrig/hilrig/ros2/rosmsg"
 )
 
+// must fails t at once on err: set-up steps whose failure leaves nothing
+// to check.
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // A ROS 2 recording as ros2 bag writes it: the schema text has the
 // top-level definition, then each dependency after 80 '=' and "MSG:";
 // reading it back gives a codec that decodes the payload to the value.
 func TestSchemaRoundTrip(t *testing.T) {
 	reg, err := rosmsg.Shipped()
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	s, err := ros2mcap.Schema(reg, 1, "sensor_msgs/Imu")
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	text := string(s.Data)
 	if s.Name != "sensor_msgs/msg/Imu" || s.Encoding != "ros2msg" {
 		t.Errorf("schema %q %q", s.Name, s.Encoding)
@@ -36,52 +41,30 @@ func TestSchemaRoundTrip(t *testing.T) {
 		t.Errorf("schema text sections:\n%s", text)
 	}
 	enc, err := reg.Codec("sensor_msgs/Imu")
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	payload, err := enc.Append(nil, rosmsg.Msg{"header": rosmsg.Msg{"frame_id": "imu_link"}, "linear_acceleration": rosmsg.Msg{"z": 9.81}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	var file bytes.Buffer
 	w, err := mcap.NewWriter(&file, mcap.Options{Header: mcap.Header{Profile: ros2mcap.Profile}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.AddSchema(s); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.AddChannel(ros2mcap.Channel(1, 1, "/imu", "")); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.WriteMessage(&mcap.Message{ChannelID: 1, LogTime: 5, PublishTime: 5, Data: payload}); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
+	must(t, w.AddSchema(s))
+	must(t, w.AddChannel(ros2mcap.Channel(1, 1, "/imu", "")))
+	must(t, w.WriteMessage(&mcap.Message{ChannelID: 1, LogTime: 5, PublishTime: 5, Data: payload}))
+	must(t, w.Close())
 	r, err := mcap.NewStreamReader(&file, mcap.Limits{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	defer r.Close()
 	m, err := r.Next()
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	ch, _ := r.Channel(m.ChannelID)
 	rs, _ := r.Schema(ch.SchemaID)
 	if ch.MessageEncoding != "cdr" || r.Header().Profile != "ros2" {
 		t.Errorf("channel %+v, header %+v", ch, r.Header())
 	}
 	dec, err := ros2mcap.Codec(rs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	got, err := dec.Decode(m.Data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	js, _ := dec.ToJSON(got)
 	if !strings.Contains(string(js), `"frame_id":"imu_link"`) || !strings.Contains(string(js), `"z":9.81`) {
 		t.Errorf("decoded %s", js)

@@ -141,12 +141,7 @@ func (f *faults) TakeFaults() []soak.Fault {
 
 // Two faults taken in one window make it one fault window naming both.
 func TestRunnerFaultSourceClosesOneFaultWindow(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "soak.jsonl")
-	cp, err := soak.Create(path, soak.Header{Name: "unit", Window: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cp.Close()
+	cp, path := newCheckpoint(t, soak.Header{Name: "unit", Window: 50 * time.Millisecond})
 	t0 := time.Now()
 	fs := &faults{fs: []soak.Fault{
 		{Board: "a", Cause: "dut x ended (signal: killed)", From: t0, To: t0.Add(time.Millisecond), Recovery: "restart 1", Console: "one"},
@@ -155,7 +150,7 @@ func TestRunnerFaultSourceClosesOneFaultWindow(t *testing.T) {
 	syn := soakrun.NewSynth(500, 20e3, 1)
 	r := &soakrun.Runner{Name: "unit", Window: 50 * time.Millisecond, Progress: time.Hour, Until: time.Now().Add(200 * time.Millisecond),
 		Checkpoint: cp, Faults: fs}
-	err = r.Run(context.Background(), []*soakrun.Track{
+	err := r.Run(context.Background(), []*soakrun.Track{
 		{Agent: "b", Flow: "imu", Role: agentproto.Subscriber, Src: syn.Sub()},
 		{Agent: "a", Flow: "imu", Role: agentproto.Publisher, Src: syn.Pub()},
 	})

@@ -39,12 +39,7 @@ func value(t *testing.T, m *live.Metrics, series string) float64 {
 // window each per-window series holds that window's values, and progress,
 // windows and message totals move forward window by window.
 func TestRunnerFeedsLiveMetrics(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "soak.jsonl")
-	cp, err := soak.Create(path, soak.Header{Name: "live", Window: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cp.Close()
+	cp, _ := newCheckpoint(t, soak.Header{Name: "live", Window: 50 * time.Millisecond})
 	m := live.New()
 	syn := soakrun.NewSynth(2000, 30e3, 3)
 	var progress, delivered []float64
@@ -214,13 +209,8 @@ func TestRunnerPublishesVerdictSoFar(t *testing.T) {
 		{"within bounds", time.Second, 1, report.Pass},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "soak.jsonl")
 			const window = 50 * time.Millisecond
-			cp, err := soak.Create(path, soak.Header{Name: "verdict", Window: window})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer cp.Close()
+			cp, path := newCheckpoint(t, soak.Header{Name: "verdict", Window: window})
 			m := live.New()
 			b := soak.Bounds{MaxLost: &zero, MaxLatency: tc.max}
 			syn := soakrun.NewSynth(2000, 30e3, 7)

@@ -83,10 +83,7 @@ func TestDUTSoakCountsAKilledProgramAsAFaultWindow(t *testing.T) {
 	if killed < 0 || killErr != nil {
 		t.Fatalf("not killed (window %d): %v", killed, killErr)
 	}
-	lg, err := soak.Read(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lg := readLog(t, path)
 	v := soak.Judge(lg, plan.Bounds)
 	if p.Restarts() != 1 || run.Status().Crashes != 1 || v.FaultWindows != 1 {
 		t.Fatalf("restarts %d, crashes counted %d, fault windows %d: want 1 each", p.Restarts(), run.Status().Crashes, v.FaultWindows)
@@ -157,10 +154,7 @@ func TestRunnerFaultSourceClosesOneFaultWindow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lg, err := soak.Read(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lg := readLog(t, path)
 	v := soak.Judge(lg, soak.Bounds{})
 	if v.FaultWindows != 1 || r.Status().Crashes != 2 || lg.Windows[0].Fault == nil {
 		t.Fatalf("fault windows %d, crashes %d, first window's fault %v", v.FaultWindows, r.Status().Crashes, lg.Windows[0].Fault)

@@ -131,10 +131,7 @@ func TestPrometheusScrapesSoak(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	lg, err := soak.Read(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lg := readLog(t, path)
 	v := soak.Judge(lg, soak.Bounds{})
 	got := recordCases(t, dir, "sim", m, soakrun.Cases("soak", "prom", lg, v, soak.Bounds{}))
 	var stream *report.Case
@@ -244,10 +241,7 @@ func TestRunnerPublishesVerdictSoFar(t *testing.T) {
 			if runningWindows < 3 {
 				t.Fatalf("%d windows of %v closed before the soak's end: the verdict was not seen while running", runningWindows, window)
 			}
-			lg, err := soak.Read(path)
-			if err != nil {
-				t.Fatal(err)
-			}
+			lg := readLog(t, path)
 			if v := soak.Judge(lg, b); v.Verdict != tc.verdict {
 				t.Errorf("final verdict %s (failed %v), live showed %v", v.Verdict, soakrun.FailedChecks(v), tc.want)
 			}

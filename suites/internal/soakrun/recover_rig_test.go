@@ -151,10 +151,7 @@ func soakWithHang(t *testing.T, rack *fixtures.Rack, from, to string, d, heartbe
 	if !stopped {
 		t.Fatal("the soak closed no third window: board-b was never stopped")
 	}
-	lg, err = soak.Read(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lg = readLog(t, path)
 	return lg, took, runErr
 }
 

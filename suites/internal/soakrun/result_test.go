@@ -93,9 +93,5 @@ func unitLog(t *testing.T, edit func(i int, st *soak.StreamWindow, w *soak.Windo
 		}
 	}
 	cp.Close()
-	lg, err := soak.Read(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return lg
+	return readLog(t, path)
 }

@@ -51,10 +51,7 @@ func TestRunnerCheckpointsEveryWindowAndRecordsRestarts(t *testing.T) {
 	if err := r.Run(context.Background(), tracks); err != nil {
 		t.Fatal(err)
 	}
-	lg, err := soak.Read(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lg := readLog(t, path)
 	if len(lg.Windows) != len(durable) || len(durable) < 8 {
 		t.Fatalf("file has %d windows, runner reported %d durable (want ≥ 8 of 50 ms in 600 ms)", len(lg.Windows), len(durable))
 	}
@@ -105,10 +102,7 @@ func TestRunnerFailsOnRestartErrorKeepingClosedWindows(t *testing.T) {
 	if !errors.Is(err, soakrun.ErrFeed) || !strings.Contains(err.Error(), "agent gone") || rs.calls != 1 {
 		t.Fatalf("Run = %v after %d restarts, want ErrFeed naming the cause after one", err, rs.calls)
 	}
-	lg, err := soak.Read(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lg := readLog(t, path)
 	// Every window closed before the failure is on disk (how many depends
 	// on the scheduler: the churn tick is the first at or after 150 ms).
 	if len(lg.Windows) != durable {
@@ -195,10 +189,7 @@ func TestRunnerDrainsBetweenCheckpoints(t *testing.T) {
 	if d := soakrun.DefaultDrain(window, 0); sub.maxGap > d+400*time.Millisecond {
 		t.Errorf("longest time between two drains %v with a %v checkpoint window: want about %v", sub.maxGap, window, d)
 	}
-	lg, err := soak.Read(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lg := readLog(t, path)
 	var delivered, sent int64
 	for _, w := range lg.Windows {
 		for _, a := range w.Agents {
@@ -261,10 +252,7 @@ func TestHungBoardFailsPromptlyNamingIt(t *testing.T) {
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("the soak ran %v after the board hung: want it to stop within the heartbeat budget", d)
 	}
-	lg, err := soak.Read(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lg := readLog(t, path)
 	var events int
 	for _, w := range lg.Windows {
 		for _, a := range w.Agents {
@@ -336,10 +324,7 @@ func runRecovery(t *testing.T, rec soakrun.Recoverer, budget int, panicLine func
 	start := time.Now()
 	runErr := r.Run(context.Background(), tracks)
 	took := time.Since(start)
-	lg, err := soak.Read(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lg := readLog(t, path)
 	return lg, r, took, runErr
 }
 
@@ -356,6 +341,17 @@ func newCheckpoint(t *testing.T, h soak.Header) (*soak.Checkpointer, string) {
 	}
 	t.Cleanup(func() { cp.Close() })
 	return cp, path
+}
+
+// readLog reads the soak log at path back (soak.Read), failing the test
+// if it cannot.
+func readLog(t *testing.T, path string) *soak.Log {
+	t.Helper()
+	lg, err := soak.Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lg
 }
 
 func faultWindows(lg *soak.Log) []soak.Window {

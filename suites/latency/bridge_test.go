@@ -3,7 +3,6 @@ package latency_test
 import (
 	"fmt"
 	"os"
-	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -29,18 +28,16 @@ var _ = Describe("what hilrig bridge adds between hilrig's bus and ROS 2", Order
 	tc := harness.Context()
 	env := steps.Setup(labels.Latency)
 	for _, rt := range tc.Config.ROS2Topics {
-		n, _ := tc.Messages(rt.RateHz)
-		warm := tc.WarmUp(n)
-		timeout := time.Duration(float64(n+warm)/rt.RateHz*float64(time.Second)) + 2*time.Minute
-		base := fmt.Sprintf("ros2 %s [%s, %s] @ %g Hz one-way", rt.Name, rt.Type, rt.Profile, rt.RateHz)
+		n, warm, timeout := steps.FlowBudget(tc, rt.RateHz)
+		base := steps.ROS2Name(rt)
 		topic := rt.Topic()
 		// A name of this process's own: board-a's DDS runs on the
 		// machine's loopback, where other runs may use the config's names.
 		topic.Name = fmt.Sprintf("hilrig_bridge_%d/%s", os.Getpid(), topic.Name)
 		params := func(path steps.Path) steps.Params {
-			size, err := rt.Size()
+			p, err := steps.ROS2Params(rt, topic, path, n, warm)
 			Expect(err).NotTo(HaveOccurred())
-			return steps.Params{Path: path, BestEffort: !topic.Profile.Reliable(), Payload: size, RateHz: rt.RateHz, Count: n, WarmUp: warm, ROS2: &topic}
+			return p
 		}
 		var direct *report.Case
 		It(base+" shm-copy on hilrig's bus (the bridge's direct path)", func(ctx SpecContext) {

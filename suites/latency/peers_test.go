@@ -92,9 +92,7 @@ var _ = Describe("latency over each middleware", Ordered, ContinueOnFailure, Lab
 // oneWay registers repetition rep of path's one-way case of a cell.
 func oneWay(tc *harness.TestContext, env *steps.Env, cmp *comparison, skip func(steps.Path), path steps.Path, size fixtures.ByteSize, rate float64, rep int) {
 	name, repIdx := steps.Rep(fmt.Sprintf("%s %s reliable %s @ %g Hz one-way", path.MiddlewareName(), path, steps.SizeName(int(size)), rate), rep, tc.Repetitions)
-	n, _ := tc.Messages(rate)
-	warm := tc.WarmUp(n)
-	timeout := time.Duration(float64(n+warm)/rate*float64(time.Second)) + 2*time.Minute
+	n, warm, timeout := steps.FlowBudget(tc, rate)
 	It(name, func(ctx SpecContext) {
 		skip(path)
 		if bw := float64(size) * rate; bw > steps.BandwidthCap {

@@ -2,7 +2,6 @@ package latency_test
 
 import (
 	"fmt"
-	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -25,19 +24,16 @@ var _ = Describe("latency of ROS 2 topics on the DDS peers", Ordered, ContinueOn
 	env := steps.Setup(labels.Latency)
 	for _, rt := range tc.Config.ROS2Topics {
 		for _, path := range steps.ROS2Paths {
-			name := fmt.Sprintf("%s ros2 %s [%s, %s] @ %g Hz one-way", path.Middleware, rt.Name, rt.Type, rt.Profile, rt.RateHz)
-			n, _ := tc.Messages(rt.RateHz)
-			warm := tc.WarmUp(n)
-			timeout := time.Duration(float64(n+warm)/rt.RateHz*float64(time.Second)) + 2*time.Minute
+			name := fmt.Sprintf("%s %s", path.Middleware, steps.ROS2Name(rt))
+			n, warm, timeout := steps.FlowBudget(tc, rt.RateHz)
 			It(name, func(ctx SpecContext) {
 				if r := steps.Unrunnable(tc, path); r != "" {
 					Skip(r)
 				}
-				size, err := rt.Size()
-				Expect(err).NotTo(HaveOccurred())
 				topic := rt.Topic()
-				ran, err := steps.Measure(ctx, env, name, steps.Params{Path: path, BestEffort: !topic.Profile.Reliable(),
-					Payload: size, RateHz: rt.RateHz, Count: n, WarmUp: warm, ROS2: &topic})
+				p, err := steps.ROS2Params(rt, topic, path, n, warm)
+				Expect(err).NotTo(HaveOccurred())
+				ran, err := steps.Measure(ctx, env, name, p)
 				if steps.NotOnRack(err) {
 					Skip(err.Error())
 				}

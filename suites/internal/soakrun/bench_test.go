@@ -175,10 +175,7 @@ func TestSimulated72hMemoryIsConstant(t *testing.T) {
 		t.Fatal(err)
 	}
 	elapsed := time.Since(start)
-	lg, err := soak.Read(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lg := readLog(t, path)
 	sample(windows)
 	fi, _ := os.Stat(path)
 	var b strings.Builder

@@ -83,10 +83,7 @@ func TestDUTSoakCountsAKilledProgramAsAFaultWindow(t *testing.T) {
 	if killed < 0 || killErr != nil {
 		t.Fatalf("not killed (window %d): %v", killed, killErr)
 	}
-	lg, err := soak.Read(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lg := readLog(t, path)
 	v := soak.Judge(lg, plan.Bounds)
 	if p.Restarts() != 1 || run.Status().Crashes != 1 || v.FaultWindows != 1 {
 		t.Fatalf("restarts %d, crashes counted %d, fault windows %d: want 1 each", p.Restarts(), run.Status().Crashes, v.FaultWindows)
@@ -141,12 +138,7 @@ func (f *faults) TakeFaults() []soak.Fault {
 
 // Two faults taken in one window make it one fault window naming both.
 func TestRunnerFaultSourceClosesOneFaultWindow(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "soak.jsonl")
-	cp, err := soak.Create(path, soak.Header{Name: "unit", Window: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cp.Close()
+	cp, path := newCheckpoint(t, soak.Header{Name: "unit", Window: 50 * time.Millisecond})
 	t0 := time.Now()
 	fs := &faults{fs: []soak.Fault{
 		{Board: "a", Cause: "dut x ended (signal: killed)", From: t0, To: t0.Add(time.Millisecond), Recovery: "restart 1", Console: "one"},
@@ -155,17 +147,14 @@ func TestRunnerFaultSourceClosesOneFaultWindow(t *testing.T) {
 	syn := soakrun.NewSynth(500, 20e3, 1)
 	r := &soakrun.Runner{Name: "unit", Window: 50 * time.Millisecond, Progress: time.Hour, Until: time.Now().Add(200 * time.Millisecond),
 		Checkpoint: cp, Faults: fs}
-	err = r.Run(context.Background(), []*soakrun.Track{
+	err := r.Run(context.Background(), []*soakrun.Track{
 		{Agent: "b", Flow: "imu", Role: agentproto.Subscriber, Src: syn.Sub()},
 		{Agent: "a", Flow: "imu", Role: agentproto.Publisher, Src: syn.Pub()},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	lg, err := soak.Read(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lg := readLog(t, path)
 	v := soak.Judge(lg, soak.Bounds{})
 	if v.FaultWindows != 1 || r.Status().Crashes != 2 || lg.Windows[0].Fault == nil {
 		t.Fatalf("fault windows %d, crashes %d, first window's fault %v", v.FaultWindows, r.Status().Crashes, lg.Windows[0].Fault)

@@ -39,12 +39,7 @@ func value(t *testing.T, m *live.Metrics, series string) float64 {
 // window each per-window series holds that window's values, and progress,
 // windows and message totals move forward window by window.
 func TestRunnerFeedsLiveMetrics(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "soak.jsonl")
-	cp, err := soak.Create(path, soak.Header{Name: "live", Window: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cp.Close()
+	cp, _ := newCheckpoint(t, soak.Header{Name: "live", Window: 50 * time.Millisecond})
 	m := live.New()
 	syn := soakrun.NewSynth(2000, 30e3, 3)
 	var progress, delivered []float64
@@ -136,10 +131,7 @@ func TestPrometheusScrapesSoak(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	lg, err := soak.Read(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lg := readLog(t, path)
 	v := soak.Judge(lg, soak.Bounds{})
 	got := recordCases(t, dir, "sim", m, soakrun.Cases("soak", "prom", lg, v, soak.Bounds{}))
 	var stream *report.Case
@@ -214,13 +206,8 @@ func TestRunnerPublishesVerdictSoFar(t *testing.T) {
 		{"within bounds", time.Second, 1, report.Pass},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "soak.jsonl")
 			const window = 50 * time.Millisecond
-			cp, err := soak.Create(path, soak.Header{Name: "verdict", Window: window})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer cp.Close()
+			cp, path := newCheckpoint(t, soak.Header{Name: "verdict", Window: window})
 			m := live.New()
 			b := soak.Bounds{MaxLost: &zero, MaxLatency: tc.max}
 			syn := soakrun.NewSynth(2000, 30e3, 7)
@@ -254,10 +241,7 @@ func TestRunnerPublishesVerdictSoFar(t *testing.T) {
 			if runningWindows < 3 {
 				t.Fatalf("%d windows of %v closed before the soak's end: the verdict was not seen while running", runningWindows, window)
 			}
-			lg, err := soak.Read(path)
-			if err != nil {
-				t.Fatal(err)
-			}
+			lg := readLog(t, path)
 			if v := soak.Judge(lg, b); v.Verdict != tc.verdict {
 				t.Errorf("final verdict %s (failed %v), live showed %v", v.Verdict, soakrun.FailedChecks(v), tc.want)
 			}

@@ -132,12 +132,7 @@ func soakWithHang(t *testing.T, rack *fixtures.Rack, from, to string, d, heartbe
 		t.Fatal(err)
 	}
 	feed.Until = until
-	path := filepath.Join(t.TempDir(), "soak.jsonl")
-	cp, err := soak.Create(path, soak.Header{Name: "rig recovery", Window: plan.Window})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cp.Close()
+	cp, path := newCheckpoint(t, soak.Header{Name: "rig recovery", Window: plan.Window})
 	stopped := false
 	run := &soakrun.Runner{Name: "rig recovery", Window: plan.Window, Drain: 100 * time.Millisecond, Progress: time.Hour, Until: until,
 		Checkpoint: cp, Heartbeat: heartbeat, Recoverer: feed, Finisher: feed, Recoveries: budget,
@@ -156,10 +151,7 @@ func soakWithHang(t *testing.T, rack *fixtures.Rack, from, to string, d, heartbe
 	if !stopped {
 		t.Fatal("the soak closed no third window: board-b was never stopped")
 	}
-	lg, err = soak.Read(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lg = readLog(t, path)
 	return lg, took, runErr
 }
 

@@ -1,7 +1,6 @@
 package soakrun_test
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -80,11 +79,7 @@ func TestCasesExcludeFaultWindows(t *testing.T) {
 // edit changes window i's stream and window before it is written.
 func unitLog(t *testing.T, edit func(i int, st *soak.StreamWindow, w *soak.Window)) *soak.Log {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "soak.jsonl")
-	cp, err := soak.Create(path, soak.Header{Name: "unit", Window: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cp, path := newCheckpoint(t, soak.Header{Name: "unit", Window: time.Second})
 	t0 := time.Now().Add(-time.Minute)
 	for i := range 4 {
 		h := report.NewHistogram()
@@ -98,9 +93,5 @@ func unitLog(t *testing.T, edit func(i int, st *soak.StreamWindow, w *soak.Windo
 		}
 	}
 	cp.Close()
-	lg, err := soak.Read(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return lg
+	return readLog(t, path)
 }

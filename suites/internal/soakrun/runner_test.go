@@ -37,12 +37,7 @@ func (r *restarter) Restart(_ context.Context, t *soakrun.Track) (*soakrun.Track
 }
 
 func TestRunnerCheckpointsEveryWindowAndRecordsRestarts(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "soak.jsonl")
-	cp, err := soak.Create(path, soak.Header{Name: "unit", Window: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cp.Close()
+	cp, path := newCheckpoint(t, soak.Header{Name: "unit", Window: 50 * time.Millisecond})
 	syn := soakrun.NewSynth(2000, 30e3, 1)
 	var out bytes.Buffer
 	rs := &restarter{}
@@ -56,10 +51,7 @@ func TestRunnerCheckpointsEveryWindowAndRecordsRestarts(t *testing.T) {
 	if err := r.Run(context.Background(), tracks); err != nil {
 		t.Fatal(err)
 	}
-	lg, err := soak.Read(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lg := readLog(t, path)
 	if len(lg.Windows) != len(durable) || len(durable) < 8 {
 		t.Fatalf("file has %d windows, runner reported %d durable (want ≥ 8 of 50 ms in 600 ms)", len(lg.Windows), len(durable))
 	}
@@ -100,25 +92,17 @@ func TestRunnerCheckpointsEveryWindowAndRecordsRestarts(t *testing.T) {
 }
 
 func TestRunnerFailsOnRestartErrorKeepingClosedWindows(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "soak.jsonl")
-	cp, err := soak.Create(path, soak.Header{Name: "unit"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cp.Close()
+	cp, path := newCheckpoint(t, soak.Header{Name: "unit"})
 	syn := soakrun.NewSynth(1000, 30e3, 2)
 	var durable int
 	rs := &restarter{fail: true}
 	r := &soakrun.Runner{Window: 30 * time.Millisecond, Progress: time.Hour, Until: time.Now().Add(time.Second), Checkpoint: cp,
 		Churn: 150 * time.Millisecond, Restarter: rs, OnWindow: func(*soak.Window) { durable++ }}
-	err = r.Run(context.Background(), []*soakrun.Track{{Agent: "b", Flow: "imu", Role: agentproto.Subscriber, Src: syn.Sub()}})
+	err := r.Run(context.Background(), []*soakrun.Track{{Agent: "b", Flow: "imu", Role: agentproto.Subscriber, Src: syn.Sub()}})
 	if !errors.Is(err, soakrun.ErrFeed) || !strings.Contains(err.Error(), "agent gone") || rs.calls != 1 {
 		t.Fatalf("Run = %v after %d restarts, want ErrFeed naming the cause after one", err, rs.calls)
 	}
-	lg, err := soak.Read(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lg := readLog(t, path)
 	// Every window closed before the failure is on disk (how many depends
 	// on the scheduler: the churn tick is the first at or after 150 ms).
 	if len(lg.Windows) != durable {
@@ -190,13 +174,8 @@ func (g *gapSource) Take() []agentproto.Window {
 // histogram) per endpoint: with the accelerated soak's 3–6 min windows and
 // 250 ms agent windows, hundreds of MiB. It must drain every DefaultDrain.
 func TestRunnerDrainsBetweenCheckpoints(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "soak.jsonl")
 	const window = time.Second
-	cp, err := soak.Create(path, soak.Header{Name: "unit", Window: window})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cp.Close()
+	cp, path := newCheckpoint(t, soak.Header{Name: "unit", Window: window})
 	syn := soakrun.NewSynth(1000, 30e3, 1)
 	sub := &gapSource{Src: syn.Sub()}
 	r := &soakrun.Runner{Name: "unit", Window: window, Progress: time.Hour, Until: time.Now().Add(2200 * time.Millisecond), Checkpoint: cp}
@@ -210,10 +189,7 @@ func TestRunnerDrainsBetweenCheckpoints(t *testing.T) {
 	if d := soakrun.DefaultDrain(window, 0); sub.maxGap > d+400*time.Millisecond {
 		t.Errorf("longest time between two drains %v with a %v checkpoint window: want about %v", sub.maxGap, window, d)
 	}
-	lg, err := soak.Read(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lg := readLog(t, path)
 	var delivered, sent int64
 	for _, w := range lg.Windows {
 		for _, a := range w.Agents {
@@ -259,12 +235,7 @@ func (h *hangingSource) Take() []agentproto.Window {
 // (not at its planned end) with a verdict naming the board and the
 // cause, and the checkpoint holds the event with the console tail.
 func TestHungBoardFailsPromptlyNamingIt(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "soak.jsonl")
-	cp, err := soak.Create(path, soak.Header{Name: "unit", Window: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cp.Close()
+	cp, path := newCheckpoint(t, soak.Header{Name: "unit", Window: time.Second})
 	syn := soakrun.NewSynth(1000, 30e3, 1)
 	r := &soakrun.Runner{Name: "unit", Window: time.Second, Drain: 50 * time.Millisecond, Progress: time.Hour, Until: time.Now().Add(30 * time.Second),
 		Checkpoint: cp, Heartbeat: 400 * time.Millisecond,
@@ -274,17 +245,14 @@ func TestHungBoardFailsPromptlyNamingIt(t *testing.T) {
 		{Agent: "board-a", Flow: "imu", Role: agentproto.Publisher, Src: syn.Pub()},
 	}
 	start := time.Now()
-	err = r.Run(context.Background(), tracks)
+	err := r.Run(context.Background(), tracks)
 	if !errors.Is(err, soakrun.ErrBoardLost) || !strings.Contains(err.Error(), "board board-b sent no agent window") || !strings.Contains(err.Error(), "Kernel panic") {
 		t.Fatalf("Run: %v; want ErrBoardLost naming board-b with the console tail", err)
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("the soak ran %v after the board hung: want it to stop within the heartbeat budget", d)
 	}
-	lg, err := soak.Read(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lg := readLog(t, path)
 	var events int
 	for _, w := range lg.Windows {
 		for _, a := range w.Agents {
@@ -339,12 +307,7 @@ func (f *recoverer) Recover(_ context.Context, board string, tracks []*soakrun.T
 // drains, with rec as its power control and a budget of budget.
 func runRecovery(t *testing.T, rec soakrun.Recoverer, budget int, panicLine func(string, time.Time) string) (*soak.Log, *soakrun.Runner, time.Duration, error) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "soak.jsonl")
-	cp, err := soak.Create(path, soak.Header{Name: "unit", Window: 500 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cp.Close()
+	cp, path := newCheckpoint(t, soak.Header{Name: "unit", Window: 500 * time.Millisecond})
 	syn := soakrun.NewSynth(1000, 30e3, 1)
 	r := &soakrun.Runner{Name: "unit", Window: 500 * time.Millisecond, Drain: 50 * time.Millisecond, Progress: time.Hour,
 		Until: time.Now().Add(3 * time.Second), Checkpoint: cp, Heartbeat: 400 * time.Millisecond,
@@ -361,11 +324,34 @@ func runRecovery(t *testing.T, rec soakrun.Recoverer, budget int, panicLine func
 	start := time.Now()
 	runErr := r.Run(context.Background(), tracks)
 	took := time.Since(start)
+	lg := readLog(t, path)
+	return lg, r, took, runErr
+}
+
+// newCheckpoint creates a soak checkpoint, soak.jsonl in a fresh test
+// directory, closed when the test ends (Close is idempotent, so a test
+// may close it earlier to read it back); it returns the checkpoint and its
+// path.
+func newCheckpoint(t *testing.T, h soak.Header) (*soak.Checkpointer, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "soak.jsonl")
+	cp, err := soak.Create(path, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cp.Close() })
+	return cp, path
+}
+
+// readLog reads the soak log at path back (soak.Read), failing the test
+// if it cannot.
+func readLog(t *testing.T, path string) *soak.Log {
+	t.Helper()
 	lg, err := soak.Read(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return lg, r, took, runErr
+	return lg
 }
 
 func faultWindows(lg *soak.Log) []soak.Window {

@@ -39,19 +39,12 @@ var tailBounds = map[string]bool{"p99": true, "p99.9": true, "max": true, "jitte
 // controller's host are measured once, unprobed (the probe would time the
 // wrong machine). Blocks for the flow(s).
 func MeasureJudged(ctx context.Context, env *Env, name string, p Params) (*Ran, error) {
-	from, to, _, rerr := Route(env.Rack, p.Path)
-	local := rerr == nil && onController(env.Rack, from) && onController(env.Rack, to)
+	local := localFlow(env.Rack, p.Path)
 	var history []string
 	for attempt := 1; ; attempt++ {
-		var probe *hostProbe
-		if local {
-			probe = startHostProbe(ctx)
-		}
-		ran, err := Measure(ctx, env, name, p)
-		var host *report.Histogram
-		if probe != nil {
-			host = probe.stop()
-		}
+		var ran *Ran
+		var err error
+		host := hostProbed(ctx, local, func() { ran, err = Measure(ctx, env, name, p) })
 		if err != nil || ran == nil || ran.Case == nil {
 			return ran, err
 		}
@@ -96,6 +89,27 @@ func hostExplains(c *report.Case, host *report.Histogram) (string, bool) {
 		return "", false
 	}
 	return fmt.Sprintf("%s while the host woke up to %s late", strings.Join(parts, ", "), report.FormatNs(int64(hostMax))), true
+}
+
+// localFlow reports whether both ends of path's route share the
+// controller's kernel: only then does the host probe time the machine the
+// flow runs on. A path without a route is not local.
+func localFlow(rack *fixtures.Rack, path Path) bool {
+	from, to, _, err := Route(rack, path)
+	return err == nil && onController(rack, from) && onController(rack, to)
+}
+
+// hostProbed runs f, with a host probe beside it when local, and returns
+// what the probe saw (nil when not local). Blocks for f and, after it, up
+// to ~100 ms for the probe to stop.
+func hostProbed(ctx context.Context, local bool, f func()) *report.Histogram {
+	if !local {
+		f()
+		return nil
+	}
+	probe := startHostProbe(ctx)
+	f()
+	return probe.stop()
 }
 
 // onController reports whether the named board shares the controller's

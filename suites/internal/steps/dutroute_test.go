@@ -12,10 +12,7 @@ import (
 // board to its own over shared memory, the latency suite's a-b-shm path;
 // the GPIO-only program has no bus route.
 func TestDUTRoute(t *testing.T) {
-	rack, err := fixtures.SimRack()
-	if err != nil {
-		t.Fatal(err)
-	}
+	rack := simRack(t, fixtures.DetectSimEnv())
 	imu, err := rack.DUT("imu-controller")
 	if err != nil {
 		t.Fatal(err)

@@ -70,6 +70,34 @@ type Params struct {
 	replay   *replayFlow
 }
 
+// FlowBudget is what a paced one-way case at rateHz (Hz) takes: the
+// measured message count n (tc.Messages), the unmeasured warm-up (tc.WarmUp)
+// and the spec's timeout, the flow's own duration at that rate plus two
+// minutes for the rig's start and the case's report.
+func FlowBudget(tc *harness.TestContext, rateHz float64) (n, warm uint64, timeout time.Duration) {
+	n, _ = tc.Messages(rateHz)
+	warm = tc.WarmUp(n)
+	return n, warm, time.Duration(float64(n+warm)/rateHz*float64(time.Second)) + 2*time.Minute
+}
+
+// ROS2Name names the one-way case of ros2_topics entry rt (a suite
+// prefixes its peer): "ros2 <name> [<type>, <profile>] @ <rate> Hz one-way".
+func ROS2Name(rt fixtures.ROS2Topic) string {
+	return fmt.Sprintf("ros2 %s [%s, %s] @ %g Hz one-way", rt.Name, rt.Type, rt.Profile, rt.RateHz)
+}
+
+// ROS2Params is the one-way flow of ros2_topics entry rt on path, n
+// measured and warm unmeasured messages, carried as topic (rt.Topic(),
+// possibly renamed): payload rt.Size(), best effort unless topic's profile
+// is reliable (Params.ROS2).
+func ROS2Params(rt fixtures.ROS2Topic, topic rostopic.Topic, path Path, n, warm uint64) (Params, error) {
+	size, err := rt.Size()
+	if err != nil {
+		return Params{}, fmt.Errorf("ros2 topic %s: %w", rt.Name, err)
+	}
+	return Params{Path: path, BestEffort: !topic.Profile.Reliable(), Payload: size, RateHz: rt.RateHz, Count: n, WarmUp: warm, ROS2: &topic}, nil
+}
+
 // Judge is which of the rack profile's bounds a flow's case is judged
 // against.
 type Judge int

@@ -19,10 +19,7 @@ import (
 // holder had it. The processes of one run (one RunID) share the lease;
 // another run is refused, naming the holder.
 func TestOpenTakesTheRackLease(t *testing.T) {
-	rack, err := fixtures.SimRack()
-	if err != nil {
-		t.Fatal(err)
-	}
+	rack := simRack(t, fixtures.DetectSimEnv())
 	// A lab rack: the sim rack's boards under another name and file (the
 	// embedded sim rack itself needs no lease, its rigs share nothing).
 	rack.Name, rack.File = "t", "t.yaml"

@@ -19,10 +19,7 @@ import (
 // before the case exists, and it ends equal to the sum of the flow's
 // agent windows.
 func TestMeasureFeedsLiveWhileRunning(t *testing.T) {
-	rack, err := fixtures.SimRack()
-	if err != nil {
-		t.Fatal(err)
-	}
+	rack := simRack(t, fixtures.DetectSimEnv())
 	env := openSimRig(t, rack)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -407,19 +407,12 @@ func ReplayJudged(ctx context.Context, env *Env, name string, path Path, plan *R
 	if path.IsPeer() {
 		return Replay(ctx, env, name, path, plan)
 	}
-	from, to, _, rerr := Route(env.Rack, path)
-	local := rerr == nil && onController(env.Rack, from) && onController(env.Rack, to)
+	local := localFlow(env.Rack, path)
 	var history []string
 	for attempt := 1; ; attempt++ {
-		var probe *hostProbe
-		if local {
-			probe = startHostProbe(ctx)
-		}
-		run, err := Replay(ctx, env, name, path, plan)
-		var host *report.Histogram
-		if probe != nil {
-			host = probe.stop()
-		}
+		var run *ReplayRun
+		var err error
+		host := hostProbed(ctx, local, func() { run, err = Replay(ctx, env, name, path, plan) })
 		if err != nil || run == nil {
 			return run, err
 		}

@@ -60,10 +60,7 @@ func openSimRig(t *testing.T, rack *fixtures.Rack) *steps.Env {
 // trip runs pinger and echo on the boards the one-way cases use, counts
 // every ping, and reports RTT/2 on the pinging board's clock.
 func TestRoundTripBetweenBoards(t *testing.T) {
-	rack, err := fixtures.SimRack()
-	if err != nil {
-		t.Fatal(err)
-	}
+	rack := simRack(t, fixtures.DetectSimEnv())
 	env := openSimRig(t, rack)
 	const n, warm = 300, 30
 	for _, tr := range steps.AllTransports {

@@ -241,46 +241,49 @@ func costRunThrough(t *testing.T, open func(*testing.T) agent.PeerROS2, c costCa
 	probe := open(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
+	// The probe's DDS end first, then the bridge, then the hilrig end:
+	// one of the two sends, the other receives (by direction).
 	var send func([]byte) error
-	var b *bridge.Bridge
+	var recv func()
+	var ddsEnd interface{ Close() error }
 	var err error
 	if c.dir == bridge.ToROS {
-		r, err := probe.NewROS2Reader(topic.DDSTopic(), topic.DDSType(), c.profile.Reliable(), c.profile.Depth(), c.size, false)
-		if err != nil {
-			t.Fatal(err)
+		r, rerr := probe.NewROS2Reader(topic.DDSTopic(), topic.DDSType(), c.profile.Reliable(), c.profile.Depth(), c.size, false)
+		ddsEnd, err = r, rerr
+		recv = func() { ddsReceive(ctx, r, h, mu) }
+	} else {
+		w, werr := probe.NewROS2Writer(topic.DDSTopic(), topic.DDSType(), c.profile.Reliable(), c.profile.Depth(), c.size)
+		ddsEnd, err = w, werr
+		if werr == nil {
+			send = w.(agent.PeerForwarder).Forward
 		}
-		defer r.Close()
-		if b, err = bridge.New(node, open(t), []bridge.Topic{bt}); err != nil {
-			t.Fatal(err)
-		}
-		pub, err := node.NewPublisher(bt.Hilrig.Contract(), nil)
-		if err != nil {
-			t.Fatal(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ddsEnd.Close()
+	b, err := bridge.New(node, open(t), []bridge.Topic{bt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.dir == bridge.ToROS {
+		pub, perr := node.NewPublisher(bt.Hilrig.Contract(), nil)
+		if perr != nil {
+			t.Fatal(perr)
 		}
 		defer pub.Close()
-		awaitMatched(t, r)
-		wg.Add(1)
-		go func() { defer wg.Done(); ddsReceive(ctx, r, h, mu) }()
 		send = pub.Send
 	} else {
-		w, err := probe.NewROS2Writer(topic.DDSTopic(), topic.DDSType(), c.profile.Reliable(), c.profile.Depth(), c.size)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer w.Close()
-		if b, err = bridge.New(node, open(t), []bridge.Topic{bt}); err != nil {
-			t.Fatal(err)
-		}
-		sub, err := node.NewSubscriber(bt.Hilrig.Contract(), nil)
-		if err != nil {
-			t.Fatal(err)
+		sub, serr := node.NewSubscriber(bt.Hilrig.Contract(), nil)
+		if serr != nil {
+			t.Fatal(serr)
 		}
 		defer sub.Close()
-		awaitMatched(t, w)
-		wg.Add(1)
-		go func() { defer wg.Done(); hilrigReceive(ctx, sub, h, mu) }()
-		send = w.(agent.PeerForwarder).Forward
+		recv = func() { hilrigReceive(ctx, sub, h, mu) }
 	}
+	awaitMatched(t, ddsEnd)
+	wg.Add(1)
+	go func() { defer wg.Done(); recv() }()
 	defer b.Close()
 	awaitMatched(t, allMatched{b, 1})
 	runDone := make(chan error, 1)

@@ -239,6 +239,35 @@ type Adapter struct {
 	NewReader func(ddsTopic, ddsType string) (Reader, error)
 }
 
+// PeerAdapter is the Adapter of a peer's ROS 2 endpoints (its
+// NewROS2Writer and NewROS2Reader: reliable, keep-last 10, messages up to
+// 4096 bytes, the reader not spinning) checked against the program bin,
+// run with env and domain as its first argument.
+func PeerAdapter[W Writer, R Reader](name, bin string, env []string, domain uint32,
+	newWriter func(ddsTopic, ddsType string, reliable bool, depth, maxPayload int) (W, error),
+	newReader func(ddsTopic, ddsType string, reliable bool, depth, maxPayload int, spin bool) (R, error)) Adapter {
+	return Adapter{
+		Name: name,
+		Start: func(t *testing.T, args ...string) *Proc {
+			return Start(t, bin, env, append([]string{fmt.Sprint(domain)}, args...)...)
+		},
+		NewWriter: func(topic, typ string) (Writer, error) {
+			w, err := newWriter(topic, typ, true, 10, 4096)
+			if err != nil {
+				return nil, err
+			}
+			return w, nil
+		},
+		NewReader: func(topic, typ string) (Reader, error) {
+			r, err := newReader(topic, typ, true, 10, 4096, false)
+			if err != nil {
+				return nil, err
+			}
+			return r, nil
+		},
+	}
+}
+
 // CheckAll runs HilrigToCheck and CheckToHilrig over Cases on a.
 func CheckAll(t *testing.T, a Adapter) {
 	reg, err := rosmsg.Shipped()

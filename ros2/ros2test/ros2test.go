@@ -8,6 +8,7 @@ package ros2test
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -203,21 +204,36 @@ func CheckToHilrig(t *testing.T, codec *rosmsg.Codec, c Case, r Reader, start fu
 	if _, err := io.WriteString(p.In, "go\n"); err != nil {
 		t.Fatal(err)
 	}
-	var got []byte
-	for deadline := time.Now().Add(20 * time.Second); got == nil && time.Now().Before(deadline); {
+	got := TakeOne(t, r, 20*time.Second)
+	if got == nil {
+		t.Fatal("hilrig's reader got nothing in 20 s")
+	}
+	SameMsg(t, codec, got, p.Line(t))
+}
+
+// Taker is the reading half of a peer's reader (agent.PeerReader).
+type Taker interface {
+	Take(timeout time.Duration) ([]byte, int64, error)
+	Release()
+}
+
+// TakeOne takes r's next message, polling it every 100 ms for up to
+// within, and returns a copy of its bytes, or nil if none came. A Take
+// error fails the test.
+func TakeOne(t testing.TB, r Taker, within time.Duration) []byte {
+	t.Helper()
+	for deadline := time.Now().Add(within); time.Now().Before(deadline); {
 		data, _, err := r.Take(100 * time.Millisecond)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if data != nil {
-			got = append([]byte(nil), data...)
+			got := bytes.Clone(data)
 			r.Release()
+			return got
 		}
 	}
-	if got == nil {
-		t.Fatal("hilrig's reader got nothing in 20 s")
-	}
-	SameMsg(t, codec, got, p.Line(t))
+	return nil
 }
 
 // matched returns p once it printed "matched" (its endpoint matched ours).

@@ -15,7 +15,7 @@ import (
 	"github.com/hilrig/hilrig/middleware"
 	"github.com/hilrig/hilrig/report"
 	"github.com/hilrig/hilrig/ros2/bridge"
-	"github.com/hilrig/hilrig/ros2/rosmsg"
+	"github.com/hilrig/hilrig/ros2/ros2test"
 	"github.com/hilrig/hilrig/ros2/rostopic"
 )
 
@@ -50,15 +50,7 @@ type costCase struct {
 // that every run delivered. -short runs a tenth of the messages.
 func TestBridgeCost(t *testing.T) {
 	open := openers["cyclonedds"]
-	reg, err := rosmsg.Shipped()
-	if err != nil {
-		t.Fatal(err)
-	}
-	imuC, err := reg.Codec("sensor_msgs/Imu")
-	if err != nil {
-		t.Fatal(err)
-	}
-	imuSize, err := rostopic.MinSize(imuC)
+	imuSize, err := rostopic.MinSize(ros2test.Codec(t, "sensor_msgs/Imu"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,11 +65,7 @@ func TestBridgeCost(t *testing.T) {
 		if testing.Short() {
 			c.n /= 10
 		}
-		codec, err := reg.Codec(c.typ)
-		if err != nil {
-			t.Fatal(err)
-		}
-		msg, err := rostopic.Template(codec, c.size)
+		msg, err := rostopic.Template(ros2test.Codec(t, c.typ), c.size)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -193,13 +193,19 @@ func costRun(t *testing.T, open func(*testing.T) agent.PeerROS2, c costCase, top
 		go func() { defer wg.Done(); hilrigReceive(ctx, sub, h, mu) }()
 		send = pub.Send
 	}
-	cpu0, t0 := cpuNs(t), time.Now()
-	pace(t, c, msg, send)
-	drain(c, h, mu)
-	cpu := float64(cpuNs(t)-cpu0) / float64(time.Since(t0).Nanoseconds()) * 100
+	cpu := pacedCPU(t, c, msg, send, h, mu)
 	cancel()
 	wg.Wait()
 	return h, cpu
+}
+
+// pacedCPU sends c's messages through send at c's rate, waits for them at
+// h (drain), and returns the CPU % this process used meanwhile.
+func pacedCPU(t *testing.T, c costCase, msg []byte, send func([]byte) error, h *report.Histogram, mu *sync.Mutex) float64 {
+	cpu0, t0 := cpuNs(t), time.Now()
+	pace(t, c, msg, send)
+	drain(c, h, mu)
+	return float64(cpuNs(t)-cpu0) / float64(time.Since(t0).Nanoseconds()) * 100
 }
 
 // drain waits until every message arrived or 2 s passed without one more.
@@ -276,10 +282,7 @@ func costRunThrough(t *testing.T, open func(*testing.T) agent.PeerROS2, c costCa
 	awaitMatched(t, allMatched{b, 1})
 	runDone := make(chan error, 1)
 	go func() { runDone <- b.Run(ctx, discard{}, time.Hour) }()
-	cpu0, t0 := cpuNs(t), time.Now()
-	pace(t, c, msg, send)
-	drain(c, h, mu)
-	cpu := float64(cpuNs(t)-cpu0) / float64(time.Since(t0).Nanoseconds()) * 100
+	cpu := pacedCPU(t, c, msg, send, h, mu)
 	cancel()
 	wg.Wait()
 	if err = <-runDone; err != nil {

@@ -9,7 +9,7 @@ import (
 	"github.com/hilrig/hilrig/agent/internal/sys"
 	"github.com/hilrig/hilrig/agentproto"
 	"github.com/hilrig/hilrig/middleware"
-	"github.com/hilrig/hilrig/ros2/rosmsg"
+	"github.com/hilrig/hilrig/ros2/ros2test"
 	"github.com/hilrig/hilrig/ros2/rostopic"
 )
 
@@ -22,14 +22,7 @@ func TestROS2HilrigAllocs(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { node.Close() })
-	reg, err := rosmsg.Shipped()
-	if err != nil {
-		t.Fatal(err)
-	}
-	codec, err := reg.Codec("sensor_msgs/Imu")
-	if err != nil {
-		t.Fatal(err)
-	}
+	codec := ros2test.Codec(t, "sensor_msgs/Imu")
 	size, err := rostopic.MinSize(codec)
 	if err != nil {
 		t.Fatal(err)

@@ -20,11 +20,7 @@ func TestBridgedFlowSpec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := rig.Open(context.Background(), rack, &rig.Options{Binary: hilrigBin})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = r.Close() })
+	r := openRig(context.Background(), t, rack, &rig.Options{Binary: hilrigBin})
 	topic := &rostopic.Topic{Name: "imu", Type: "sensor_msgs/Imu"}
 	for name, spec := range map[string]rig.FlowSpec{
 		"no topic": {Traffic: rig.Traffic{Link: "a-b-shm", Middleware: "cyclonedds", Payload: 324, Count: 1}},

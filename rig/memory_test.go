@@ -36,15 +36,7 @@ func TestControllerMemoryBoundedAcrossWindows(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	const maxWin = 16
-	r, err := rig.Open(ctx, rack, &rig.Options{Binary: hilrigBin, Build: deploy.BuildOptions{CacheDir: buildCache}, MaxWindows: maxWin})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := r.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
+	r := openRig(ctx, t, rack, &rig.Options{Binary: hilrigBin, Build: deploy.BuildOptions{CacheDir: buildCache}, MaxWindows: maxWin})
 	const rate, dur = 2000.0, 3 * time.Second
 	spec := rig.FlowSpec{Traffic: rig.Traffic{Link: "a-b-shm", Payload: 64, RateHz: rate, Duration: dur, Window: 10 * time.Millisecond}}
 	f, err := r.Flow(ctx, spec)

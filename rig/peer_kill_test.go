@@ -101,14 +101,6 @@ func peerRig(t *testing.T, peer string) (context.Context, *fixtures.Rack, *rig.R
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := rig.Open(ctx, rack, &rig.Options{Binary: bin})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := r.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
+	r := openRig(ctx, t, rack, &rig.Options{Binary: bin})
 	return ctx, rack, r
 }

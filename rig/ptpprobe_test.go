@@ -43,15 +43,7 @@ boards:
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := rig.Open(ctx, rack, &rig.Options{Binary: hilrigBin})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := r.Close(); err != nil {
-			t.Errorf("rig Close: %v", err)
-		}
-	})
+	r := openRig(ctx, t, rack, &rig.Options{Binary: hilrigBin})
 	a, err := r.Agent(ctx, "slave")
 	if err != nil {
 		t.Fatal(err)

@@ -23,15 +23,11 @@ import (
 	"github.com/hilrig/hilrig/scopes/scopesim"
 )
 
-func openSim(t *testing.T) *rig.Rig {
+// openRig opens rack with opts; the rig is closed at the test's end, an
+// error of Close failing the test.
+func openRig(ctx context.Context, t *testing.T, rack *fixtures.Rack, opts *rig.Options) *rig.Rig {
 	t.Helper()
-	rack, err := fixtures.SimRack()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	r, err := rig.Open(ctx, rack, &rig.Options{Binary: hilrigBin, Build: deploy.BuildOptions{CacheDir: buildCache}})
+	r, err := rig.Open(ctx, rack, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,6 +36,18 @@ func openSim(t *testing.T) *rig.Rig {
 			t.Errorf("Close: %v", err)
 		}
 	})
+	return r
+}
+
+func openSim(t *testing.T) *rig.Rig {
+	t.Helper()
+	rack, err := fixtures.SimRack()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r := openRig(ctx, t, rack, &rig.Options{Binary: hilrigBin, Build: deploy.BuildOptions{CacheDir: buildCache}})
 	return r
 }
 

@@ -11,6 +11,8 @@ import "C"
 import (
 	"fmt"
 	"unsafe"
+
+	"github.com/hilrig/hilrig/ros2/rostopic"
 )
 
 // ROS 2 topics (issue 33; ros2.c): the DDS topic and type names are
@@ -19,10 +21,6 @@ import (
 // opaque sertype without XTypes type information; QoS reliable or best
 // effort, keep-last depth, volatile. Write and Take are the raw writer's
 // and reader's (Writer, Reader), so the agent's hot path is the same.
-
-// stampAt is where a ROS 2 writer stamps: the std_msgs/Header stamp of a
-// type whose first field is its header (rostopic.StampOffset).
-const stampAt = 4
 
 // NewROS2Writer opens a writer on the DDS topic ddsTopic of the ROS 2
 // type ddsType. maxPayload is unused (samples are sized per write).
@@ -78,8 +76,8 @@ func (w *Writer) rc(rc C.dds_return_t) error {
 // writeROS2 stamps and writes one ROS 2 message. 0 allocations on the Go
 // side (Cyclone's serdata is allocated in C).
 func (w *Writer) writeROS2(payload []byte, clock int32) error {
-	if len(payload) < stampAt+8 {
+	if len(payload) < rostopic.StampOffset+8 {
 		return fmt.Errorf("cyclonedds: ROS 2 message of %d bytes has no header stamp", len(payload))
 	}
-	return w.rc(C.hlr_cd_ros2_write(w.ros, (*C.uint8_t)(unsafe.Pointer(&payload[0])), C.uint32_t(len(payload)), stampAt, C.int(clock)))
+	return w.rc(C.hlr_cd_ros2_write(w.ros, (*C.uint8_t)(unsafe.Pointer(&payload[0])), C.uint32_t(len(payload)), rostopic.StampOffset, C.int(clock)))
 }

@@ -3,7 +3,6 @@
 package cyclonedds
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,14 +33,5 @@ func TestROS2IndependentCyclone(t *testing.T) {
 	// The program's participant is configured as the adapter's: loopback
 	// only, no multicast, unicast discovery (the rig's rule for every DDS).
 	env := []string{"CYCLONEDDS_URI=" + strings.ReplaceAll(p.cfg.xml(), "\n", "")}
-	ros2test.CheckAll(t, ros2test.Adapter{
-		Name: "c",
-		Start: func(t *testing.T, args ...string) *ros2test.Proc {
-			return ros2test.Start(t, bin, env, append([]string{fmt.Sprint(p.cfg.Domain)}, args...)...)
-		},
-		NewWriter: func(topic, typ string) (ros2test.Writer, error) { return p.NewROS2Writer(topic, typ, true, 10, 4096) },
-		NewReader: func(topic, typ string) (ros2test.Reader, error) {
-			return p.NewROS2Reader(topic, typ, true, 10, 4096, false)
-		},
-	})
+	ros2test.CheckAll(t, ros2test.PeerAdapter("c", bin, env, p.cfg.Domain, p.NewROS2Writer, p.NewROS2Reader))
 }

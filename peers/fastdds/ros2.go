@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"os"
 	"unsafe"
+
+	"github.com/hilrig/hilrig/ros2/rostopic"
 )
 
 // ROS 2 topics (issue 33; the end of shim.cc): the DDS topic and type
@@ -20,10 +22,6 @@ import (
 // the samples are the message's XCDR1 bytes, header included, through a
 // TopicDataType without type object or type information; QoS reliable or
 // best effort, keep-last depth, volatile. Take is the raw reader's.
-
-// stampAt is where a ROS 2 writer stamps: the std_msgs/Header stamp of a
-// type whose first field is its header (rostopic.StampOffset).
-const stampAt = 4
 
 // NewROS2Writer opens a writer on the DDS topic ddsTopic of the ROS 2
 // type ddsType, messages up to maxPayload bytes.
@@ -56,10 +54,10 @@ func (p *Peer) NewROS2Reader(ddsTopic, ddsType string, reliable bool, depth, max
 // writeROS2 stamps and writes one ROS 2 message. 0 allocations on the Go
 // side.
 func (w *Writer) writeROS2(payload []byte, clock int32) error {
-	if len(payload) < stampAt+8 {
+	if len(payload) < rostopic.StampOffset+8 {
 		return fmt.Errorf("fastdds: ROS 2 message of %d bytes has no header stamp", len(payload))
 	}
-	return rc(C.hlr_fd_ros2_write(w.w, (*C.uint8_t)(unsafe.Pointer(&payload[0])), C.uint32_t(len(payload)), stampAt, C.int(clock)))
+	return rc(C.hlr_fd_ros2_write(w.w, (*C.uint8_t)(unsafe.Pointer(&payload[0])), C.uint32_t(len(payload)), rostopic.StampOffset, C.int(clock)))
 }
 
 // Forward writes a ROS 2 message as it is, its header stamp untouched (a

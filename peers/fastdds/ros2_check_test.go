@@ -3,7 +3,6 @@
 package fastdds
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -38,14 +37,5 @@ func TestROS2IndependentFastDDS(t *testing.T) {
 	// No XML profile applies (Open unset the variables naming one for this
 	// process and its children); the program configures its participant.
 	env := []string{"SKIP_DEFAULT_XML=1"}
-	ros2test.CheckAll(t, ros2test.Adapter{
-		Name: "cpp",
-		Start: func(t *testing.T, args ...string) *ros2test.Proc {
-			return ros2test.Start(t, bin, env, append([]string{fmt.Sprint(p.cfg.Domain)}, args...)...)
-		},
-		NewWriter: func(topic, typ string) (ros2test.Writer, error) { return p.NewROS2Writer(topic, typ, true, 10, 4096) },
-		NewReader: func(topic, typ string) (ros2test.Reader, error) {
-			return p.NewROS2Reader(topic, typ, true, 10, 4096, false)
-		},
-	})
+	ros2test.CheckAll(t, ros2test.PeerAdapter("cpp", bin, env, p.cfg.Domain, p.NewROS2Writer, p.NewROS2Reader))
 }

@@ -159,17 +159,7 @@ func conform(t *testing.T, dds agent.PeerROS2, prb probe) {
 		if err := pub.Send(msg(i)); err != nil {
 			t.Fatal(err)
 		}
-		var got []byte
-		for deadline := time.Now().Add(20 * time.Second); got == nil && time.Now().Before(deadline); {
-			data, _, err := pr.Take(100 * time.Millisecond)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if data != nil {
-				got = bytes.Clone(data)
-				pr.Release()
-			}
-		}
+		got := ros2test.TakeOne(t, pr, 20*time.Second)
 		if !bytes.Equal(got, msg(i)) {
 			t.Fatalf("ROS 2 side, message %d: got % x, want % x (as published on hilrig)", i, got, msg(i))
 		}

@@ -15,7 +15,7 @@ import (
 	"github.com/hilrig/hilrig/middleware"
 	"github.com/hilrig/hilrig/report"
 	"github.com/hilrig/hilrig/ros2/bridge"
-	"github.com/hilrig/hilrig/ros2/rosmsg"
+	"github.com/hilrig/hilrig/ros2/ros2test"
 	"github.com/hilrig/hilrig/ros2/rostopic"
 )
 
@@ -50,15 +50,7 @@ type costCase struct {
 // that every run delivered. -short runs a tenth of the messages.
 func TestBridgeCost(t *testing.T) {
 	open := openers["cyclonedds"]
-	reg, err := rosmsg.Shipped()
-	if err != nil {
-		t.Fatal(err)
-	}
-	imuC, err := reg.Codec("sensor_msgs/Imu")
-	if err != nil {
-		t.Fatal(err)
-	}
-	imuSize, err := rostopic.MinSize(imuC)
+	imuSize, err := rostopic.MinSize(ros2test.Codec(t, "sensor_msgs/Imu"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,11 +65,7 @@ func TestBridgeCost(t *testing.T) {
 		if testing.Short() {
 			c.n /= 10
 		}
-		codec, err := reg.Codec(c.typ)
-		if err != nil {
-			t.Fatal(err)
-		}
-		msg, err := rostopic.Template(codec, c.size)
+		msg, err := rostopic.Template(ros2test.Codec(t, c.typ), c.size)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -205,13 +193,19 @@ func costRun(t *testing.T, open func(*testing.T) agent.PeerROS2, c costCase, top
 		go func() { defer wg.Done(); hilrigReceive(ctx, sub, h, mu) }()
 		send = pub.Send
 	}
-	cpu0, t0 := cpuNs(t), time.Now()
-	pace(t, c, msg, send)
-	drain(c, h, mu)
-	cpu := float64(cpuNs(t)-cpu0) / float64(time.Since(t0).Nanoseconds()) * 100
+	cpu := pacedCPU(t, c, msg, send, h, mu)
 	cancel()
 	wg.Wait()
 	return h, cpu
+}
+
+// pacedCPU sends c's messages through send at c's rate, waits for them at
+// h (drain), and returns the CPU % this process used meanwhile.
+func pacedCPU(t *testing.T, c costCase, msg []byte, send func([]byte) error, h *report.Histogram, mu *sync.Mutex) float64 {
+	cpu0, t0 := cpuNs(t), time.Now()
+	pace(t, c, msg, send)
+	drain(c, h, mu)
+	return float64(cpuNs(t)-cpu0) / float64(time.Since(t0).Nanoseconds()) * 100
 }
 
 // drain waits until every message arrived or 2 s passed without one more.
@@ -241,54 +235,54 @@ func costRunThrough(t *testing.T, open func(*testing.T) agent.PeerROS2, c costCa
 	probe := open(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
+	// The probe's DDS end first, then the bridge, then the hilrig end:
+	// one of the two sends, the other receives (by direction).
 	var send func([]byte) error
-	var b *bridge.Bridge
+	var recv func()
+	var ddsEnd interface{ Close() error }
 	var err error
 	if c.dir == bridge.ToROS {
-		r, err := probe.NewROS2Reader(topic.DDSTopic(), topic.DDSType(), c.profile.Reliable(), c.profile.Depth(), c.size, false)
-		if err != nil {
-			t.Fatal(err)
+		r, rerr := probe.NewROS2Reader(topic.DDSTopic(), topic.DDSType(), c.profile.Reliable(), c.profile.Depth(), c.size, false)
+		ddsEnd, err = r, rerr
+		recv = func() { ddsReceive(ctx, r, h, mu) }
+	} else {
+		w, werr := probe.NewROS2Writer(topic.DDSTopic(), topic.DDSType(), c.profile.Reliable(), c.profile.Depth(), c.size)
+		ddsEnd, err = w, werr
+		if werr == nil {
+			send = w.(agent.PeerForwarder).Forward
 		}
-		defer r.Close()
-		if b, err = bridge.New(node, open(t), []bridge.Topic{bt}); err != nil {
-			t.Fatal(err)
-		}
-		pub, err := node.NewPublisher(bt.Hilrig.Contract(), nil)
-		if err != nil {
-			t.Fatal(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ddsEnd.Close()
+	b, err := bridge.New(node, open(t), []bridge.Topic{bt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.dir == bridge.ToROS {
+		pub, perr := node.NewPublisher(bt.Hilrig.Contract(), nil)
+		if perr != nil {
+			t.Fatal(perr)
 		}
 		defer pub.Close()
-		awaitMatched(t, r)
-		wg.Add(1)
-		go func() { defer wg.Done(); ddsReceive(ctx, r, h, mu) }()
 		send = pub.Send
 	} else {
-		w, err := probe.NewROS2Writer(topic.DDSTopic(), topic.DDSType(), c.profile.Reliable(), c.profile.Depth(), c.size)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer w.Close()
-		if b, err = bridge.New(node, open(t), []bridge.Topic{bt}); err != nil {
-			t.Fatal(err)
-		}
-		sub, err := node.NewSubscriber(bt.Hilrig.Contract(), nil)
-		if err != nil {
-			t.Fatal(err)
+		sub, serr := node.NewSubscriber(bt.Hilrig.Contract(), nil)
+		if serr != nil {
+			t.Fatal(serr)
 		}
 		defer sub.Close()
-		awaitMatched(t, w)
-		wg.Add(1)
-		go func() { defer wg.Done(); hilrigReceive(ctx, sub, h, mu) }()
-		send = w.(agent.PeerForwarder).Forward
+		recv = func() { hilrigReceive(ctx, sub, h, mu) }
 	}
+	awaitMatched(t, ddsEnd)
+	wg.Add(1)
+	go func() { defer wg.Done(); recv() }()
 	defer b.Close()
 	awaitMatched(t, allMatched{b, 1})
 	runDone := make(chan error, 1)
 	go func() { runDone <- b.Run(ctx, discard{}, time.Hour) }()
-	cpu0, t0 := cpuNs(t), time.Now()
-	pace(t, c, msg, send)
-	drain(c, h, mu)
-	cpu := float64(cpuNs(t)-cpu0) / float64(time.Since(t0).Nanoseconds()) * 100
+	cpu := pacedCPU(t, c, msg, send, h, mu)
 	cancel()
 	wg.Wait()
 	if err = <-runDone; err != nil {

@@ -8,6 +8,7 @@ package ros2test
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -203,21 +204,36 @@ func CheckToHilrig(t *testing.T, codec *rosmsg.Codec, c Case, r Reader, start fu
 	if _, err := io.WriteString(p.In, "go\n"); err != nil {
 		t.Fatal(err)
 	}
-	var got []byte
-	for deadline := time.Now().Add(20 * time.Second); got == nil && time.Now().Before(deadline); {
+	got := TakeOne(t, r, 20*time.Second)
+	if got == nil {
+		t.Fatal("hilrig's reader got nothing in 20 s")
+	}
+	SameMsg(t, codec, got, p.Line(t))
+}
+
+// Taker is the reading half of a peer's reader (agent.PeerReader).
+type Taker interface {
+	Take(timeout time.Duration) ([]byte, int64, error)
+	Release()
+}
+
+// TakeOne takes r's next message, polling it every 100 ms for up to
+// within, and returns a copy of its bytes, or nil if none came. A Take
+// error fails the test.
+func TakeOne(t testing.TB, r Taker, within time.Duration) []byte {
+	t.Helper()
+	for deadline := time.Now().Add(within); time.Now().Before(deadline); {
 		data, _, err := r.Take(100 * time.Millisecond)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if data != nil {
-			got = append([]byte(nil), data...)
+			got := bytes.Clone(data)
 			r.Release()
+			return got
 		}
 	}
-	if got == nil {
-		t.Fatal("hilrig's reader got nothing in 20 s")
-	}
-	SameMsg(t, codec, got, p.Line(t))
+	return nil
 }
 
 // matched returns p once it printed "matched" (its endpoint matched ours).
@@ -237,6 +253,35 @@ type Adapter struct {
 	Start     func(t *testing.T, args ...string) *Proc
 	NewWriter func(ddsTopic, ddsType string) (Writer, error)
 	NewReader func(ddsTopic, ddsType string) (Reader, error)
+}
+
+// PeerAdapter is the Adapter of a peer's ROS 2 endpoints (its
+// NewROS2Writer and NewROS2Reader: reliable, keep-last 10, messages up to
+// 4096 bytes, the reader not spinning) checked against the program bin,
+// run with env and domain as its first argument.
+func PeerAdapter[W Writer, R Reader](name, bin string, env []string, domain uint32,
+	newWriter func(ddsTopic, ddsType string, reliable bool, depth, maxPayload int) (W, error),
+	newReader func(ddsTopic, ddsType string, reliable bool, depth, maxPayload int, spin bool) (R, error)) Adapter {
+	return Adapter{
+		Name: name,
+		Start: func(t *testing.T, args ...string) *Proc {
+			return Start(t, bin, env, append([]string{fmt.Sprint(domain)}, args...)...)
+		},
+		NewWriter: func(topic, typ string) (Writer, error) {
+			w, err := newWriter(topic, typ, true, 10, 4096)
+			if err != nil {
+				return nil, err
+			}
+			return w, nil
+		},
+		NewReader: func(topic, typ string) (Reader, error) {
+			r, err := newReader(topic, typ, true, 10, 4096, false)
+			if err != nil {
+				return nil, err
+			}
+			return r, nil
+		},
+	}
 }
 
 // CheckAll runs HilrigToCheck and CheckToHilrig over Cases on a.

@@ -5,22 +5,10 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/hilrig/hilrig/ros2/ros2test"
 	"github.com/hilrig/hilrig/ros2/rosmsg"
 	"github.com/hilrig/hilrig/ros2/rostopic"
 )
-
-func codec(t *testing.T, name string) *rosmsg.Codec {
-	t.Helper()
-	reg, err := rosmsg.Shipped()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := reg.Codec(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
 
 func TestProfileText(t *testing.T) {
 	for _, p := range []rostopic.Profile{rostopic.ProfileDefault, rostopic.ProfileSensorData} {
@@ -75,7 +63,7 @@ func TestTopicNames(t *testing.T) {
 }
 
 func TestTemplate(t *testing.T) {
-	imu := codec(t, "sensor_msgs/Imu")
+	imu := ros2test.Codec(t, "sensor_msgs/Imu")
 	n, err := rostopic.MinSize(imu)
 	if err != nil {
 		t.Fatal(err)
@@ -103,7 +91,7 @@ func TestTemplate(t *testing.T) {
 		t.Error("an Imu of another size was built")
 	}
 	// Image reaches any size at or above its minimum through its data.
-	img := codec(t, "sensor_msgs/Image")
+	img := ros2test.Codec(t, "sensor_msgs/Image")
 	b, err = rostopic.Template(img, 1<<20)
 	if err != nil || len(b) != 1<<20 {
 		t.Fatalf("Image at 1 MiB: %d bytes, %v", len(b), err)
@@ -111,7 +99,7 @@ func TestTemplate(t *testing.T) {
 	if _, err := img.Decode(b); err != nil {
 		t.Error(err)
 	}
-	if _, err := rostopic.Template(codec(t, "geometry_msgs/Twist"), rosmsg.TwistSize); !errors.Is(err, rostopic.ErrNoHeader) {
+	if _, err := rostopic.Template(ros2test.Codec(t, "geometry_msgs/Twist"), rosmsg.TwistSize); !errors.Is(err, rostopic.ErrNoHeader) {
 		t.Errorf("Twist: got %v, want ErrNoHeader", err)
 	}
 }

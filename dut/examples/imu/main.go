@@ -49,6 +49,18 @@ func main() {
 	}
 }
 
+// envPort reads a port's message size (PREFIX_PAYLOAD, bytes, default 64,
+// at least 32) and queue depth (PREFIX_DEPTH, default 16, at least 1).
+func envPort(prefix string) (size, depth int, err error) {
+	if size, err = envInt(prefix+"_PAYLOAD", 64, 32); err != nil {
+		return 0, 0, err
+	}
+	if depth, err = envInt(prefix+"_DEPTH", 16, 1); err != nil {
+		return 0, 0, err
+	}
+	return size, depth, nil
+}
+
 func envInt(k string, def, least int) (int, error) {
 	v := os.Getenv(k)
 	if v == "" {
@@ -66,19 +78,11 @@ func run(ctx context.Context, stallEvery int, stall time.Duration) error {
 	if inTopic == "" || outTopic == "" {
 		return fmt.Errorf("HILRIG_IMU_TOPIC and HILRIG_CMD_TOPIC must name the topics")
 	}
-	inSize, err := envInt("HILRIG_IMU_PAYLOAD", 64, 32)
+	inSize, inDepth, err := envPort("HILRIG_IMU")
 	if err != nil {
 		return err
 	}
-	outSize, err := envInt("HILRIG_CMD_PAYLOAD", 64, 32)
-	if err != nil {
-		return err
-	}
-	inDepth, err := envInt("HILRIG_IMU_DEPTH", 16, 1)
-	if err != nil {
-		return err
-	}
-	outDepth, err := envInt("HILRIG_CMD_DEPTH", 16, 1)
+	outSize, outDepth, err := envPort("HILRIG_CMD")
 	if err != nil {
 		return err
 	}

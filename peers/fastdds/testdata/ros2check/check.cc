@@ -129,6 +129,19 @@ static void fill(Image_ &m) {
 		m.data()[i] = (uint8_t)(i * 7 + 3);
 }
 
+// await_match polls matched() every millisecond until it is not 0 (20 s
+// at most), then says so on stdout: "matched".
+template <class F>
+static void await_match(F matched) {
+	for (int i = 0; matched() == 0; i++) {
+		if (i > 20000)
+			die("waiting for a match");
+		std::this_thread::sleep_for(std::chrono::milliseconds(1));
+	}
+	std::printf("matched\n");
+	std::fflush(stdout);
+}
+
 template <class T, class PubSub>
 static int run(DomainParticipant *pp, bool writing, const char *topic_name) {
 	TypeSupport type(new PubSub());
@@ -150,14 +163,11 @@ static int run(DomainParticipant *pp, bool writing, const char *topic_name) {
 		DataWriter *w = pp->create_publisher(PUBLISHER_QOS_DEFAULT)->create_datawriter(topic, q);
 		if (!w)
 			die("create_datawriter");
-		PublicationMatchedStatus st;
-		for (int i = 0; w->get_publication_matched_status(st), st.current_count == 0; i++) {
-			if (i > 20000)
-				die("waiting for a match");
-			std::this_thread::sleep_for(std::chrono::milliseconds(1));
-		}
-		std::printf("matched\n");
-		std::fflush(stdout);
+		await_match([w] {
+			PublicationMatchedStatus st;
+			w->get_publication_matched_status(st);
+			return st.current_count;
+		});
 		std::string line;
 		if (!std::getline(std::cin, line))
 			die("stdin");
@@ -174,14 +184,11 @@ static int run(DomainParticipant *pp, bool writing, const char *topic_name) {
 	DataReader *r = pp->create_subscriber(SUBSCRIBER_QOS_DEFAULT)->create_datareader(topic, q);
 	if (!r)
 		die("create_datareader");
-	SubscriptionMatchedStatus st;
-	for (int i = 0; r->get_subscription_matched_status(st), st.current_count == 0; i++) {
-		if (i > 20000)
-			die("waiting for a match");
-		std::this_thread::sleep_for(std::chrono::milliseconds(1));
-	}
-	std::printf("matched\n");
-	std::fflush(stdout);
+	await_match([r] {
+		SubscriptionMatchedStatus st;
+		r->get_subscription_matched_status(st);
+		return st.current_count;
+	});
 	SampleInfo info;
 	for (;;) {
 		if (!r->wait_for_unread_message(eprosima::fastrtps::Duration_t(20, 0)))

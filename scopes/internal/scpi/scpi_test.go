@@ -175,29 +175,44 @@ func TestBlockSplitAcrossSegments(t *testing.T) {
 	}
 }
 
+// timeOutQuery sends query q on a context that expires after 100 ms,
+// fails t unless the error is ErrTimeout, and returns the server side
+// of the connection once the simulated instrument has read q.
+func timeOutQuery(t *testing.T, s *scripted, c *scpi.Conn, q string) net.Conn {
+	t.Helper()
+	short, cancelShort := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancelShort()
+	if _, err := c.Query(short, q); !errors.Is(err, scopes.ErrTimeout) {
+		t.Fatalf("got %v, want ErrTimeout", err)
+	}
+	s.expect(t, q)
+	return s.accept(t)
+}
+
+// queryAfterResync sends q (within 5 s) while the instrument, on
+// another goroutine, answers the resync marker (after writing before),
+// then reads q and replies reply.
+func queryAfterResync(t *testing.T, s *scripted, srv net.Conn, c *scpi.Conn, before, q, reply string) (string, error) {
+	t.Helper()
+	go func() {
+		s.answerMarker(t, srv, before)
+		s.expect(t, q)
+		srv.Write([]byte(reply))
+	}()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	return c.Query(ctx, q)
+}
+
 func TestLateReplyIsDiscardedByResync(t *testing.T) {
 	s := newScripted(t)
 	c := dial(t, s, 3*time.Second)
-	short, cancelShort := context.WithTimeout(t.Context(), 100*time.Millisecond)
-	defer cancelShort()
-	_, err := c.Query(short, "MEAS:MEAN?")
-	if !errors.Is(err, scopes.ErrTimeout) {
-		t.Fatalf("got %v, want ErrTimeout", err)
-	}
-	s.expect(t, "MEAS:MEAN?")
-	srv := s.accept(t)
+	srv := timeOutQuery(t, s, c, "MEAS:MEAN?")
 	// The late reply arrives after the timeout.
 	if _, err := srv.Write([]byte("1.5E-06\n")); err != nil {
 		t.Fatal(err)
 	}
-	go func() {
-		s.answerMarker(t, srv, "")
-		s.expect(t, "MEAS:MAX?")
-		srv.Write([]byte("2.5E-06\n"))
-	}()
-	c2, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-	defer cancel()
-	got, err := c.Query(c2, "MEAS:MAX?")
+	got, err := queryAfterResync(t, s, srv, c, "", "MEAS:MAX?", "2.5E-06\n")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,22 +227,9 @@ func TestLateReplyIsDiscardedByResync(t *testing.T) {
 func TestLateReplyArrivingDuringResync(t *testing.T) {
 	s := newScripted(t)
 	c := dial(t, s, 3*time.Second)
-	short, cancelShort := context.WithTimeout(t.Context(), 100*time.Millisecond)
-	defer cancelShort()
-	if _, err := c.Query(short, "SLOW?"); !errors.Is(err, scopes.ErrTimeout) {
-		t.Fatalf("got %v, want ErrTimeout", err)
-	}
-	s.expect(t, "SLOW?")
-	srv := s.accept(t)
-	go func() {
-		// in-order instrument: the late reply precedes the marker
-		s.answerMarker(t, srv, "42\n")
-		s.expect(t, "NEXT?")
-		srv.Write([]byte("7\n"))
-	}()
-	c2, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-	defer cancel()
-	got, err := c.Query(c2, "NEXT?")
+	srv := timeOutQuery(t, s, c, "SLOW?")
+	// in-order instrument: the late reply precedes the marker
+	got, err := queryAfterResync(t, s, srv, c, "42\n", "NEXT?", "7\n")
 	if err != nil || got != "7" {
 		t.Fatalf("got %q, %v; want 7", got, err)
 	}

@@ -162,6 +162,24 @@ func TestTekSetsBothSourcesAndHeadersOff(t *testing.T) {
 	}
 }
 
+// rejectedConfigure starts the simulator for d, opens its driver, has
+// the simulator refuse every command starting with prefix (code, text)
+// and configures a CH1→CH2 delay; it fails t unless that returns an
+// *InstrumentError, and returns the instrument, that error and the
+// error as returned.
+func rejectedConfigure(t *testing.T, d scopesim.Dialect, prefix string, code int, text string) (lxi.Instrument, *scopes.InstrumentError, error) {
+	t.Helper()
+	r := startSim(t, d, "")
+	inst := openSim(t, r, d.String())
+	r.srv.RejectCommand(prefix, code, text)
+	err := inst.ConfigureDelay(t.Context(), scopes.DelayConfig{Source: 1, Dest: 2})
+	var ie *scopes.InstrumentError
+	if !errors.As(err, &ie) {
+		t.Fatalf("got %v, want an *InstrumentError", err)
+	}
+	return inst, ie, err
+}
+
 // A setting the instrument refuses must come back as an InstrumentError
 // carrying the instrument's own text, whatever the vendor's error path
 // (Tek *ESR?+ALLEv?, Keysight/Rigol :SYSTem:ERRor?, Siglent *ESR? bits).
@@ -178,17 +196,9 @@ func TestErrorQueuePropagation(t *testing.T) {
 		{scopesim.Siglent, ":MEASure:ADVanced:P1:SOURce2", 0, ""},
 	} {
 		t.Run(tc.d.String(), func(t *testing.T) {
-			r := startSim(t, tc.d, "")
-			inst, err := lxi.Open(t.Context(), lxi.Options{Driver: tc.d.String(), Addr: r.srv.Addr(), Timeout: time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = inst.Close() })
-			r.srv.RejectCommand(tc.prefix, tc.code, tc.text)
-			err = inst.ConfigureDelay(t.Context(), scopes.DelayConfig{Source: 1, Dest: 2})
-			var ie *scopes.InstrumentError
-			if !errors.As(err, &ie) || !errors.Is(err, scopes.ErrInstrument) {
-				t.Fatalf("got %v, want an *InstrumentError", err)
+			inst, ie, err := rejectedConfigure(t, tc.d, tc.prefix, tc.code, tc.text)
+			if !errors.Is(err, scopes.ErrInstrument) {
+				t.Fatalf("got %v, want it to match ErrInstrument", err)
 			}
 			if tc.d == scopesim.Siglent {
 				if ie.Code != 16 {

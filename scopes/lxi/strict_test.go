@@ -206,18 +206,11 @@ func TestErrorNamesCommand(t *testing.T) {
 		{scopesim.Siglent, ":MEASure:ADVanced:P1:SOURce2", ":MEASure:ADVanced:P1:SOURce2 C2"},
 	} {
 		t.Run(tc.d.String()+tc.prefix, func(t *testing.T) {
-			r := startSim(t, tc.d, "")
-			inst := openSim(t, r, tc.d.String())
 			code := -221
 			if tc.d == scopesim.Tek {
 				code = 221 // Tektronix event codes are positive
 			}
-			r.srv.RejectCommand(tc.prefix, code, "Settings conflict")
-			err := inst.ConfigureDelay(t.Context(), scopes.DelayConfig{Source: 1, Dest: 2})
-			var ie *scopes.InstrumentError
-			if !errors.As(err, &ie) {
-				t.Fatalf("got %v, want an *InstrumentError", err)
-			}
+			_, ie, err := rejectedConfigure(t, tc.d, tc.prefix, code, "Settings conflict")
 			if ie.After != tc.want {
 				t.Fatalf("error %v names %q, want the command %q", err, ie.After, tc.want)
 			}

@@ -231,6 +231,30 @@ func TestPTP4LLockNeedsAFreshOffset(t *testing.T) {
 	since := func(d time.Duration) func([]reading) bool {
 		return func(rs []reading) bool { return len(rs) > 0 && rs[len(rs)-1].st.ReadAt.Sub(rs[0].st.ReadAt) >= d }
 	}
+	// lastState: the latest reading is good and its port state passes ok.
+	lastState := func(ok func(timesync.PortState) bool) func([]reading) bool {
+		return func(rs []reading) bool {
+			n := len(rs)
+			return n > 0 && rs[n-1].err == nil && ok(rs[n-1].st.PortState)
+		}
+	}
+	// inject applies one fault while rec runs, stopping rec before
+	// failing t if the fault cannot be applied.
+	inject := func(t *testing.T, rec *recording, fault error) {
+		t.Helper()
+		if fault != nil {
+			rec.stop()
+			t.Fatal(fault)
+		}
+	}
+	// steadyThenFault waits (up to 20 s) for the slave to have measured
+	// for 2 s, applies fault and returns when it did.
+	steadyThenFault := func(t *testing.T, rec *recording, what string, fault func() error) time.Time {
+		t.Helper()
+		waitRecorded(t, rec, 20*time.Second, "slave measuring before the "+what, func(rs []reading) bool { return since(2*time.Second)(rs) && measuring(rs) })
+		inject(t, rec, fault())
+		return time.Now()
+	}
 
 	t.Run("ColdStart", func(t *testing.T) {
 		if err := rig.KillDaemon(ctx, ptprig.Slave); err != nil {
@@ -238,52 +262,29 @@ func TestPTP4LLockNeedsAFreshOffset(t *testing.T) {
 		}
 		rec := record(ctx, src)
 		faultAt := time.Now()
-		if err := rig.StartDaemon(ctx, ptprig.Slave); err != nil {
-			rec.stop()
-			t.Fatal(err)
-		}
+		inject(t, rec, rig.StartDaemon(ctx, ptprig.Slave))
 		waitRecorded(t, rec, 40*time.Second, "slave measuring after a cold start", recovered(faultAt))
 		checkFreshLock(t, rec.stop(), rig.GMIdentity, faultAt)
 	})
 
 	t.Run("LinkFlap", func(t *testing.T) {
 		rec := record(ctx, src)
-		waitRecorded(t, rec, 20*time.Second, "slave measuring before the link flap", func(rs []reading) bool { return since(2*time.Second)(rs) && measuring(rs) })
-		if err := rig.Pair.SetLink(ctx, false); err != nil {
-			rec.stop()
-			t.Fatal(err)
-		}
-		faultAt := time.Now()
-		waitRecorded(t, rec, 10*time.Second, "slave FAULTY after link down", func(rs []reading) bool {
-			n := len(rs)
-			return n > 0 && rs[n-1].err == nil && rs[n-1].st.PortState == timesync.PortStateFaulty
-		})
-		if err := rig.Pair.SetLink(ctx, true); err != nil {
-			rec.stop()
-			t.Fatal(err)
-		}
+		faultAt := steadyThenFault(t, rec, "link flap", func() error { return rig.Pair.SetLink(ctx, false) })
+		waitRecorded(t, rec, 10*time.Second, "slave FAULTY after link down",
+			lastState(func(s timesync.PortState) bool { return s == timesync.PortStateFaulty }))
+		inject(t, rec, rig.Pair.SetLink(ctx, true))
 		waitRecorded(t, rec, 60*time.Second, "slave measuring after the link came back", recovered(faultAt))
 		checkFreshLock(t, rec.stop(), rig.GMIdentity, faultAt)
 	})
 
 	t.Run("GMRestart", func(t *testing.T) {
 		rec := record(ctx, src)
-		waitRecorded(t, rec, 20*time.Second, "slave measuring before the GM restart", func(rs []reading) bool { return since(2*time.Second)(rs) && measuring(rs) })
-		if err := rig.KillDaemon(ctx, ptprig.GM); err != nil {
-			rec.stop()
-			t.Fatal(err)
-		}
-		faultAt := time.Now()
+		faultAt := steadyThenFault(t, rec, "GM restart", func() error { return rig.KillDaemon(ctx, ptprig.GM) })
 		// ptp4l notices the dead GM after its announce receipt timeout;
 		// restart the GM once the slave has given it up, as in the field.
-		waitRecorded(t, rec, 15*time.Second, "slave leaves SLAVE after the GM died", func(rs []reading) bool {
-			n := len(rs)
-			return n > 0 && rs[n-1].err == nil && rs[n-1].st.PortState != timesync.PortStateSlave
-		})
-		if err := rig.StartDaemon(ctx, ptprig.GM); err != nil {
-			rec.stop()
-			t.Fatal(err)
-		}
+		waitRecorded(t, rec, 15*time.Second, "slave leaves SLAVE after the GM died",
+			lastState(func(s timesync.PortState) bool { return s != timesync.PortStateSlave }))
+		inject(t, rec, rig.StartDaemon(ctx, ptprig.GM))
 		waitRecorded(t, rec, 60*time.Second, "slave measuring after the GM restart", recovered(faultAt))
 		checkFreshLock(t, rec.stop(), rig.GMIdentity, faultAt)
 	})

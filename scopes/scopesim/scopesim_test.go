@@ -63,13 +63,7 @@ func TestTekLongHeadersByDefault(t *testing.T) {
 // A new Tektronix DELAY measurement's second source is its first: without
 // SOUrce2 the delay is CH1 to CH1 — zero, a plausible-looking lie.
 func TestTekSecondSourceDefaultsToFirst(t *testing.T) {
-	a, b := scopesim.NewMemSource(), scopesim.NewMemSource()
-	snd, rcv := scopesim.Pulses(3, 1000, 100_000, 100, func(int) int64 { return 5000 })
-	a.Push(snd...)
-	b.Push(rcv...)
-	srv, c := connect(t, scopesim.Tek, map[int]scopesim.EdgeSource{1: a, 2: b})
-	waitEdges(t, srv, 1, 6)
-	waitEdges(t, srv, 2, 6)
+	c := connectPulsed(t, scopesim.Tek, 3, 100_000, func(int) int64 { return 5000 })
 	c.query(t, "HEADer OFF")
 	c.query(t, "MEASUrement:ADDMEAS DELAY")
 	c.want(t, "MEASUrement:MEAS1:RESUlts:ALLAcqs:MEAN?", "0.0000E+00", "CH1→CH1 mean: SOUrce2 defaults to SOUrce1")
@@ -159,6 +153,22 @@ func waitEdges(t *testing.T, s *scopesim.Server, ch, n int) {
 	})
 }
 
+// connectPulsed connects to a d simulator whose CH1 and CH2 play n
+// marker pulses (Pulses: from 1000 ns, every periodNs, 100 ns wide, CH2
+// delay(i) ns after CH1) and returns once it has seen all 2n edges on
+// each channel.
+func connectPulsed(t *testing.T, d scopesim.Dialect, n int, periodNs int64, delay func(int) int64) *client {
+	t.Helper()
+	a, b := scopesim.NewMemSource(), scopesim.NewMemSource()
+	snd, rcv := scopesim.Pulses(n, 1000, periodNs, 100, delay)
+	a.Push(snd...)
+	b.Push(rcv...)
+	srv, c := connect(t, d, map[int]scopesim.EdgeSource{1: a, 2: b})
+	waitEdges(t, srv, 1, 2*n)
+	waitEdges(t, srv, 2, 2*n)
+	return c
+}
+
 func connectIDN(t *testing.T, d scopesim.Dialect, idn string, ch map[int]scopesim.EdgeSource) (*scopesim.Server, *client) {
 	t.Helper()
 	srv, err := scopesim.Start(t.Context(), scopesim.Config{Dialect: d, IDN: idn, Channels: ch})
@@ -223,13 +233,7 @@ func TestRigolFamiliesStrict(t *testing.T) {
 // MSO5000/DHO statistics roll over the last COUNt (default 1000)
 // measurements: the count stops at 1000 however many acquisitions follow.
 func TestRigolRollingWindow(t *testing.T) {
-	a, b := scopesim.NewMemSource(), scopesim.NewMemSource()
-	snd, rcv := scopesim.Pulses(1005, 1000, 10_000, 100, func(i int) int64 { return int64(1000 + i) })
-	a.Push(snd...)
-	b.Push(rcv...)
-	srv, c := connect(t, scopesim.Rigol, map[int]scopesim.EdgeSource{1: a, 2: b})
-	waitEdges(t, srv, 1, 2010)
-	waitEdges(t, srv, 2, 2010)
+	c := connectPulsed(t, scopesim.Rigol, 1005, 10_000, func(i int) int64 { return int64(1000 + i) })
 	c.query(t, ":MEASure:STATistic:ITEM RRDelay,CHANnel1,CHANnel2")
 	c.want(t, ":MEASure:STATistic:ITEM? CNT,RRDelay,CHANnel1,CHANnel2", "1.0000E+03", "count: the default window")
 	// The window holds the last 1000: delays 1005..2004 ns.

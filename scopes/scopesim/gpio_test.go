@@ -35,21 +35,10 @@ func TestGPIOSimRackEndToEnd(t *testing.T) {
 	const n = 20
 	var sw []float64
 	for range n {
-		t0 := time.Now()
-		if err := snd.Mark(); err != nil {
-			t.Fatal(err)
-		}
 		// The sender's edge is published before Mark returns and the
 		// receiver's after rcv.Mark is called, so the wire delay is at
 		// least the 200 µs spun here (a deliberate "bus latency").
-		tA := time.Now()
-		for time.Since(tA) < 200*time.Microsecond {
-		}
-		t1 := time.Now()
-		if err := rcv.Mark(); err != nil {
-			t.Fatal(err)
-		}
-		sw = append(sw, t1.Sub(t0).Seconds())
+		sw = append(sw, markPair(t, snd, rcv, 200*time.Microsecond))
 	}
 	waitEdgesBoth(t, srv, 2*n)
 	st, err := tek.ReadStats(ctx)
@@ -106,17 +95,7 @@ func TestGPIOSimRackDistribution(t *testing.T) {
 		if i%10 == 9 {
 			lat = 1200 * time.Microsecond
 		}
-		t0 := time.Now()
-		if err := snd.Mark(); err != nil {
-			t.Fatal(err)
-		}
-		for tA := time.Now(); time.Since(tA) < lat; {
-		}
-		t1 := time.Now()
-		if err := rcv.Mark(); err != nil {
-			t.Fatal(err)
-		}
-		sw = append(sw, t1.Sub(t0).Seconds())
+		sw = append(sw, markPair(t, snd, rcv, lat))
 	}
 	waitEdgesBoth(t, srv, 2*n)
 	st, err := ks.ReadStats(ctx)
@@ -154,6 +133,24 @@ func TestGPIOSimRackDistribution(t *testing.T) {
 }
 
 // waitEdgesBoth waits until the simulator has seen n edges on CH1 and CH2.
+// markPair marks snd, spins (no sleep: the scheduler would add its own
+// latency) for lat, marks rcv and returns the software delay in
+// seconds: from before snd's mark to before rcv's.
+func markPair(t *testing.T, snd, rcv *gpio.Output, lat time.Duration) float64 {
+	t.Helper()
+	t0 := time.Now()
+	if err := snd.Mark(); err != nil {
+		t.Fatal(err)
+	}
+	for tA := time.Now(); time.Since(tA) < lat; {
+	}
+	t1 := time.Now()
+	if err := rcv.Mark(); err != nil {
+		t.Fatal(err)
+	}
+	return t1.Sub(t0).Seconds()
+}
+
 func waitEdgesBoth(t *testing.T, srv *scopesim.Server, n int) {
 	t.Helper()
 	testkit.Until(t, 5*time.Second, func() error {

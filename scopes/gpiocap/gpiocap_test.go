@@ -259,19 +259,30 @@ func TestConfigErrors(t *testing.T) {
 	t.Setenv("HILRIG_GPIOSIM_DIR", t.TempDir())
 	b := newBench(t, gpiocap.Config{})
 	ctx := t.Context()
-	for _, tc := range []struct {
-		name string
-		cfg  scopes.DelayConfig
-		want error
-		text string
-	}{
+	checkErrs(t, []errCase[scopes.DelayConfig]{
 		{"unwired channel", scopes.DelayConfig{Source: 1, Dest: 3}, scopes.ErrBadConfig, "channel 3 is not wired (wired: [1 2])"},
 		{"threshold", scopes.DelayConfig{Source: 1, Dest: 2, ThresholdV: 1.65, HasThreshold: true}, scopes.ErrNotSupported, "fixed logic threshold"},
 		{"mixed polarity", scopes.DelayConfig{Source: 1, Dest: 2, DestEdge: scopes.Falling}, scopes.ErrNotSupported, "active-low"},
 		{"same channel", scopes.DelayConfig{Source: 2, Dest: 2}, scopes.ErrBadConfig, "both channel 2"},
-	} {
+	}, func(cfg scopes.DelayConfig) error { return b.cap.ConfigureDelay(ctx, cfg) })
+}
+
+// errCase is one row of a table of refused configurations: cfg must
+// fail with an error matching want (errors.Is) whose text contains text.
+type errCase[C any] struct {
+	name string
+	cfg  C
+	want error
+	text string
+}
+
+// checkErrs runs try on every case's cfg as a subtest and fails it
+// unless the error is the case's.
+func checkErrs[C any](t *testing.T, cases []errCase[C], try func(C) error) {
+	t.Helper()
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			err := b.cap.ConfigureDelay(ctx, tc.cfg)
+			err := try(tc.cfg)
 			if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.text) {
 				t.Fatalf("got %v, want %v containing %q", err, tc.want, tc.text)
 			}
@@ -289,28 +300,19 @@ func TestOpenErrors(t *testing.T) {
 	}
 	t.Cleanup(func() { chip.Close(); chip.Remove() })
 	ctx := t.Context()
-	for _, tc := range []struct {
-		name string
-		cfg  gpiocap.Config
-		want error
-		text string
-	}{
+	checkErrs(t, []errCase[gpiocap.Config]{
 		{"one channel", gpiocap.Config{Channels: map[int]gpio.LineSpec{1: b.tx}}, scopes.ErrBadConfig, "need the sender's and the receiver's"},
 		{"two chips", gpiocap.Config{Channels: map[int]gpio.LineSpec{1: b.tx, 2: {Chip: kind.SimChip(other), Line: "1"}}}, scopes.ErrBadConfig, "one capture watches one chip"},
 		{"bad window", gpiocap.Config{Channels: map[int]gpio.LineSpec{1: b.tx, 2: b.rx}, MinDelay: time.Second, MaxDelay: time.Millisecond}, scopes.ErrBadConfig, "must exceed MinDelay"},
 		{"missing chip", gpiocap.Config{Channels: map[int]gpio.LineSpec{1: {Chip: "sim:nope", Line: "0"}, 2: {Chip: "sim:nope", Line: "1"}}}, gpio.ErrChipMissing, "CH1=sim:nope/0 CH2=sim:nope/1"},
 		{"missing line", gpiocap.Config{Channels: map[int]gpio.LineSpec{1: b.tx, 2: {Chip: kind.Chip(b.chip), Line: "NOPE"}}}, gpio.ErrLineNotFound, "CH2=" + b.chip + "/NOPE"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c, err := gpiocap.Open(ctx, tc.cfg)
-			if err == nil {
-				c.Close()
-			}
-			if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.text) {
-				t.Fatalf("got %v, want %v containing %q", err, tc.want, tc.text)
-			}
-		})
-	}
+	}, func(cfg gpiocap.Config) error {
+		c, err := gpiocap.Open(ctx, cfg)
+		if err == nil {
+			c.Close()
+		}
+		return err
+	})
 }
 
 func TestClosed(t *testing.T) {

@@ -66,12 +66,19 @@ func Run(t *testing.T, h Harness) {
 		}
 	}
 
-	t.Run("MarkerToggle", func(t *testing.T) {
-		m, err := gpio.Open(ctx, spec(0), gpio.Mode{})
+	// open opens a marker on s, closed when the subtest ends.
+	open := func(t *testing.T, s gpio.LineSpec, mode gpio.Mode) *gpio.Output {
+		t.Helper()
+		m, err := gpio.Open(ctx, s, mode)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer m.Close()
+		t.Cleanup(func() { m.Close() })
+		return m
+	}
+
+	t.Run("MarkerToggle", func(t *testing.T) {
+		m := open(t, spec(0), gpio.Mode{})
 		level(t, 0, false, "after open")
 		for i := 1; i <= 4; i++ {
 			if err := m.Mark(); err != nil {
@@ -87,11 +94,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("MarkerActiveLow", func(t *testing.T) {
 		s := spec(1)
 		s.ActiveLow = true
-		m, err := gpio.Open(ctx, s, gpio.Mode{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer m.Close()
+		m := open(t, s, gpio.Mode{})
 		level(t, 1, true, "inactive active-low line")
 		if err := m.Mark(); err != nil {
 			t.Fatal(err)
@@ -100,11 +103,7 @@ func Run(t *testing.T, h Harness) {
 	})
 
 	t.Run("MarkerEveryK", func(t *testing.T) {
-		m, err := gpio.Open(ctx, spec(5), gpio.Mode{Every: 3})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer m.Close()
+		m := open(t, spec(5), gpio.Mode{Every: 3})
 		// Messages 1, 4, 7 toggle the line.
 		want := []bool{true, true, true, false, false, false, true}
 		for i, w := range want {
@@ -116,11 +115,7 @@ func Run(t *testing.T, h Harness) {
 	})
 
 	t.Run("MarkerPulse", func(t *testing.T) {
-		m, err := gpio.Open(ctx, spec(6), gpio.Mode{Kind: gpio.Pulse, Width: 20 * time.Microsecond})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer m.Close()
+		m := open(t, spec(6), gpio.Mode{Kind: gpio.Pulse, Width: 20 * time.Microsecond})
 		t0 := gpio.MonotonicNs()
 		if err := m.Mark(); err != nil {
 			t.Fatal(err)
@@ -137,12 +132,8 @@ func Run(t *testing.T, h Harness) {
 	t.Run("Busy", func(t *testing.T) {
 		s := spec(2)
 		s.Consumer = "conf-holder"
-		m, err := gpio.Open(ctx, s, gpio.Mode{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer m.Close()
-		_, err = gpio.Open(ctx, spec(2), gpio.Mode{})
+		m := open(t, s, gpio.Mode{})
+		_, err := gpio.Open(ctx, spec(2), gpio.Mode{})
 		if !errors.Is(err, gpio.ErrBusy) {
 			t.Fatalf("second request: err = %v, want ErrBusy", err)
 		}
@@ -186,11 +177,7 @@ func Run(t *testing.T, h Harness) {
 		}
 		s := spec(0)
 		s.Line = name
-		m, err := gpio.Open(ctx, s, gpio.Mode{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer m.Close()
+		m := open(t, s, gpio.Mode{})
 		if m.Offset() != 0 {
 			t.Fatalf("line %q resolved to offset %d, want 0", name, m.Offset())
 		}

@@ -139,11 +139,7 @@ func TestConformance(t *testing.T) {
 
 func openTek(t *testing.T) (*simRig, *lxi.Tek) {
 	r := startSim(t, scopesim.Tek, "")
-	tek, err := lxi.DialTek(t.Context(), lxi.Options{Addr: r.srv.Addr(), Timeout: 3 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = tek.Close() })
+	tek := dialed(t, lxi.DialTek, lxi.Options{Addr: r.srv.Addr(), Timeout: 3 * time.Second})
 	return r, tek
 }
 
@@ -221,11 +217,7 @@ func TestErrorQueuePropagation(t *testing.T) {
 // SCPI-queue vendors and do not fail the next configuration.
 func TestStaleErrorsCleared(t *testing.T) {
 	r := startSim(t, scopesim.Keysight, "")
-	inst, err := lxi.DialKeysight(t.Context(), lxi.Options{Addr: r.srv.Addr(), Timeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = inst.Close() })
+	inst := dialed(t, lxi.DialKeysight, lxi.Options{Addr: r.srv.Addr(), Timeout: time.Second})
 	r.srv.QueueError(-100, "stale")
 	if err := inst.ConfigureDelay(t.Context(), scopes.DelayConfig{Source: 1, Dest: 2}); err != nil {
 		t.Fatal(err)
@@ -308,11 +300,7 @@ func TestDroppedReplyThenResync(t *testing.T) {
 // Over VXI-11 a late reply is cleared by device_clear during resync.
 func TestVXI11SlowReplyThenResync(t *testing.T) {
 	r := startSim(t, scopesim.Keysight, "")
-	ks, err := lxi.DialKeysight(t.Context(), lxi.Options{Addr: r.srv.PortmapperAddr(), VXI11: true, Timeout: 3 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ks.Close() })
+	ks := dialed(t, lxi.DialKeysight, lxi.Options{Addr: r.srv.PortmapperAddr(), VXI11: true, Timeout: 3 * time.Second})
 	if err := ks.ConfigureDelay(t.Context(), scopes.DelayConfig{Source: 1, Dest: 2}); err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,14 @@ import (
 
 func openSim(t *testing.T, r *simRig, driver string) lxi.Instrument {
 	t.Helper()
-	inst, err := lxi.Open(t.Context(), lxi.Options{Driver: driver, Addr: r.srv.Addr(), Timeout: time.Second})
+	return dialed(t, lxi.Open, lxi.Options{Driver: driver, Addr: r.srv.Addr(), Timeout: time.Second})
+}
+
+// dialed opens an instrument with dial (lxi.Open or a vendor's Dial)
+// and o, fails t on error and closes the instrument when t ends.
+func dialed[T interface{ Close() error }](t *testing.T, dial func(context.Context, lxi.Options) (T, error), o lxi.Options) T {
+	t.Helper()
+	inst, err := dial(t.Context(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,11 +57,7 @@ func TestRigolFamilyCommandTables(t *testing.T) {
 	} {
 		t.Run(tc.family+tc.idn, func(t *testing.T) {
 			r := startSim(t, scopesim.Rigol, tc.idn)
-			rg, err := lxi.DialRigol(t.Context(), lxi.Options{Addr: r.srv.Addr(), Timeout: time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = rg.Close() })
+			rg := dialed(t, lxi.DialRigol, lxi.Options{Addr: r.srv.Addr(), Timeout: time.Second})
 			if !strings.HasPrefix(rg.Family(), tc.family) {
 				t.Fatalf("family %q, want %s", rg.Family(), tc.family)
 			}

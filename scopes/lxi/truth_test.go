@@ -19,11 +19,7 @@ import (
 // 0.1 % of 50 µs and the resolution it came with must say so.
 func TestKeysightFetchDelaysResolution(t *testing.T) {
 	r := startSim(t, scopesim.Keysight, "")
-	ks, err := lxi.DialKeysight(t.Context(), lxi.Options{Addr: r.srv.Addr(), Timeout: 2 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ks.Close() })
+	ks := dialed(t, lxi.DialKeysight, lxi.Options{Addr: r.srv.Addr(), Timeout: 2 * time.Second})
 	configureReset(t, ks)
 	if err := r.feed(t.Context(), []int64{50_000, 50_000, 50_000}); err != nil {
 		t.Fatal(err)

@@ -232,25 +232,29 @@ func DialVXI11(ctx context.Context, host string, o VXI11Options) (*Conn, error) 
 	return newConn(t, "vxi11://"+host+"/"+o.Device, o.Options), nil
 }
 
+// vxiErrors are the Device_ErrorCodes (VXI-11 section B.5.1) with a
+// name: the sentinel each maps to and the name.
+var vxiErrors = map[uint32]struct {
+	kind error
+	name string
+}{
+	1:               {scopes.ErrInstrument, "syntax error"},
+	3:               {scopes.ErrInstrument, "device not accessible"},
+	4:               {scopes.ErrInstrument, "invalid link identifier"},
+	8:               {scopes.ErrNotSupported, "operation not supported"},
+	11:              {scopes.ErrInstrument, "device locked by another link"},
+	vxiErrIOTimeout: {scopes.ErrTimeout, "I/O timeout"},
+	17:              {scopes.ErrInstrument, "I/O error"},
+	23:              {scopes.ErrInstrument, "abort"},
+}
+
 // vxiError maps a Device_ErrorCode (VXI-11 section B.5.1) to an error.
 func vxiError(code uint32) error {
-	switch code {
-	case vxiErrIOTimeout:
-		return fmt.Errorf("%w: VXI-11 I/O timeout (error 15)", scopes.ErrTimeout)
-	case 1:
-		return fmt.Errorf("%w: VXI-11 syntax error (1)", scopes.ErrInstrument)
-	case 3:
-		return fmt.Errorf("%w: VXI-11 device not accessible (3)", scopes.ErrInstrument)
-	case 4:
-		return fmt.Errorf("%w: VXI-11 invalid link identifier (4)", scopes.ErrInstrument)
-	case 8:
-		return fmt.Errorf("%w: VXI-11 operation not supported (8)", scopes.ErrNotSupported)
-	case 11:
-		return fmt.Errorf("%w: VXI-11 device locked by another link (11)", scopes.ErrInstrument)
-	case 17:
-		return fmt.Errorf("%w: VXI-11 I/O error (17)", scopes.ErrInstrument)
-	case 23:
-		return fmt.Errorf("%w: VXI-11 abort (23)", scopes.ErrInstrument)
+	if e, ok := vxiErrors[code]; ok {
+		if code == vxiErrIOTimeout {
+			return fmt.Errorf("%w: VXI-11 %s (error %d)", e.kind, e.name, code)
+		}
+		return fmt.Errorf("%w: VXI-11 %s (%d)", e.kind, e.name, code)
 	}
 	return fmt.Errorf("%w: VXI-11 error %d", scopes.ErrInstrument, code)
 }

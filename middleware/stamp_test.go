@@ -23,14 +23,7 @@ func TestSendStampPrecedesReliableWait(t *testing.T) {
 			d := testDomain(t)
 			n := openNode(t, "stamp", d)
 			c := middleware.Contract{Topic: "stamp", MaxPayload: 64, Slots: 1, Reliability: middleware.Reliable, Transport: tc.tr}
-			sub, err := n.NewSubscriber(c, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			pub, err := n.NewPublisher(c, &middleware.PublisherOptions{SendTimeout: 10 * time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
+			sub, pub := openPairWith(t, n, c, nil, c, &middleware.PublisherOptions{SendTimeout: 10 * time.Second})
 			entered, sendStarted := make(chan struct{}), make(chan struct{})
 			ctx := ctxT(t, 20*time.Second)
 			res, errc := receiveStamps(ctx, sub, func(m *middleware.Message) {

@@ -3,7 +3,6 @@ package udp_test
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/hilrig/hilrig/internal/testkit"
 	"github.com/hilrig/hilrig/middleware/internal/udp"
+	"github.com/hilrig/hilrig/middleware/internal/udp/udptest"
 )
 
 var lo = netip.MustParseAddr("127.0.0.1")
@@ -77,30 +77,8 @@ func (r *rig) roundTripAllocs(t testing.TB, p []byte) float64 {
 	return testing.AllocsPerRun(500, step)
 }
 
-// fill writes a payload that encodes its sequence number and length.
-func fill(p []byte, seq uint64) {
-	for i := range p {
-		p[i] = byte(seq*7 + uint64(i)*13)
-	}
-	if len(p) >= 8 {
-		binary.BigEndian.PutUint64(p, seq)
-	}
-}
-
-func check(p []byte, seq uint64) error {
-	if len(p) >= 8 && binary.BigEndian.Uint64(p) != seq {
-		return fmt.Errorf("payload carries seq %d, header %d", binary.BigEndian.Uint64(p), seq)
-	}
-	for i := 8; i < len(p); i++ {
-		if p[i] != byte(seq*7+uint64(i)*13) {
-			return fmt.Errorf("seq %d: byte %d corrupt", seq, i)
-		}
-	}
-	return nil
-}
-
 // numbered sends payloads of len(p) bytes numbered 1, 2, … (each filled
-// to encode its number, see fill): next sends the next one and returns
+// to encode its number, see udptest.Fill): next sends the next one and returns
 // its number; seq is the last sent.
 type numbered struct {
 	t   testing.TB
@@ -111,7 +89,7 @@ type numbered struct {
 
 func (n *numbered) next() uint64 {
 	n.seq++
-	fill(n.p, n.seq)
+	udptest.Fill(n.p, n.seq)
 	if err := n.snd.Send(n.p); err != nil {
 		n.t.Fatalf("send %d: %v", n.seq, err)
 	}
@@ -137,7 +115,7 @@ func collect(r *udp.Receiver, ordered bool) *collector {
 				if c.err != nil {
 					return
 				}
-				if err := check(d.Payload, d.Seq); err != nil {
+				if err := udptest.Check(d.Payload, d.Seq); err != nil {
 					c.err = err
 				}
 				if ordered && d.Seq != c.last+1+d.Lost && c.last != 0 {
@@ -166,7 +144,7 @@ func TestBestEffortExactLoss(t *testing.T) {
 	c := collect(r.rcv, true)
 	p := make([]byte, 200)
 	for i := uint64(1); i <= n; i++ {
-		fill(p, i)
+		udptest.Fill(p, i)
 		if err := r.snd.Send(p); err != nil {
 			t.Fatal(err)
 		}
@@ -178,7 +156,7 @@ func TestBestEffortExactLoss(t *testing.T) {
 		}
 	}
 	r.fault.SetEnabled(false)
-	fill(p, n+1)
+	udptest.Fill(p, n+1)
 	if err := r.snd.Send(p); err != nil {
 		t.Fatal(err)
 	}
@@ -252,14 +230,14 @@ func TestBestEffortTailLossByHeartbeat(t *testing.T) {
 	defer c.finish()
 	p := make([]byte, 64)
 	r.fault.SetEnabled(false)
-	fill(p, 1)
+	udptest.Fill(p, 1)
 	_ = r.snd.Send(p)
 	testkit.Eventually(t, 5*time.Second, "first message", func() bool { return r.rcv.Stats().Delivered == 1 })
 	// Every DATA datagram from now on is dropped: only heartbeats reveal
 	// the three lost messages at the tail.
 	r.fault.SetEnabled(true)
 	for i := uint64(2); i <= 4; i++ {
-		fill(p, i)
+		udptest.Fill(p, i)
 		_ = r.snd.Send(p)
 	}
 	testkit.Eventually(t, 5*time.Second, "tail loss counted", func() bool { return r.rcv.Stats().Lost == 3 })
@@ -279,7 +257,7 @@ func TestReliableLossReorderDuplicate(t *testing.T) {
 	p := make([]byte, size)
 	for i := uint64(1); i <= n; i++ {
 		m := p[:size-int(i)*100]
-		fill(m, i)
+		udptest.Fill(m, i)
 		if err := r.snd.Send(m); err != nil {
 			t.Fatalf("send %d: %v (stats %+v)", i, err, r.snd.Stats())
 		}
@@ -314,7 +292,7 @@ func TestEpochRestart(t *testing.T) {
 		}
 		epochs[snd.Epoch()] = true
 		for i := uint64(1); i <= 20; i++ {
-			fill(p, i)
+			udptest.Fill(p, i)
 			if err := snd.Send(p); err != nil {
 				t.Fatal(err)
 			}
@@ -353,7 +331,7 @@ func TestUnknownSourceDropped(t *testing.T) {
 	}
 	p := make([]byte, 100)
 	for i := uint64(1); i <= 10; i++ {
-		fill(p, i)
+		udptest.Fill(p, i)
 		_ = r.snd.Send(p)
 	}
 	testkit.Eventually(t, 5*time.Second, "real traffic and forged datagrams counted", func() bool {
@@ -385,7 +363,7 @@ func TestHostileFlood(t *testing.T) {
 	var malformed, otherTopic, forged uint64
 	p := make([]byte, size)
 	for i := uint64(1); i <= n; i++ {
-		fill(p, i)
+		udptest.Fill(p, i)
 		if err := r.snd.Send(p); err != nil {
 			t.Fatal(err)
 		}
@@ -476,7 +454,7 @@ func TestReassemblyBoundUnderFragmentFlood(t *testing.T) {
 	seq := uint64(0)
 	testkit.Eventually(t, 10*time.Second, "real message through the flooded receiver", func() bool {
 		seq++
-		fill(p, seq)
+		udptest.Fill(p, seq)
 		_ = r.snd.Send(p)
 		return r.rcv.Stats().Delivered > 0
 	})
@@ -568,7 +546,7 @@ func TestLargeMessageSendsRuns(t *testing.T) {
 			p := make([]byte, size)
 			for seq := uint64(1); seq <= 3; seq++ {
 				before := r.snd.Stats()
-				fill(p, seq)
+				udptest.Fill(p, seq)
 				if err := r.snd.Send(p); err != nil {
 					t.Fatal(err)
 				}
@@ -648,13 +626,13 @@ func TestCoalescedReadStampsOnce(t *testing.T) {
 	}
 	before := r.rcv.Stats()
 	p := make([]byte, size)
-	fill(p, 2)
+	udptest.Fill(p, 2)
 	if err := r.snd.Send(p); err != nil {
 		t.Fatal(err)
 	}
 	var kernelRx, readRx int64
 	err := r.rcv.Next(ctx, func(d *udp.Delivery) {
-		if err := check(d.Payload, 2); err != nil || len(d.Payload) != size {
+		if err := udptest.Check(d.Payload, 2); err != nil || len(d.Payload) != size {
 			t.Errorf("delivered %d B: %v", len(d.Payload), err)
 		}
 		kernelRx, readRx = d.KernelRx, d.ReadRx

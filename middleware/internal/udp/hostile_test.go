@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hilrig/hilrig/middleware/internal/udp"
+	"github.com/hilrig/hilrig/middleware/internal/udp/udptest"
 )
 
 // forger sends hand-made datagrams from its own loopback socket until
@@ -62,7 +63,7 @@ func TestForgedFirstFragmentsDoNotStallReliable(t *testing.T) {
 	testkit.Eventually(t, 5*time.Second, "subscriber heard", func() bool { return r.snd.LiveSubscribers() == 1 })
 	c := collect(r.rcv, true)
 	p := make([]byte, size)
-	fill(p, 1)
+	udptest.Fill(p, 1)
 	if err := r.snd.Send(p); err != nil { // the real writer is confirmed first
 		t.Fatal(err)
 	}
@@ -98,7 +99,7 @@ func TestForgedFirstFragmentsDoNotStallReliable(t *testing.T) {
 	}()
 	var sendErr error
 	for i := uint64(2); i <= n; i++ {
-		fill(p, i)
+		udptest.Fill(p, i)
 		if sendErr = r.snd.Send(p); sendErr != nil {
 			sendErr = fmt.Errorf("send %d: %w", i, sendErr)
 			break
@@ -137,7 +138,7 @@ func TestForgedWholeMessagesNotDelivered(t *testing.T) {
 				nil)
 			c := collect(r.rcv, false)
 			p := make([]byte, 100)
-			fill(p, 1)
+			udptest.Fill(p, 1)
 			if err := r.snd.Send(p); err != nil {
 				t.Fatal(err)
 			}
@@ -151,7 +152,7 @@ func TestForgedWholeMessagesNotDelivered(t *testing.T) {
 				f.send(t, buf[:m], r.rcv.LocalAddr())
 			}
 			for i := uint64(2); i <= 10; i++ {
-				fill(p, i)
+				udptest.Fill(p, i)
 				if err := r.snd.Send(p); err != nil {
 					t.Fatal(err)
 				}
@@ -216,7 +217,7 @@ func TestForgedAckNacksDrawBoundedBytes(t *testing.T) {
 	defer c.finish()
 	p := make([]byte, size)
 	for i := uint64(1); i <= 64; i++ {
-		fill(p, i)
+		udptest.Fill(p, i)
 		if err := r.snd.Send(p); err != nil {
 			t.Fatal(err)
 		}
@@ -273,7 +274,7 @@ func TestAuthenticatedDomain(t *testing.T) {
 	p := make([]byte, size)
 	const n = 50
 	for i := uint64(1); i <= n; i++ {
-		fill(p, i)
+		udptest.Fill(p, i)
 		if err := r.snd.Send(p); err != nil {
 			t.Fatal(err)
 		}
@@ -394,7 +395,7 @@ func TestNewWriterAdmittedUnderEpochFlood(t *testing.T) {
 	p := make([]byte, 100)
 	var sendErr error
 	for i := uint64(1); i <= n && sendErr == nil; i++ {
-		fill(p, i)
+		udptest.Fill(p, i)
 		sendErr = snd.Send(p)
 	}
 	if sendErr == nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hilrig/hilrig/internal/testkit"
 	"github.com/hilrig/hilrig/middleware/internal/udp"
+	"github.com/hilrig/hilrig/middleware/internal/udp/udptest"
 )
 
 // TestKeepLastNeverWaitsForAcks: a reliable keep-last publisher whose only
@@ -29,7 +30,7 @@ func TestKeepLastNeverWaitsForAcks(t *testing.T) {
 		var sendErr error
 		sent := 0
 		for i := uint64(1); i <= 40 && sendErr == nil; i++ {
-			fill(p, i)
+			udptest.Fill(p, i)
 			if sendErr = snd.Send(p); sendErr == nil {
 				sent++
 			}
@@ -143,7 +144,7 @@ func TestKeepLastAcksOnlyOnHeartbeats(t *testing.T) {
 		before := r.rcv.Stats().AcksSent
 		p := make([]byte, 16)
 		for i := uint64(1); i <= 100; i++ {
-			fill(p, i)
+			udptest.Fill(p, i)
 			if err := r.snd.Send(p); err != nil {
 				t.Fatal(err)
 			}

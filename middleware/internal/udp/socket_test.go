@@ -11,6 +11,7 @@ import (
 
 	"github.com/hilrig/hilrig/internal/testkit"
 	"github.com/hilrig/hilrig/middleware/internal/udp"
+	"github.com/hilrig/hilrig/middleware/internal/udp/udptest"
 )
 
 // The Socket is kept out of Go's netpoller, so its blocking calls wait in
@@ -141,7 +142,7 @@ func TestReceiverHandOver(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	fill(p, 1)
+	udptest.Fill(p, 1)
 	if err := r.snd.Send(p); err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +153,7 @@ func TestReceiverHandOver(t *testing.T) {
 	// No Next now: after the consumer's lease the background goroutine
 	// must read message 2 by itself (Datagrams counts what was read).
 	d0 := r.rcv.Stats().Datagrams
-	fill(p, 2)
+	udptest.Fill(p, 2)
 	if err := r.snd.Send(p); err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +166,7 @@ func TestReceiverHandOver(t *testing.T) {
 	}
 	// Message 3 arrives while the goroutine may hold the socket: Next must
 	// take it over and deliver.
-	fill(p, 3)
+	udptest.Fill(p, 3)
 	if err := r.snd.Send(p); err != nil {
 		t.Fatal(err)
 	}

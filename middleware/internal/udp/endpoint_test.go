@@ -77,8 +77,13 @@ func (r *rig) roundTripAllocs(t testing.TB, p []byte) float64 {
 	return testing.AllocsPerRun(500, step)
 }
 
+// fill writes a payload that encodes its sequence number and length;
+// check says whether a payload is the one fill wrote (udptest, shared
+// with the middleware's UDP API tests).
+var fill, check = udptest.Fill, udptest.Check
+
 // numbered sends payloads of len(p) bytes numbered 1, 2, … (each filled
-// to encode its number, see udptest.Fill): next sends the next one and returns
+// to encode its number, see fill): next sends the next one and returns
 // its number; seq is the last sent.
 type numbered struct {
 	t   testing.TB
@@ -89,7 +94,7 @@ type numbered struct {
 
 func (n *numbered) next() uint64 {
 	n.seq++
-	udptest.Fill(n.p, n.seq)
+	fill(n.p, n.seq)
 	if err := n.snd.Send(n.p); err != nil {
 		n.t.Fatalf("send %d: %v", n.seq, err)
 	}
@@ -115,7 +120,7 @@ func collect(r *udp.Receiver, ordered bool) *collector {
 				if c.err != nil {
 					return
 				}
-				if err := udptest.Check(d.Payload, d.Seq); err != nil {
+				if err := check(d.Payload, d.Seq); err != nil {
 					c.err = err
 				}
 				if ordered && d.Seq != c.last+1+d.Lost && c.last != 0 {
@@ -144,7 +149,7 @@ func TestBestEffortExactLoss(t *testing.T) {
 	c := collect(r.rcv, true)
 	p := make([]byte, 200)
 	for i := uint64(1); i <= n; i++ {
-		udptest.Fill(p, i)
+		fill(p, i)
 		if err := r.snd.Send(p); err != nil {
 			t.Fatal(err)
 		}
@@ -156,7 +161,7 @@ func TestBestEffortExactLoss(t *testing.T) {
 		}
 	}
 	r.fault.SetEnabled(false)
-	udptest.Fill(p, n+1)
+	fill(p, n+1)
 	if err := r.snd.Send(p); err != nil {
 		t.Fatal(err)
 	}
@@ -230,14 +235,14 @@ func TestBestEffortTailLossByHeartbeat(t *testing.T) {
 	defer c.finish()
 	p := make([]byte, 64)
 	r.fault.SetEnabled(false)
-	udptest.Fill(p, 1)
+	fill(p, 1)
 	_ = r.snd.Send(p)
 	testkit.Eventually(t, 5*time.Second, "first message", func() bool { return r.rcv.Stats().Delivered == 1 })
 	// Every DATA datagram from now on is dropped: only heartbeats reveal
 	// the three lost messages at the tail.
 	r.fault.SetEnabled(true)
 	for i := uint64(2); i <= 4; i++ {
-		udptest.Fill(p, i)
+		fill(p, i)
 		_ = r.snd.Send(p)
 	}
 	testkit.Eventually(t, 5*time.Second, "tail loss counted", func() bool { return r.rcv.Stats().Lost == 3 })
@@ -257,7 +262,7 @@ func TestReliableLossReorderDuplicate(t *testing.T) {
 	p := make([]byte, size)
 	for i := uint64(1); i <= n; i++ {
 		m := p[:size-int(i)*100]
-		udptest.Fill(m, i)
+		fill(m, i)
 		if err := r.snd.Send(m); err != nil {
 			t.Fatalf("send %d: %v (stats %+v)", i, err, r.snd.Stats())
 		}
@@ -292,7 +297,7 @@ func TestEpochRestart(t *testing.T) {
 		}
 		epochs[snd.Epoch()] = true
 		for i := uint64(1); i <= 20; i++ {
-			udptest.Fill(p, i)
+			fill(p, i)
 			if err := snd.Send(p); err != nil {
 				t.Fatal(err)
 			}
@@ -331,7 +336,7 @@ func TestUnknownSourceDropped(t *testing.T) {
 	}
 	p := make([]byte, 100)
 	for i := uint64(1); i <= 10; i++ {
-		udptest.Fill(p, i)
+		fill(p, i)
 		_ = r.snd.Send(p)
 	}
 	testkit.Eventually(t, 5*time.Second, "real traffic and forged datagrams counted", func() bool {
@@ -363,7 +368,7 @@ func TestHostileFlood(t *testing.T) {
 	var malformed, otherTopic, forged uint64
 	p := make([]byte, size)
 	for i := uint64(1); i <= n; i++ {
-		udptest.Fill(p, i)
+		fill(p, i)
 		if err := r.snd.Send(p); err != nil {
 			t.Fatal(err)
 		}
@@ -454,7 +459,7 @@ func TestReassemblyBoundUnderFragmentFlood(t *testing.T) {
 	seq := uint64(0)
 	testkit.Eventually(t, 10*time.Second, "real message through the flooded receiver", func() bool {
 		seq++
-		udptest.Fill(p, seq)
+		fill(p, seq)
 		_ = r.snd.Send(p)
 		return r.rcv.Stats().Delivered > 0
 	})
@@ -546,7 +551,7 @@ func TestLargeMessageSendsRuns(t *testing.T) {
 			p := make([]byte, size)
 			for seq := uint64(1); seq <= 3; seq++ {
 				before := r.snd.Stats()
-				udptest.Fill(p, seq)
+				fill(p, seq)
 				if err := r.snd.Send(p); err != nil {
 					t.Fatal(err)
 				}
@@ -626,13 +631,13 @@ func TestCoalescedReadStampsOnce(t *testing.T) {
 	}
 	before := r.rcv.Stats()
 	p := make([]byte, size)
-	udptest.Fill(p, 2)
+	fill(p, 2)
 	if err := r.snd.Send(p); err != nil {
 		t.Fatal(err)
 	}
 	var kernelRx, readRx int64
 	err := r.rcv.Next(ctx, func(d *udp.Delivery) {
-		if err := udptest.Check(d.Payload, 2); err != nil || len(d.Payload) != size {
+		if err := check(d.Payload, 2); err != nil || len(d.Payload) != size {
 			t.Errorf("delivered %d B: %v", len(d.Payload), err)
 		}
 		kernelRx, readRx = d.KernelRx, d.ReadRx

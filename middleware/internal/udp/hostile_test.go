@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/hilrig/hilrig/middleware/internal/udp"
-	"github.com/hilrig/hilrig/middleware/internal/udp/udptest"
 )
 
 // forger sends hand-made datagrams from its own loopback socket until
@@ -63,7 +62,7 @@ func TestForgedFirstFragmentsDoNotStallReliable(t *testing.T) {
 	testkit.Eventually(t, 5*time.Second, "subscriber heard", func() bool { return r.snd.LiveSubscribers() == 1 })
 	c := collect(r.rcv, true)
 	p := make([]byte, size)
-	udptest.Fill(p, 1)
+	fill(p, 1)
 	if err := r.snd.Send(p); err != nil { // the real writer is confirmed first
 		t.Fatal(err)
 	}
@@ -99,7 +98,7 @@ func TestForgedFirstFragmentsDoNotStallReliable(t *testing.T) {
 	}()
 	var sendErr error
 	for i := uint64(2); i <= n; i++ {
-		udptest.Fill(p, i)
+		fill(p, i)
 		if sendErr = r.snd.Send(p); sendErr != nil {
 			sendErr = fmt.Errorf("send %d: %w", i, sendErr)
 			break
@@ -138,7 +137,7 @@ func TestForgedWholeMessagesNotDelivered(t *testing.T) {
 				nil)
 			c := collect(r.rcv, false)
 			p := make([]byte, 100)
-			udptest.Fill(p, 1)
+			fill(p, 1)
 			if err := r.snd.Send(p); err != nil {
 				t.Fatal(err)
 			}
@@ -152,7 +151,7 @@ func TestForgedWholeMessagesNotDelivered(t *testing.T) {
 				f.send(t, buf[:m], r.rcv.LocalAddr())
 			}
 			for i := uint64(2); i <= 10; i++ {
-				udptest.Fill(p, i)
+				fill(p, i)
 				if err := r.snd.Send(p); err != nil {
 					t.Fatal(err)
 				}
@@ -217,7 +216,7 @@ func TestForgedAckNacksDrawBoundedBytes(t *testing.T) {
 	defer c.finish()
 	p := make([]byte, size)
 	for i := uint64(1); i <= 64; i++ {
-		udptest.Fill(p, i)
+		fill(p, i)
 		if err := r.snd.Send(p); err != nil {
 			t.Fatal(err)
 		}
@@ -274,7 +273,7 @@ func TestAuthenticatedDomain(t *testing.T) {
 	p := make([]byte, size)
 	const n = 50
 	for i := uint64(1); i <= n; i++ {
-		udptest.Fill(p, i)
+		fill(p, i)
 		if err := r.snd.Send(p); err != nil {
 			t.Fatal(err)
 		}
@@ -395,7 +394,7 @@ func TestNewWriterAdmittedUnderEpochFlood(t *testing.T) {
 	p := make([]byte, 100)
 	var sendErr error
 	for i := uint64(1); i <= n && sendErr == nil; i++ {
-		udptest.Fill(p, i)
+		fill(p, i)
 		sendErr = snd.Send(p)
 	}
 	if sendErr == nil {

@@ -8,7 +8,6 @@ import (
 
 	"github.com/hilrig/hilrig/internal/testkit"
 	"github.com/hilrig/hilrig/middleware/internal/udp"
-	"github.com/hilrig/hilrig/middleware/internal/udp/udptest"
 )
 
 // TestKeepLastNeverWaitsForAcks: a reliable keep-last publisher whose only
@@ -30,7 +29,7 @@ func TestKeepLastNeverWaitsForAcks(t *testing.T) {
 		var sendErr error
 		sent := 0
 		for i := uint64(1); i <= 40 && sendErr == nil; i++ {
-			udptest.Fill(p, i)
+			fill(p, i)
 			if sendErr = snd.Send(p); sendErr == nil {
 				sent++
 			}
@@ -144,7 +143,7 @@ func TestKeepLastAcksOnlyOnHeartbeats(t *testing.T) {
 		before := r.rcv.Stats().AcksSent
 		p := make([]byte, 16)
 		for i := uint64(1); i <= 100; i++ {
-			udptest.Fill(p, i)
+			fill(p, i)
 			if err := r.snd.Send(p); err != nil {
 				t.Fatal(err)
 			}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/hilrig/hilrig/internal/testkit"
 	"github.com/hilrig/hilrig/middleware/internal/udp"
-	"github.com/hilrig/hilrig/middleware/internal/udp/udptest"
 	"github.com/hilrig/hilrig/netns"
 	"github.com/hilrig/hilrig/netns/netnstest"
 )
@@ -77,7 +76,7 @@ func TestReliable10MiBAcrossNamespaces(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		udptest.Fill(buf[:size], i)
+		fill(buf[:size], i)
 		if err := snd.Publish(size); err != nil {
 			t.Fatalf("frame %d: %v", i, err)
 		}
@@ -176,7 +175,7 @@ func reliable1MiBMaxRate(t *testing.T, paceRate int64) {
 	var sent, timeouts uint64
 	start := time.Now()
 	for time.Since(start) < dur {
-		udptest.Fill(buf, sent+1)
+		fill(buf, sent+1)
 		switch err := snd.Send(buf); {
 		case err == nil:
 			sent++
@@ -295,7 +294,7 @@ func TestSegmentedSendsAcrossVeth(t *testing.T) {
 			c2 := collect(rcv, true)
 			buf := make([]byte, size)
 			for seq := uint64(1); seq <= msgs; seq++ {
-				udptest.Fill(buf, seq)
+				fill(buf, seq)
 				if err := snd.Send(buf); err != nil {
 					t.Fatalf("message %d: %v", seq, err)
 				}

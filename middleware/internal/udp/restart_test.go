@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/hilrig/hilrig/middleware/internal/udp"
-	"github.com/hilrig/hilrig/middleware/internal/udp/udptest"
 )
 
 // epochLog records, per publisher epoch, what a receiver delivered.
@@ -28,7 +27,7 @@ func (l *epochLog) add(d *udp.Delivery) {
 	if _, ok := l.first[d.Epoch]; !ok {
 		l.first[d.Epoch] = time.Now()
 	}
-	if err := udptest.Check(d.Payload, d.Seq); err != nil && l.err == nil {
+	if err := check(d.Payload, d.Seq); err != nil && l.err == nil {
 		l.err = err
 	}
 	if d.Seq != l.last[d.Epoch]+1 && l.err == nil {
@@ -89,7 +88,7 @@ func TestPublisherRestartsResume(t *testing.T) {
 		var sendErr error
 		for s := uint64(1); s <= msgs && sendErr == nil; s++ {
 			<-tick.C
-			udptest.Fill(p, s)
+			fill(p, s)
 			sendErr = snd.Send(p)
 		}
 		tick.Stop()

@@ -11,7 +11,6 @@ import (
 
 	"github.com/hilrig/hilrig/internal/testkit"
 	"github.com/hilrig/hilrig/middleware/internal/udp"
-	"github.com/hilrig/hilrig/middleware/internal/udp/udptest"
 )
 
 // The Socket is kept out of Go's netpoller, so its blocking calls wait in
@@ -142,7 +141,7 @@ func TestReceiverHandOver(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	udptest.Fill(p, 1)
+	fill(p, 1)
 	if err := r.snd.Send(p); err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +152,7 @@ func TestReceiverHandOver(t *testing.T) {
 	// No Next now: after the consumer's lease the background goroutine
 	// must read message 2 by itself (Datagrams counts what was read).
 	d0 := r.rcv.Stats().Datagrams
-	udptest.Fill(p, 2)
+	fill(p, 2)
 	if err := r.snd.Send(p); err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +165,7 @@ func TestReceiverHandOver(t *testing.T) {
 	}
 	// Message 3 arrives while the goroutine may hold the socket: Next must
 	// take it over and deliver.
-	udptest.Fill(p, 3)
+	fill(p, 3)
 	if err := r.snd.Send(p); err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/hilrig/hilrig/internal/testkit"
 	"github.com/hilrig/hilrig/middleware/internal/udp"
-	"github.com/hilrig/hilrig/middleware/internal/udp/udptest"
 )
 
 // Issue 31 ("trust"): what a reliable topic promises while its writer is
@@ -152,7 +151,7 @@ func TestReplayFromElsewhereDoesNotSquatKeyedWriter(t *testing.T) {
 			replays++
 		}
 		msgs.seq++
-		udptest.Fill(msgs.p, msgs.seq)
+		fill(msgs.p, msgs.seq)
 		if sendErr = snd.Send(msgs.p); sendErr != nil {
 			sendErr = fmt.Errorf("send %d: %w", msgs.seq, sendErr)
 		}
@@ -254,7 +253,7 @@ func TestOutsiderHoldingAckDoesNotStallReliable(t *testing.T) {
 	for msgs.seq < n {
 		o.ackNack(t, udp.AckNack{Ack: 0}) // holds the window at 0
 		msgs.seq++
-		udptest.Fill(msgs.p, msgs.seq)
+		fill(msgs.p, msgs.seq)
 		t0 := time.Now()
 		err := r.snd.Send(msgs.p)
 		longest = max(longest, time.Since(t0))

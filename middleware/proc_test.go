@@ -118,6 +118,18 @@ func helperContract() middleware.Contract {
 	return c
 }
 
+// readyUntilKilled is a helper role's end once its endpoint is open:
+// it returns err if opening failed, else prints "ready" and waits to be
+// killed.
+func readyUntilKilled(err error) error {
+	if err != nil {
+		return err
+	}
+	fmt.Println("ready")
+	time.Sleep(time.Hour) // until killed
+	return nil
+}
+
 func runHelper(role string) error {
 	if role == "mlock" {
 		n, err := middleware.OpenNode("mlock", &middleware.NodeOptions{Domain: os.Getenv("HILRIG_DOMAIN"), Mlock: true})
@@ -181,12 +193,8 @@ func runHelper(role string) error {
 			}
 		}
 	case "pubhold": // publisher that stays alive until killed
-		if _, err := n.NewPublisher(c, nil); err != nil {
-			return err
-		}
-		fmt.Println("ready")
-		time.Sleep(time.Hour) // until killed
-		return nil
+		_, err := n.NewPublisher(c, nil)
+		return readyUntilKilled(err)
 	case "shrinkself": // see TestSegmentTruncatedAfterCreation
 		return shrinkSelfChild(n, c)
 	case "open": // try to subscribe, report the outcome on stdout
@@ -197,12 +205,8 @@ func runHelper(role string) error {
 		}
 		return nil
 	case "subidle": // subscriber that registers and never reads
-		if _, err := n.NewSubscriber(c, nil); err != nil {
-			return err
-		}
-		fmt.Println("ready")
-		time.Sleep(time.Hour) // until killed
-		return nil
+		_, err := n.NewSubscriber(c, nil)
+		return readyUntilKilled(err)
 	case "sub": // read HILRIG_COUNT messages and check them
 		count, _ := strconv.Atoi(os.Getenv("HILRIG_COUNT"))
 		s, err := n.NewSubscriber(c, nil)

@@ -118,6 +118,17 @@ func helperContract() middleware.Contract {
 	return c
 }
 
+// printOutcome reports, on stdout, how a helper role's try to open an
+// endpoint ended: "ok" or "err: " and the error (the test reads it).
+func printOutcome(err error) error {
+	if err != nil {
+		fmt.Println("err:", err)
+	} else {
+		fmt.Println("ok")
+	}
+	return nil
+}
+
 // readyUntilKilled is a helper role's end once its endpoint is open:
 // it returns err if opening failed, else prints "ready" and waits to be
 // killed.
@@ -156,12 +167,8 @@ func runHelper(role string) error {
 	c := helperContract()
 	switch role {
 	case "pubtry": // try to publish, report the outcome on stdout
-		if _, err := n.NewPublisher(c, nil); err != nil {
-			fmt.Println("err:", err)
-		} else {
-			fmt.Println("ok")
-		}
-		return nil
+		_, err := n.NewPublisher(c, nil)
+		return printOutcome(err)
 	case "cpub", "csub": // corrupt_test.go
 		return corruptChild(n, c, role)
 	case "pub": // publish HILRIG_COUNT pattern messages of varying size
@@ -198,12 +205,8 @@ func runHelper(role string) error {
 	case "shrinkself": // see TestSegmentTruncatedAfterCreation
 		return shrinkSelfChild(n, c)
 	case "open": // try to subscribe, report the outcome on stdout
-		if _, err := n.NewSubscriber(c, nil); err != nil {
-			fmt.Println("err:", err)
-		} else {
-			fmt.Println("ok")
-		}
-		return nil
+		_, err := n.NewSubscriber(c, nil)
+		return printOutcome(err)
 	case "subidle": // subscriber that registers and never reads
 		_, err := n.NewSubscriber(c, nil)
 		return readyUntilKilled(err)

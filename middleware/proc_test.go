@@ -303,20 +303,29 @@ func TestMultiProcess(t *testing.T) {
 		}
 		defer pub.Close()
 		cmd, out := helperCmd(t, "sub", helperEnvFor(d, c, count)...)
-		expectLine(t, out, "ready")
-		if err := sendPatterns(pub, c.MaxPayload, count); err != nil {
-			t.Fatal(err)
-		}
-		expectLine(t, out, "done")
-		if err := cmd.Wait(); err != nil {
-			t.Fatalf("subscriber child: %v", err)
-		}
+		feedSubChild(t, cmd, out, "subscriber child", pub, c.MaxPayload, count)
 	})
 }
 
 // sendPatterns sends messages 1..count on p, message i of 8 + i*37 %
 // (maxPayload-8) bytes filled with fillPattern(i), the sizes and contents
 // the helper subscribers check; the first error names the message.
+// feedSubChild feeds the "sub" helper child cmd (named what in a
+// failure) whose stdout is out: it waits for its "ready", sends it count
+// pattern messages of up to maxPayload bytes on pub, then waits for its
+// "done" and its exit, failing t on any step.
+func feedSubChild(t *testing.T, cmd *exec.Cmd, out *bufio.Reader, what string, pub *middleware.Publisher, maxPayload, count int) {
+	t.Helper()
+	expectLine(t, out, "ready")
+	if err := sendPatterns(pub, maxPayload, count); err != nil {
+		t.Fatal(err)
+	}
+	expectLine(t, out, "done")
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
 func sendPatterns(p *middleware.Publisher, maxPayload, count int) error {
 	buf := make([]byte, maxPayload)
 	for i := 1; i <= count; i++ {

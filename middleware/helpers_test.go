@@ -56,6 +56,17 @@ func openPair(t testing.TB, n *middleware.Node, c middleware.Contract) (*middlew
 	return openPairWith(t, n, c, nil, c, nil)
 }
 
+// openPub opens a publisher on c in n with options po, failing the test
+// on an error; Node.Close closes it.
+func openPub(t testing.TB, n *middleware.Node, c middleware.Contract, po *middleware.PublisherOptions) *middleware.Publisher {
+	t.Helper()
+	pub, err := n.NewPublisher(c, po)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pub
+}
+
 // openPairWith is openPair with the subscriber's and the publisher's own
 // contract and options (the publisher's contract may name the
 // subscriber's address, known only once it is open).

@@ -225,11 +225,7 @@ func TestSegmentPermissions(t *testing.T) {
 	d := testDomain(t)
 	n := openNode(t, "perm", d)
 	c := middleware.Contract{Topic: "perm", MaxPayload: 8, Transport: middleware.TransportShm}
-	pub, err := n.NewPublisher(c, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pub.Close()
+	openPub(t, n, c, nil) // creates the segment; Node.Close closes it
 	path := middleware.SegmentPath("", d, c.Topic)
 	fi, err := os.Stat(path)
 	if err != nil {

@@ -23,16 +23,7 @@ func TestDedicatedWait(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			n := openNode(t, "dedicated", testDomain(t))
 			c := middleware.Contract{Topic: "dedicated/" + name, MaxPayload: 64, Depth: 4, Transport: tr}
-			sub, err := n.NewSubscriber(c, &middleware.SubscriberOptions{DedicatedWait: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer sub.Close()
-			pub, err := n.NewPublisher(c, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer pub.Close()
+			sub, pub := openPairWith(t, n, c, &middleware.SubscriberOptions{DedicatedWait: true}, c, nil)
 			gcs := collectGarbage(t)
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()

@@ -82,14 +82,7 @@ func fuzzLive(t *testing.T, data []byte) {
 		t.Fatal(err)
 	}
 	defer n.Close()
-	sub, err := n.NewSubscriber(c, so)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub, err := n.NewPublisher(c, &middleware.PublisherOptions{SendTimeout: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sub, pub := openPairWith(t, n, c, so, c, &middleware.PublisherOptions{SendTimeout: 50 * time.Millisecond})
 	file, err := os.OpenFile(path, os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)

@@ -53,11 +53,30 @@ func openNode(t testing.TB, name, domain string) *middleware.Node {
 // default options, failing the test on an error; Node.Close closes them.
 func openPair(t testing.TB, n *middleware.Node, c middleware.Contract) (*middleware.Subscriber, *middleware.Publisher) {
 	t.Helper()
-	sub, err := n.NewSubscriber(c, nil)
+	return openPairWith(t, n, c, nil, c, nil)
+}
+
+// openPub opens a publisher on c in n with options po, failing the test
+// on an error; Node.Close closes it.
+func openPub(t testing.TB, n *middleware.Node, c middleware.Contract, po *middleware.PublisherOptions) *middleware.Publisher {
+	t.Helper()
+	pub, err := n.NewPublisher(c, po)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pub, err := n.NewPublisher(c, nil)
+	return pub
+}
+
+// openPairWith is openPair with the subscriber's and the publisher's own
+// contract and options (the publisher's contract may name the
+// subscriber's address, known only once it is open).
+func openPairWith(t testing.TB, n *middleware.Node, sc middleware.Contract, so *middleware.SubscriberOptions, pc middleware.Contract, po *middleware.PublisherOptions) (*middleware.Subscriber, *middleware.Publisher) {
+	t.Helper()
+	sub, err := n.NewSubscriber(sc, so)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := n.NewPublisher(pc, po)
 	if err != nil {
 		t.Fatal(err)
 	}

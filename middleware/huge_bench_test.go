@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/hilrig/hilrig/middleware"
 	"github.com/hilrig/hilrig/tracing/counters"
 )
@@ -142,16 +140,7 @@ func adviseTmpfs(b *testing.B) string {
 	if s, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/shmem_enabled"); err != nil || strings.Contains(string(s), "[deny]") {
 		b.Skipf("no transparent huge pages for tmpfs (shmem_enabled %q, %v)", strings.TrimSpace(string(s)), err)
 	}
-	dir := b.TempDir()
-	if err := unix.Mount("hilrig-bench-huge", dir, "tmpfs", 0, "size=256m,huge=advise"); err != nil {
-		b.Skipf("cannot mount a tmpfs with huge=advise on %s: %v", dir, err)
-	}
-	b.Cleanup(func() {
-		if err := unix.Unmount(dir, 0); err != nil {
-			b.Errorf("unmount %s: %v", dir, err)
-		}
-	})
-	return dir
+	return mountTmpfs(b, "hilrig-bench-huge", "size=256m,huge=advise", "a tmpfs with huge=advise")
 }
 
 // sendNext sends payload and takes it with fn, n times in turn, and

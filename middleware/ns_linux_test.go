@@ -80,14 +80,7 @@ func TestReliableAcrossPIDNamespaces(t *testing.T) {
 			t.Fatal(err)
 		}
 		cmd, out := nsHelperCmd(t, "sub", t.TempDir(), append(helperEnvFor(d, c, count), stall)...)
-		expectLine(t, out, "ready")
-		if err := sendPatterns(pub, c.MaxPayload, count); err != nil {
-			t.Fatal(err)
-		}
-		expectLine(t, out, "done")
-		if err := cmd.Wait(); err != nil {
-			t.Fatalf("container subscriber: %v", err)
-		}
+		feedSubChild(t, cmd, out, "container subscriber", pub, c.MaxPayload, count)
 		if st := pub.Stats(); st.DroppedSubs != 0 || st.Timeouts != 0 || st.Blocked == 0 {
 			t.Fatalf("publisher stats %+v: want the live container subscriber never dropped, no timeouts, some blocking", st)
 		}

@@ -118,6 +118,29 @@ func helperContract() middleware.Contract {
 	return c
 }
 
+// printOutcome reports, on stdout, how a helper role's try to open an
+// endpoint ended: "ok" or "err: " and the error (the test reads it).
+func printOutcome(err error) error {
+	if err != nil {
+		fmt.Println("err:", err)
+	} else {
+		fmt.Println("ok")
+	}
+	return nil
+}
+
+// readyUntilKilled is a helper role's end once its endpoint is open:
+// it returns err if opening failed, else prints "ready" and waits to be
+// killed.
+func readyUntilKilled(err error) error {
+	if err != nil {
+		return err
+	}
+	fmt.Println("ready")
+	time.Sleep(time.Hour) // until killed
+	return nil
+}
+
 func runHelper(role string) error {
 	if role == "mlock" {
 		n, err := middleware.OpenNode("mlock", &middleware.NodeOptions{Domain: os.Getenv("HILRIG_DOMAIN"), Mlock: true})
@@ -144,12 +167,8 @@ func runHelper(role string) error {
 	c := helperContract()
 	switch role {
 	case "pubtry": // try to publish, report the outcome on stdout
-		if _, err := n.NewPublisher(c, nil); err != nil {
-			fmt.Println("err:", err)
-		} else {
-			fmt.Println("ok")
-		}
-		return nil
+		_, err := n.NewPublisher(c, nil)
+		return printOutcome(err)
 	case "cpub", "csub": // corrupt_test.go
 		return corruptChild(n, c, role)
 	case "pub": // publish HILRIG_COUNT pattern messages of varying size
@@ -181,28 +200,16 @@ func runHelper(role string) error {
 			}
 		}
 	case "pubhold": // publisher that stays alive until killed
-		if _, err := n.NewPublisher(c, nil); err != nil {
-			return err
-		}
-		fmt.Println("ready")
-		time.Sleep(time.Hour) // until killed
-		return nil
+		_, err := n.NewPublisher(c, nil)
+		return readyUntilKilled(err)
 	case "shrinkself": // see TestSegmentTruncatedAfterCreation
 		return shrinkSelfChild(n, c)
 	case "open": // try to subscribe, report the outcome on stdout
-		if _, err := n.NewSubscriber(c, nil); err != nil {
-			fmt.Println("err:", err)
-		} else {
-			fmt.Println("ok")
-		}
-		return nil
+		_, err := n.NewSubscriber(c, nil)
+		return printOutcome(err)
 	case "subidle": // subscriber that registers and never reads
-		if _, err := n.NewSubscriber(c, nil); err != nil {
-			return err
-		}
-		fmt.Println("ready")
-		time.Sleep(time.Hour) // until killed
-		return nil
+		_, err := n.NewSubscriber(c, nil)
+		return readyUntilKilled(err)
 	case "sub": // read HILRIG_COUNT messages and check them
 		count, _ := strconv.Atoi(os.Getenv("HILRIG_COUNT"))
 		s, err := n.NewSubscriber(c, nil)
@@ -296,20 +303,29 @@ func TestMultiProcess(t *testing.T) {
 		}
 		defer pub.Close()
 		cmd, out := helperCmd(t, "sub", helperEnvFor(d, c, count)...)
-		expectLine(t, out, "ready")
-		if err := sendPatterns(pub, c.MaxPayload, count); err != nil {
-			t.Fatal(err)
-		}
-		expectLine(t, out, "done")
-		if err := cmd.Wait(); err != nil {
-			t.Fatalf("subscriber child: %v", err)
-		}
+		feedSubChild(t, cmd, out, "subscriber child", pub, c.MaxPayload, count)
 	})
 }
 
 // sendPatterns sends messages 1..count on p, message i of 8 + i*37 %
 // (maxPayload-8) bytes filled with fillPattern(i), the sizes and contents
 // the helper subscribers check; the first error names the message.
+// feedSubChild feeds the "sub" helper child cmd (named what in a
+// failure) whose stdout is out: it waits for its "ready", sends it count
+// pattern messages of up to maxPayload bytes on pub, then waits for its
+// "done" and its exit, failing t on any step.
+func feedSubChild(t *testing.T, cmd *exec.Cmd, out *bufio.Reader, what string, pub *middleware.Publisher, maxPayload, count int) {
+	t.Helper()
+	expectLine(t, out, "ready")
+	if err := sendPatterns(pub, maxPayload, count); err != nil {
+		t.Fatal(err)
+	}
+	expectLine(t, out, "done")
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
 func sendPatterns(p *middleware.Publisher, maxPayload, count int) error {
 	buf := make([]byte, maxPayload)
 	for i := 1; i <= count; i++ {

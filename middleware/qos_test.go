@@ -74,14 +74,7 @@ func TestReliableSlowSubscriberNeverLoses(t *testing.T) {
 			d := testDomain(t)
 			n := openNode(t, "rel", d)
 			c := middleware.Contract{Topic: "rel/slow", MaxPayload: 64, Slots: 2, Reliability: middleware.Reliable, Transport: tc.tr}
-			sub, err := n.NewSubscriber(c, &middleware.SubscriberOptions{Wait: middleware.WaitHybrid})
-			if err != nil {
-				t.Fatal(err)
-			}
-			pub, err := n.NewPublisher(c, &middleware.PublisherOptions{SendTimeout: 10 * time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
+			sub, pub := openPairWith(t, n, c, &middleware.SubscriberOptions{Wait: middleware.WaitHybrid}, c, &middleware.PublisherOptions{SendTimeout: 10 * time.Second})
 			const count = 3000
 			errc := make(chan error, 1)
 			go func() {
@@ -129,14 +122,7 @@ func TestWaitStrategies(t *testing.T) {
 			d := testDomain(t)
 			n := openNode(t, "w", d)
 			c := middleware.Contract{Topic: "w", MaxPayload: 8, Reliability: middleware.Reliable}
-			sub, err := n.NewSubscriber(c, &middleware.SubscriberOptions{Wait: w, SpinFor: 20 * time.Microsecond})
-			if err != nil {
-				t.Fatal(err)
-			}
-			pub, err := n.NewPublisher(c, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			sub, pub := openPairWith(t, n, c, &middleware.SubscriberOptions{Wait: w, SpinFor: 20 * time.Microsecond}, c, nil)
 			var wg sync.WaitGroup
 			wg.Add(1)
 			got := 0
@@ -239,11 +225,7 @@ func TestSegmentPermissions(t *testing.T) {
 	d := testDomain(t)
 	n := openNode(t, "perm", d)
 	c := middleware.Contract{Topic: "perm", MaxPayload: 8, Transport: middleware.TransportShm}
-	pub, err := n.NewPublisher(c, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pub.Close()
+	openPub(t, n, c, nil) // creates the segment; Node.Close closes it
 	path := middleware.SegmentPath("", d, c.Topic)
 	fi, err := os.Stat(path)
 	if err != nil {

@@ -20,18 +20,11 @@ func TestSubscriberRTOptions(t *testing.T) {
 	if _, err := n.NewSubscriber(c, &middleware.SubscriberOptions{Priority: 100}); !errors.Is(err, middleware.ErrContract) {
 		t.Fatalf("priority 100: %v", err)
 	}
-	sub, err := n.NewSubscriber(c, &middleware.SubscriberOptions{CPU: new(int), Priority: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub, err := n.NewPublisher(c, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sub, pub := openPairWith(t, n, c, &middleware.SubscriberOptions{CPU: new(int), Priority: 1}, c, nil)
 	if err := pub.Send([]byte("x")); err != nil {
 		t.Fatal(err)
 	}
-	err = sub.Receive(ctxT(t, 10*time.Second), func(*middleware.Message) error { return errDone })
+	err := sub.Receive(ctxT(t, 10*time.Second), func(*middleware.Message) error { return errDone })
 	switch {
 	case err == errDone:
 	case errors.Is(err, middleware.ErrPermission):

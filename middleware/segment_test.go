@@ -23,11 +23,7 @@ func TestBadSegmentsRejected(t *testing.T) {
 	d := testDomain(t)
 	n := openNode(t, "bad", d)
 	good := middleware.Contract{Topic: "good", MaxPayload: 128, Transport: middleware.TransportShm}
-	pub, err := n.NewPublisher(good, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pub.Close()
+	openPub(t, n, good, nil) // creates the segment; Node.Close closes it
 	img, err := os.ReadFile(middleware.SegmentPath("", d, good.Topic))
 	if err != nil {
 		t.Fatal(err)
@@ -126,11 +122,7 @@ func TestCleanStaleRemovesOnlyStale(t *testing.T) {
 	n := openNode(t, "clean", d)
 	live := middleware.Contract{Topic: "live", MaxPayload: 8, Transport: middleware.TransportShm}
 	stale := middleware.Contract{Topic: "stale", MaxPayload: 8, Transport: middleware.TransportShm}
-	pub, err := n.NewPublisher(live, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pub.Close()
+	openPub(t, n, live, nil) // a live segment; Node.Close closes it
 	cmd, out := helperCmd(t, "pubhold", helperEnvFor(d, stale, 0)...)
 	expectLine(t, out, "ready")
 	stalePath := middleware.SegmentPath("", d, stale.Topic)

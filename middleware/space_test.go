@@ -27,13 +27,21 @@ func smallTmpfs(t *testing.T) string {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to mount a 1 MiB tmpfs (mount -t tmpfs -o size=1m)")
 	}
-	dir := t.TempDir()
-	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=1m"); err != nil {
-		t.Skipf("cannot mount a 1 MiB tmpfs on %s (no CAP_SYS_ADMIN in this container?): %v", dir, err)
+	return mountTmpfs(t, "tmpfs", "size=1m", "a 1 MiB tmpfs (no CAP_SYS_ADMIN in this container?)")
+}
+
+// mountTmpfs mounts a tmpfs named source with options on a fresh
+// directory and unmounts it when tb ends; it skips tb, naming what it
+// tried to mount, where the mount fails.
+func mountTmpfs(tb testing.TB, source, options, what string) string {
+	tb.Helper()
+	dir := tb.TempDir()
+	if err := unix.Mount(source, dir, "tmpfs", 0, options); err != nil {
+		tb.Skipf("cannot mount %s on %s: %v", what, dir, err)
 	}
-	t.Cleanup(func() {
+	tb.Cleanup(func() {
 		if err := unix.Unmount(dir, 0); err != nil {
-			t.Errorf("unmount %s: %v", dir, err)
+			tb.Errorf("unmount %s: %v", dir, err)
 		}
 	})
 	return dir

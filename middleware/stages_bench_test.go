@@ -33,14 +33,7 @@ func BenchmarkStageStamps(b *testing.B) {
 			so.Stages = func(s *middleware.ReceiveStages) { rs = *s }
 			po.Stages = func(s *middleware.PublishStages) { ps = *s }
 		}
-		sub, err := n.NewSubscriber(c, so)
-		if err != nil {
-			b.Fatal(err)
-		}
-		pub, err := n.NewPublisher(c, po)
-		if err != nil {
-			b.Fatal(err)
-		}
+		sub, pub := openPairWith(b, n, c, so, c, po)
 		return pair{pub, sub}
 	}
 	on, off := mk("on", true), mk("off", false)

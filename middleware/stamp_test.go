@@ -3,6 +3,7 @@
 package middleware_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -22,34 +23,16 @@ func TestSendStampPrecedesReliableWait(t *testing.T) {
 			d := testDomain(t)
 			n := openNode(t, "stamp", d)
 			c := middleware.Contract{Topic: "stamp", MaxPayload: 64, Slots: 1, Reliability: middleware.Reliable, Transport: tc.tr}
-			sub, err := n.NewSubscriber(c, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			pub, err := n.NewPublisher(c, &middleware.PublisherOptions{SendTimeout: 10 * time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
-			res := make(chan stampGot, 3)
-			errc := make(chan error, 1)
+			sub, pub := openPairWith(t, n, c, nil, c, &middleware.PublisherOptions{SendTimeout: 10 * time.Second})
 			entered, sendStarted := make(chan struct{}), make(chan struct{})
 			ctx := ctxT(t, 20*time.Second)
-			go func() {
-				for i := 0; i < 3; i++ {
-					if err := sub.Next(ctx, func(m *middleware.Message) {
-						res <- stampGot{m.Header.Seq, m.Header.SendMono, m.RecvMono}
-						if m.Header.Seq == 1 {
-							close(entered)
-							<-sendStarted
-							time.Sleep(slow) // the slow subscriber: Send 2 waits for this ack
-						}
-					}); err != nil {
-						errc <- err
-						return
-					}
+			res, errc := receiveStamps(ctx, sub, func(m *middleware.Message) {
+				if m.Header.Seq == 1 {
+					close(entered)
+					<-sendStarted
+					time.Sleep(slow) // the slow subscriber: Send 2 waits for this ack
 				}
-				errc <- nil
-			}()
+			})
 			if err := pub.Send([]byte("one")); err != nil {
 				t.Fatal(err)
 			}
@@ -70,6 +53,29 @@ func TestSendStampPrecedesReliableWait(t *testing.T) {
 type stampGot struct {
 	seq        uint64
 	send, recv int64
+}
+
+// receiveStamps takes three messages from sub on its own goroutine,
+// writing what it saw of each to res and then calling hook (nil for none)
+// inside the callback; errc gets the end of the goroutine: nil after the
+// third message, or the error of Next.
+func receiveStamps(ctx context.Context, sub *middleware.Subscriber, hook func(*middleware.Message)) (res chan stampGot, errc chan error) {
+	res, errc = make(chan stampGot, 3), make(chan error, 1)
+	go func() {
+		for i := 0; i < 3; i++ {
+			if err := sub.Next(ctx, func(m *middleware.Message) {
+				res <- stampGot{m.Header.Seq, m.Header.SendMono, m.RecvMono}
+				if hook != nil {
+					hook(m)
+				}
+			}); err != nil {
+				errc <- err
+				return
+			}
+		}
+		errc <- nil
+	}()
+	return res, errc
 }
 
 // checkSendStamps drives messages 2 and 3 of a stamp test and checks their

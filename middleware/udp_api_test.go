@@ -4,7 +4,6 @@ package middleware_test
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -17,30 +16,10 @@ import (
 	"github.com/hilrig/hilrig/internal/testkit"
 	"github.com/hilrig/hilrig/middleware"
 	"github.com/hilrig/hilrig/middleware/internal/udp"
+	"github.com/hilrig/hilrig/middleware/internal/udp/udptest"
 	"github.com/hilrig/hilrig/netns"
 	"github.com/hilrig/hilrig/netns/netnstest"
 )
-
-func udpFill(p []byte, seq uint64) {
-	for i := range p {
-		p[i] = byte(seq*7 + uint64(i)*13)
-	}
-	if len(p) >= 8 {
-		binary.BigEndian.PutUint64(p, seq)
-	}
-}
-
-func udpCheck(p []byte, seq uint64) error {
-	if len(p) >= 8 && binary.BigEndian.Uint64(p) != seq {
-		return fmt.Errorf("payload carries seq %d, header %d", binary.BigEndian.Uint64(p), seq)
-	}
-	for i := 8; i < len(p); i++ {
-		if p[i] != byte(seq*7+uint64(i)*13) {
-			return fmt.Errorf("seq %d: byte %d corrupt", seq, i)
-		}
-	}
-	return nil
-}
 
 // udpDrain receives in the background, checking payloads and order.
 type udpDrain struct {
@@ -59,7 +38,7 @@ func drainUDP(s *middleware.Subscriber) *udpDrain {
 		var lastEpoch uint32
 		_ = s.Receive(ctx, func(m *middleware.Message) error {
 			if d.err == nil {
-				if err := udpCheck(m.Payload, m.Header.Seq); err != nil {
+				if err := udptest.Check(m.Payload, m.Header.Seq); err != nil {
 					d.err = err
 				} else if m.Header.Len != uint32(len(m.Payload)) {
 					d.err = fmt.Errorf("header len %d, payload %d", m.Header.Len, len(m.Payload))
@@ -93,14 +72,14 @@ func TestUDPLoopbackHeadersAndQoS(t *testing.T) {
 			ctx := ctxT(t, 10*time.Second)
 			p := make([]byte, 150_000) // 3 fragments on loopback
 			for i := uint64(1); i <= 5; i++ {
-				udpFill(p[:int(i)*30_000], i)
+				udptest.Fill(p[:int(i)*30_000], i)
 				if err := pub.Send(p[:int(i)*30_000]); err != nil {
 					t.Fatal(err)
 				}
 				var h middleware.Header
 				var perr error
 				if err := sub.Next(ctx, func(m *middleware.Message) {
-					h, perr = m.Header, udpCheck(m.Payload, m.Header.Seq)
+					h, perr = m.Header, udptest.Check(m.Payload, m.Header.Seq)
 					if m.RecvMono < h.SendMono {
 						perr = fmt.Errorf("RecvMono %d before SendMono %d", m.RecvMono, h.SendMono)
 					}
@@ -174,13 +153,13 @@ func TestUDPMulticastOnLoopback(t *testing.T) {
 	}
 	ctx := ctxT(t, 5*time.Second)
 	p := make([]byte, 100)
-	udpFill(p, 1)
+	udptest.Fill(p, 1)
 	if err := pub.Send(p); err != nil {
 		t.Fatal(err)
 	}
 	for i, s := range subs {
 		var perr error
-		if err := s.Next(ctx, func(m *middleware.Message) { perr = udpCheck(m.Payload, m.Header.Seq) }); err != nil || perr != nil {
+		if err := s.Next(ctx, func(m *middleware.Message) { perr = udptest.Check(m.Payload, m.Header.Seq) }); err != nil || perr != nil {
 			t.Fatalf("subscriber %d: %v %v", i, err, perr)
 		}
 	}
@@ -291,7 +270,7 @@ func TestUDP10MiBReliableAcrossNamespaces(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		udpFill(l.Bytes()[:size], i)
+		udptest.Fill(l.Bytes()[:size], i)
 		if err := l.Publish(size); err != nil {
 			t.Fatalf("frame %d: %v", i, err)
 		}
@@ -327,7 +306,7 @@ func TestUDPBestEffortExactLossAcrossNamespaces(t *testing.T) {
 	d := drainUDP(sub)
 	buf := make([]byte, 300)
 	for i := uint64(1); i <= total; i++ {
-		udpFill(buf, i)
+		udptest.Fill(buf, i)
 		if err := pub.Send(buf); err != nil {
 			t.Fatal(err)
 		}
@@ -377,7 +356,7 @@ func TestUDPBestEffortSlowSubscriberKeepsDepth(t *testing.T) {
 	buf := make([]byte, 64)
 	send := func(seq uint64) {
 		t.Helper()
-		udpFill(buf, seq)
+		udptest.Fill(buf, seq)
 		if err := pub.Send(buf); err != nil {
 			t.Fatal(err)
 		}
@@ -450,7 +429,7 @@ func TestUDPPublisherRestartAcrossNamespaces(t *testing.T) {
 	for round := range 2 {
 		pub := newPubIn(t, p.A, n, c, nil)
 		for i := uint64(1); i <= 25; i++ {
-			udpFill(buf, i)
+			udptest.Fill(buf, i)
 			if err := pub.Send(buf); err != nil {
 				t.Fatal(err)
 			}
@@ -481,7 +460,7 @@ func TestUDPUnknownSourceAcrossNamespaces(t *testing.T) {
 	pub := newPubIn(t, p.A, n, c, nil)
 	buf := make([]byte, 64)
 	for i := uint64(1); i <= 10; i++ {
-		udpFill(buf, i)
+		udptest.Fill(buf, i)
 		_ = pub.Send(buf)
 	}
 	testkit.Eventually(t, 5*time.Second, "forged datagrams counted", func() bool {
@@ -539,7 +518,7 @@ func TestUDPAnnounceOnLoopback(t *testing.T) {
 	seq := uint64(0)
 	testkit.Eventually(t, 5*time.Second, "publisher learning the subscriber from its announce", func() bool {
 		seq++
-		udpFill(p, seq)
+		udptest.Fill(p, seq)
 		_ = pub.Send(p)
 		return sub.Stats().Delivered > 0
 	})
@@ -647,12 +626,12 @@ func TestUDPDedicatedReader(t *testing.T) {
 		if seq++; seq > 1_000_000 {
 			t.Fatalf("%d collections in %d messages", gcs()-start, seq)
 		}
-		udpFill(p, seq)
+		udptest.Fill(p, seq)
 		if err := pub.Send(p); err != nil {
 			t.Fatal(err)
 		}
 		var perr error
-		if err := sub.Next(ctxT(t, 10*time.Second), func(m *middleware.Message) { perr = udpCheck(m.Payload, m.Header.Seq) }); err != nil || perr != nil {
+		if err := sub.Next(ctxT(t, 10*time.Second), func(m *middleware.Message) { perr = udptest.Check(m.Payload, m.Header.Seq) }); err != nil || perr != nil {
 			t.Fatalf("message %d: %v %v", seq, err, perr)
 		}
 	}
@@ -675,12 +654,12 @@ func TestUDPSpinWait(t *testing.T) {
 			t.Fatal(err)
 		}
 		p := make([]byte, 32)
-		udpFill(p, 1)
+		udptest.Fill(p, 1)
 		if err := pub.Send(p); err != nil {
 			t.Fatal(err)
 		}
 		var perr error
-		if err := sub.Next(ctxT(t, 5*time.Second), func(m *middleware.Message) { perr = udpCheck(m.Payload, m.Header.Seq) }); err != nil || perr != nil {
+		if err := sub.Next(ctxT(t, 5*time.Second), func(m *middleware.Message) { perr = udptest.Check(m.Payload, m.Header.Seq) }); err != nil || perr != nil {
 			t.Fatalf("wait %d: %v %v", w, err, perr)
 		}
 		// Cancellation is noticed while spinning.
@@ -710,12 +689,12 @@ func TestUDPReliableSenderReadsAcksInline(t *testing.T) {
 	p := make([]byte, 16)
 	const msgs = 300
 	for i := uint64(1); i <= msgs; i++ {
-		udpFill(p, i)
+		udptest.Fill(p, i)
 		if err := pub.Send(p); err != nil {
 			t.Fatalf("send %d: %v", i, err)
 		}
 		var perr error
-		if err := sub.Next(ctx, func(m *middleware.Message) { perr = udpCheck(m.Payload, m.Header.Seq) }); err != nil {
+		if err := sub.Next(ctx, func(m *middleware.Message) { perr = udptest.Check(m.Payload, m.Header.Seq) }); err != nil {
 			t.Fatal(err)
 		}
 		if perr != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hilrig/hilrig/middleware"
+	"github.com/hilrig/hilrig/middleware/internal/udp/udptest"
 )
 
 // writeKey writes a hex domain key file with the given mode.
@@ -78,14 +79,14 @@ func TestUDPAuthenticatedTopic(t *testing.T) {
 	p := make([]byte, 64)
 	var got uint64
 	fn := func(m *middleware.Message) {
-		if udpCheck(m.Payload, m.Header.Seq) == nil {
+		if udptest.Check(m.Payload, m.Header.Seq) == nil {
 			got++
 		}
 	}
 	seq := uint64(0)
 	round := func() {
 		seq++
-		udpFill(p, seq)
+		udptest.Fill(p, seq)
 		sendTake(t, pub, sub, p, fn)
 	}
 	for range 100 {

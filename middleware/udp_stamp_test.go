@@ -80,21 +80,9 @@ func TestUDPSendStampPrecedesReliableWait(t *testing.T) {
 		}
 	}()
 
-	res := make(chan stampGot, 3)
-	errc := make(chan error, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	go func() {
-		for i := 0; i < 3; i++ {
-			if err := sub.Next(ctx, func(m *middleware.Message) {
-				res <- stampGot{m.Header.Seq, m.Header.SendMono, m.RecvMono}
-			}); err != nil {
-				errc <- err
-				return
-			}
-		}
-		errc <- nil
-	}()
+	res, errc := receiveStamps(ctx, sub, nil)
 	if err := pub.Send([]byte("one")); err != nil {
 		t.Fatal(err)
 	}

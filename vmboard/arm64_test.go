@@ -5,18 +5,13 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/hilrig/hilrig/vmboard"
 )
 
-var (
-	arm64Once sync.Once
-	arm64Img  *vmboard.Image
-	arm64Err  error
-)
+var arm64Built onceImage
 
 // arm64Image builds (or finds in the cache) the arm64 board image once per
 // process. The cold cross build takes many minutes on a loaded machine.
@@ -24,16 +19,7 @@ func arm64Image(t *testing.T) *vmboard.Image {
 	t.Helper()
 	needVM(t)
 	needARM64(t)
-	arm64Once.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
-		defer cancel()
-		arm64Img, arm64Err = vmboard.Build(ctx, vmboard.BuildOptions{Arch: vmboard.ArchARM64, Jobs: 2})
-	})
-	if arm64Err != nil {
-		t.Fatalf("build arm64 board image: %v", arm64Err)
-	}
-	t.Logf("arm64 image %s (cached %v, %v): %s", arm64Img.Hash, arm64Img.Cached, arm64Img.Elapsed.Round(time.Millisecond), arm64Img.Vmlinux)
-	return arm64Img
+	return arm64Built.get(t, "arm64 board image", 60*time.Minute, vmboard.BuildOptions{Arch: vmboard.ArchARM64, Jobs: 2})
 }
 
 // stressCount is how often the in-board torn-read stress runs: once in the

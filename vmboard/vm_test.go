@@ -29,26 +29,37 @@ func needVM(t *testing.T) {
 	}
 }
 
-var (
-	imgOnce sync.Once
-	img     *vmboard.Image
-	imgErr  error
-)
+// onceImage is a board image built (or found in the cache) once per
+// process, the first time a test asks for it.
+type onceImage struct {
+	once sync.Once
+	img  *vmboard.Image
+	err  error
+}
+
+// get builds the image with o, waiting up to timeout, on the first call;
+// every call fails t if that build failed and logs the image, named what.
+func (b *onceImage) get(t *testing.T, what string, timeout time.Duration, o vmboard.BuildOptions) *vmboard.Image {
+	t.Helper()
+	b.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		b.img, b.err = vmboard.Build(ctx, o)
+	})
+	if b.err != nil {
+		t.Fatalf("build %s: %v", what, b.err)
+	}
+	t.Logf("%s %s (cached %v, %v): %s", what, b.img.Hash, b.img.Cached, b.img.Elapsed.Round(time.Millisecond), b.img.Vmlinux)
+	return b.img
+}
+
+var hostImage onceImage
 
 // image builds (or finds in the cache) the board image once per process.
 func image(t *testing.T) *vmboard.Image {
 	t.Helper()
 	needVM(t)
-	imgOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
-		defer cancel()
-		img, imgErr = vmboard.Build(ctx, vmboard.BuildOptions{Jobs: 2})
-	})
-	if imgErr != nil {
-		t.Fatalf("build board image: %v", imgErr)
-	}
-	t.Logf("image %s (cached %v, %v): %s", img.Hash, img.Cached, img.Elapsed.Round(time.Millisecond), img.Vmlinux)
-	return img
+	return hostImage.get(t, "board image", 30*time.Minute, vmboard.BuildOptions{Jobs: 2})
 }
 
 // A second Build finds everything in the cache: no make, same paths.

@@ -3,7 +3,6 @@ package udp_test
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/hilrig/hilrig/internal/testkit"
 	"github.com/hilrig/hilrig/middleware/internal/udp"
+	"github.com/hilrig/hilrig/middleware/internal/udp/udptest"
 )
 
 var lo = netip.MustParseAddr("127.0.0.1")
@@ -77,27 +77,10 @@ func (r *rig) roundTripAllocs(t testing.TB, p []byte) float64 {
 	return testing.AllocsPerRun(500, step)
 }
 
-// fill writes a payload that encodes its sequence number and length.
-func fill(p []byte, seq uint64) {
-	for i := range p {
-		p[i] = byte(seq*7 + uint64(i)*13)
-	}
-	if len(p) >= 8 {
-		binary.BigEndian.PutUint64(p, seq)
-	}
-}
-
-func check(p []byte, seq uint64) error {
-	if len(p) >= 8 && binary.BigEndian.Uint64(p) != seq {
-		return fmt.Errorf("payload carries seq %d, header %d", binary.BigEndian.Uint64(p), seq)
-	}
-	for i := 8; i < len(p); i++ {
-		if p[i] != byte(seq*7+uint64(i)*13) {
-			return fmt.Errorf("seq %d: byte %d corrupt", seq, i)
-		}
-	}
-	return nil
-}
+// fill writes a payload that encodes its sequence number and length;
+// check says whether a payload is the one fill wrote (udptest, shared
+// with the middleware's UDP API tests).
+var fill, check = udptest.Fill, udptest.Check
 
 // numbered sends payloads of len(p) bytes numbered 1, 2, … (each filled
 // to encode its number, see fill): next sends the next one and returns

@@ -14,23 +14,17 @@ import (
 func (s *session) collect(endpoint string) ([]agentproto.Window, *agentproto.Final) {
 	s.t.Helper()
 	var wins []agentproto.Window
-	deadline := time.After(30 * time.Second)
+	const within = 30 * time.Second
+	deadline := time.After(within)
 	for {
-		select {
-		case m, ok := <-s.msgs:
-			if !ok {
-				s.t.Fatalf("agent output ended while waiting for %s's final", endpoint)
-			}
-			switch {
-			case m.Kind == agentproto.KindError:
-				s.t.Fatalf("agent error: %+v", m.Error)
-			case m.Kind == agentproto.KindWindow && m.Window.Endpoint == endpoint:
-				wins = append(wins, *m.Window)
-			case m.Kind == agentproto.KindFinal && m.Final.Endpoint == endpoint:
-				return wins, m.Final
-			}
-		case <-deadline:
-			s.t.Fatalf("no final of %s within 30s", endpoint)
+		m := s.next(deadline, within, endpoint+"'s final")
+		switch {
+		case m.Kind == agentproto.KindError:
+			s.t.Fatalf("agent error: %+v", m.Error)
+		case m.Kind == agentproto.KindWindow && m.Window.Endpoint == endpoint:
+			wins = append(wins, *m.Window)
+		case m.Kind == agentproto.KindFinal && m.Final.Endpoint == endpoint:
+			return wins, m.Final
 		}
 	}
 }

@@ -99,24 +99,35 @@ func (s *session) sendRaw(line string) {
 // anything else or after 20 s.
 func (s *session) expect(kind agentproto.Kind) *agentproto.Msg {
 	s.t.Helper()
-	deadline := time.After(20 * time.Second)
+	const within = 20 * time.Second
+	deadline := time.After(within)
 	for {
-		select {
-		case m, ok := <-s.msgs:
-			if !ok {
-				s.t.Fatalf("agent output ended while waiting for %s", kind)
-			}
-			if m.Kind == kind {
-				return m
-			}
-			if m.Kind == agentproto.KindWindow && kind != agentproto.KindWindow {
-				continue
-			}
-			s.t.Fatalf("got %s %+v %+v, want %s", m.Kind, m.Error, m.Final, kind)
-		case <-deadline:
-			s.t.Fatalf("no %s within 20s", kind)
+		m := s.next(deadline, within, string(kind))
+		if m.Kind == kind {
+			return m
 		}
+		if m.Kind == agentproto.KindWindow && kind != agentproto.KindWindow {
+			continue
+		}
+		s.t.Fatalf("got %s %+v %+v, want %s", m.Kind, m.Error, m.Final, kind)
 	}
+}
+
+// next returns the agent's next message, failing when its output ends or
+// deadline (within from the start of the wait) passes first; what names
+// what the test waits for.
+func (s *session) next(deadline <-chan time.Time, within time.Duration, what string) *agentproto.Msg {
+	s.t.Helper()
+	select {
+	case m, ok := <-s.msgs:
+		if !ok {
+			s.t.Fatalf("agent output ended while waiting for %s", what)
+		}
+		return m
+	case <-deadline:
+		s.t.Fatalf("no %s within %v", what, within)
+	}
+	return nil
 }
 
 func (s *session) wait() error {

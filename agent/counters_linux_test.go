@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/hilrig/hilrig/internal/testkit"
 	"github.com/hilrig/hilrig/middleware"
 	"github.com/hilrig/hilrig/tracing/counters"
 )
@@ -190,9 +191,7 @@ func TestEndpointCountersHugePagesRefusedSaysWhy(t *testing.T) {
 // huge=advise mount is checked in middleware/internal/shm,
 // TestHugePagesOnAdviseTmpfs.)
 func TestEndpointCountersShmTHP(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("mounting a tmpfs needs root")
-	}
+	testkit.NeedRoot(t, "mounting a tmpfs needs root")
 	if sel := selectedChoice(readFile("/sys/kernel/mm/transparent_hugepage/shmem_enabled")); sel == "deny" || sel == "" {
 		t.Skipf("tmpfs THP unavailable: shmem_enabled %q", sel)
 	}

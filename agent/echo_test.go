@@ -14,23 +14,17 @@ import (
 func (s *session) collect(endpoint string) ([]agentproto.Window, *agentproto.Final) {
 	s.t.Helper()
 	var wins []agentproto.Window
-	deadline := time.After(30 * time.Second)
+	const within = 30 * time.Second
+	deadline := time.After(within)
 	for {
-		select {
-		case m, ok := <-s.msgs:
-			if !ok {
-				s.t.Fatalf("agent output ended while waiting for %s's final", endpoint)
-			}
-			switch {
-			case m.Kind == agentproto.KindError:
-				s.t.Fatalf("agent error: %+v", m.Error)
-			case m.Kind == agentproto.KindWindow && m.Window.Endpoint == endpoint:
-				wins = append(wins, *m.Window)
-			case m.Kind == agentproto.KindFinal && m.Final.Endpoint == endpoint:
-				return wins, m.Final
-			}
-		case <-deadline:
-			s.t.Fatalf("no final of %s within 30s", endpoint)
+		m := s.next(deadline, within, endpoint+"'s final")
+		switch {
+		case m.Kind == agentproto.KindError:
+			s.t.Fatalf("agent error: %+v", m.Error)
+		case m.Kind == agentproto.KindWindow && m.Window.Endpoint == endpoint:
+			wins = append(wins, *m.Window)
+		case m.Kind == agentproto.KindFinal && m.Final.Endpoint == endpoint:
+			return wins, m.Final
 		}
 	}
 }
@@ -131,15 +125,24 @@ func TestPingerEchoIntraOneAgent(t *testing.T) {
 	}
 }
 
+// startLonelyPinger starts, in a session of its own, a best-effort
+// pinger on topic (replies on topic+"-r") bound to count pings, each
+// waiting timeout for a reply, with no echo anywhere to answer it.
+func startLonelyPinger(t *testing.T, topic string, count uint64, timeout time.Duration) *session {
+	t.Helper()
+	s := startSession(t, t.TempDir())
+	ping, reply := contract(topic), contract(topic+"-r")
+	ping.Reliability = middleware.BestEffort
+	ps, _ := roundTripStarts(ping, reply, count, 0)
+	ps.Echo.ReplyTimeoutNs = int64(timeout)
+	s.start(ps)
+	return s
+}
+
 // TestPingerWithoutEchoCountsEveryPingLost: no echo, so every ping times
 // out and is lost; the pinger still ends (by count) and records nothing.
 func TestPingerWithoutEchoCountsEveryPingLost(t *testing.T) {
-	s := startSession(t, t.TempDir())
-	ping, reply := contract("rtt/lonely"), contract("rtt/lonely-r")
-	ping.Reliability = middleware.BestEffort
-	ps, _ := roundTripStarts(ping, reply, 5, 0)
-	ps.Echo.ReplyTimeoutNs = int64(20 * time.Millisecond)
-	s.start(ps)
+	s := startLonelyPinger(t, "rtt/lonely", 5, 20*time.Millisecond)
 	_, f := s.collect("ping")
 	if f.Sent != 5 || f.Received != 0 || f.Lost != 5 || f.Reason != agentproto.EndCount {
 		t.Errorf("final = %+v", f)
@@ -202,12 +205,7 @@ func TestPinnedPinger(t *testing.T) {
 // no reply at all it ends with an error saying so, and what it sent stays
 // counted — sent and lost.
 func TestPingerWithoutEchoEndsBounded(t *testing.T) {
-	s := startSession(t, t.TempDir())
-	ping, reply := contract("rtt/lonely2"), contract("rtt/lonely2-r")
-	ping.Reliability = middleware.BestEffort
-	ps, _ := roundTripStarts(ping, reply, 100000, 0)
-	ps.Echo.ReplyTimeoutNs = int64(10 * time.Millisecond)
-	s.start(ps)
+	s := startLonelyPinger(t, "rtt/lonely2", 100000, 10*time.Millisecond)
 	var f *agentproto.Final
 	deadline := time.After(30 * time.Second)
 	for f == nil {

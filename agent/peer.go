@@ -356,6 +356,21 @@ func rosCodec(t *rostopic.Topic) (*rosmsg.Codec, error) {
 	return c, nil
 }
 
+// rosMessage is the message x sends on its ROS 2 topic: the topic's type
+// encoded to Payload bytes (rostopic.Template), built once at start.
+func (x endpoints) rosMessage() ([]byte, error) {
+	t := x.s.ROS2
+	c, err := rosCodec(t)
+	if err != nil {
+		return nil, err
+	}
+	msg, err := rostopic.Template(c, x.s.Payload)
+	if err != nil {
+		return nil, fmt.Errorf("ros2 topic %s: %w", t.Name, err)
+	}
+	return msg, nil
+}
+
 // rosPeer is x's peer as a ROS 2 speaker.
 func (x endpoints) rosPeer() (PeerROS2, error) {
 	rp, ok := x.peer.(PeerROS2)
@@ -369,13 +384,9 @@ func (x endpoints) rosPeer() (PeerROS2, error) {
 // message it sends, Payload bytes.
 func (x endpoints) rosOut() (outlet, error) {
 	t := x.s.ROS2
-	c, err := rosCodec(t)
+	msg, err := x.rosMessage()
 	if err != nil {
 		return nil, err
-	}
-	msg, err := rostopic.Template(c, x.s.Payload)
-	if err != nil {
-		return nil, fmt.Errorf("ros2 topic %s: %w", t.Name, err)
 	}
 	rp, err := x.rosPeer()
 	if err != nil {
@@ -750,14 +761,9 @@ func (*rosHilrigOut) hdr() int { return 0 }
 func (o *rosHilrigOut) close() { o.pub.Close() }
 
 func (x endpoints) rosHilrigOut(c middleware.Contract) (outlet, error) {
-	t := x.s.ROS2
-	codec, err := rosCodec(t)
+	msg, err := x.rosMessage()
 	if err != nil {
 		return nil, err
-	}
-	msg, err := rostopic.Template(codec, x.s.Payload)
-	if err != nil {
-		return nil, fmt.Errorf("ros2 topic %s: %w", t.Name, err)
 	}
 	pub, err := x.node.NewPublisher(c, &middleware.PublisherOptions{SendTimeout: time.Duration(x.s.SendTimeoutNs)})
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hilrig/hilrig/agentproto"
+	"github.com/hilrig/hilrig/internal/testkit"
 )
 
 // A publisher pinned to a CPU with SCHED_FIFO changes the thread its hot
@@ -19,9 +20,7 @@ import (
 // endpoints at their own priority (TestTraceOnBreachNamesHog stalled in
 // the later runs of one process: -count N).
 func TestPinnedEndpointThreadEndsWithIt(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("SCHED_FIFO and pinning need root")
-	}
+	testkit.NeedRoot(t, "SCHED_FIFO and pinning need root")
 	cpu := 0
 	// Threads already there: an earlier test may have left one pinned
 	// where it cannot end (the main thread, which a locked goroutine

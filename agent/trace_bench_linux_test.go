@@ -2,11 +2,11 @@ package agent_test
 
 import (
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/hilrig/hilrig/agentproto"
+	"github.com/hilrig/hilrig/internal/testkit"
 	"github.com/hilrig/hilrig/report"
 )
 
@@ -19,9 +19,7 @@ import (
 //
 //	go test -run '^$' -bench TraceOverhead -benchtime 3x ./agent
 func BenchmarkTraceOverhead(b *testing.B) {
-	if os.Geteuid() != 0 {
-		b.Skip("tracefs needs root")
-	}
+	testkit.NeedRoot(b, "tracefs needs root")
 	dir := b.TempDir()
 	s := startSession(b, dir)
 	off, armed := report.NewHistogram(), report.NewHistogram()

@@ -2,7 +2,6 @@ package agent_test
 
 import (
 	"encoding/json"
-	"os"
 	"runtime"
 	"strings"
 	"testing"
@@ -11,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hilrig/hilrig/agentproto"
+	"github.com/hilrig/hilrig/internal/testkit"
 	"github.com/hilrig/hilrig/tracing/tracetest"
 )
 
@@ -24,9 +24,7 @@ import (
 // hog is logged here; the strict "names the hog" check is
 // tracing.TestSpikeSnapshotNamesHog, free of the agent's Go scheduling.
 func TestTraceOnBreachNamesHog(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("tracefs and SCHED_FIFO need root")
-	}
+	testkit.NeedRoot(t, "tracefs and SCHED_FIFO need root")
 	recvCPU, sendCPU := 0, 0
 	if runtime.NumCPU() > 1 {
 		recvCPU = 1

@@ -60,24 +60,14 @@ func (s *Start) validatePeer() error {
 		if s.ROS2 != nil {
 			// A ROS 2 message on hilrig's own bus (what `hilrig bridge`
 			// forwards): the same payload and stamp rules as on a peer.
-			return s.validateROS2(func(format string, args ...any) error {
-				e := errf(CodeInvalid, format, args...)
-				e.Endpoint = s.Endpoint
-				return e
-			})
+			return s.validateROS2(invalidFor(s.Endpoint))
 		}
 		if s.ColdPeer {
-			e := errf(CodeInvalid, "start.cold_peer: only a peer middleware opens participants (middleware %q)", s.Middleware)
-			e.Endpoint = s.Endpoint
-			return e
+			return invalidFor(s.Endpoint)("start.cold_peer: only a peer middleware opens participants (middleware %q)", s.Middleware)
 		}
 		return nil
 	}
-	bad := func(format string, args ...any) error {
-		e := errf(CodeInvalid, format, args...)
-		e.Endpoint = s.Endpoint
-		return e
-	}
+	bad := invalidFor(s.Endpoint)
 	if n := s.PeerNet; n != nil {
 		for _, a := range append([]string{n.Address}, n.Peers...) {
 			if a != "" && !peerAddrRE.MatchString(a) {

@@ -41,11 +41,7 @@ func (s *Start) validateSchedule() error {
 	if p == nil {
 		return nil
 	}
-	bad := func(format string, args ...any) error {
-		e := errf(CodeInvalid, format, args...)
-		e.Endpoint = s.Endpoint
-		return e
-	}
+	bad := invalidFor(s.Endpoint)
 	if s.Role != Publisher {
 		return bad("start.schedule: only a publisher has one, not a %s", s.Role)
 	}

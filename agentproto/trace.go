@@ -68,11 +68,7 @@ func (s *Start) validateTrace() error {
 	if t == nil {
 		return nil
 	}
-	bad := func(format string, args ...any) error {
-		e := errf(CodeInvalid, format, args...)
-		e.Endpoint = s.Endpoint
-		return e
-	}
+	bad := invalidFor(s.Endpoint)
 	switch t.Mode {
 	case TraceOnBreach, TraceWorstWindow:
 	default:

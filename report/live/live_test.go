@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -42,14 +43,22 @@ func scrape(t *testing.T, addr string) string {
 	return string(b)
 }
 
-func TestEndpoint(t *testing.T) {
+// serveMetrics starts a new Metrics' endpoint on a free loopback port until ctx
+// ends, failing t if it cannot listen.
+func serveMetrics(ctx context.Context, t *testing.T) (*live.Metrics, net.Addr) {
+	t.Helper()
 	m := live.New()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	a, err := m.Serve(ctx, "127.0.0.1:0", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return m, a
+}
+
+func TestEndpoint(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	m, a := serveMetrics(ctx, t)
 	m.ObserveCase(testCase("shm 64", 0))
 	m.ObserveCase(testCase("udp 64", 3))
 	m.SoakProgress(30*time.Minute, 2*time.Hour)
@@ -86,13 +95,9 @@ func TestPrometheusScrapes(t *testing.T) {
 	if err != nil {
 		t.Skip("prometheus not installed (Debian package prometheus)")
 	}
-	m := live.New()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	a, err := m.Serve(ctx, "127.0.0.1:0", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, a := serveMetrics(ctx, t)
 	c := testCase("udp 64", 3)
 	m.ObserveCase(c)
 	dir := t.TempDir()

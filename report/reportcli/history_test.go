@@ -55,9 +55,7 @@ func TestImportTrendBaseline(t *testing.T) {
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := r.WriteFile(p); err != nil {
-			t.Fatal(err)
-		}
+		saveResult(t, r, p)
 	}
 	o := reportcli.Options{ReportDir: rd, Version: "test"}
 	ctx := context.Background()

@@ -16,6 +16,16 @@ import (
 	"github.com/hilrig/hilrig/report/soak"
 )
 
+// saveResult writes r to path p as result.json is written, failing t if
+// it cannot, and returns p.
+func saveResult(t *testing.T, r *report.Result, p string) string {
+	t.Helper()
+	if err := r.WriteFile(p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 func writeResult(t *testing.T, dir, name string, p99Scale int64) string {
 	t.Helper()
 	r := report.NewResult(report.RunInfo{Rack: "sim", Start: time.Unix(0, 0).UTC(), End: time.Unix(60, 0).UTC()})
@@ -31,11 +41,7 @@ func writeResult(t *testing.T, dir, name string, p99Scale int64) string {
 		Method: report.Method{Kind: report.RTTHalf, Clocks: "CLOCK_MONOTONIC"}}
 	c.Finalize()
 	r.Cases = []report.Case{c}
-	p := filepath.Join(dir, name)
-	if err := r.WriteFile(p); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return saveResult(t, r, filepath.Join(dir, name))
 }
 
 func TestCompareCommand(t *testing.T) {
@@ -136,11 +142,7 @@ func writePeerResult(t *testing.T, dir, name, peer string, peerBase int64) strin
 		c.Finalize()
 		r.Cases = append(r.Cases, c)
 	}
-	p := filepath.Join(dir, name)
-	if err := r.WriteFile(p); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return saveResult(t, r, filepath.Join(dir, name))
 }
 
 func TestCompareByMiddleware(t *testing.T) {
@@ -205,10 +207,7 @@ func TestCompareByMiddlewareRepetitions(t *testing.T) {
 			r.Cases = append(r.Cases, *c)
 		}
 	}
-	p := filepath.Join(t.TempDir(), "reps.json")
-	if err := r.WriteFile(p); err != nil {
-		t.Fatal(err)
-	}
+	p := saveResult(t, r, filepath.Join(t.TempDir(), "reps.json"))
 	var out, errb bytes.Buffer
 	if err := reportcli.Run(context.Background(), []string{"compare", "--by", "middleware", p}, &out, &errb); err != nil {
 		t.Fatal(err)

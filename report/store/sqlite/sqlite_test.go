@@ -12,6 +12,7 @@ import (
 
 	"github.com/hilrig/hilrig/report"
 	"github.com/hilrig/hilrig/report/store"
+	"github.com/hilrig/hilrig/report/store/internal/sqlstore"
 	"github.com/hilrig/hilrig/report/store/sqlite"
 	"github.com/hilrig/hilrig/report/store/storetest"
 )
@@ -100,22 +101,31 @@ func TestDamagedPages(t *testing.T) {
 	}
 }
 
+// openTemp opens a new store, results.db in tb's temporary directory,
+// as version (the hilrig version stamped on what it stores) with o,
+// closed when tb ends; it returns the store and the file's path.
+func openTemp(tb testing.TB, version string, o sqlite.Options) (*sqlstore.Store, string) {
+	tb.Helper()
+	p := filepath.Join(tb.TempDir(), "results.db")
+	s, err := sqlite.Open(context.Background(), p, version, o)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { s.Close() })
+	return s, p
+}
+
 // A store that cannot grow (disk full; here the page cap, which fails the
 // same way, SQLITE_FULL) fails the Put with an error naming the store and
 // the run, and keeps what was stored before.
 func TestFull(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "results.db")
 	ctx := context.Background()
-	s, err := sqlite.Open(ctx, p, "test", sqlite.Options{MaxPageCount: 24})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, p := openTemp(t, "test", sqlite.Options{MaxPageCount: 24})
 	first := storetest.Run("full", 0, 2, 1000)
 	if err := s.Put(ctx, first, "latency"); err != nil {
 		t.Fatal(err)
 	}
-	err = s.Put(ctx, storetest.Run("full", 1, 86, 1000), "latency")
+	err := s.Put(ctx, storetest.Run("full", 1, 86, 1000), "latency")
 	if !errors.Is(err, store.ErrStore) || !strings.Contains(err.Error(), "disk full") || !strings.Contains(err.Error(), "full/run-0001") ||
 		!strings.Contains(err.Error(), "sqlite:"+p) {
 		t.Fatalf("err = %v, want disk full naming the store and run", err)
@@ -130,12 +140,7 @@ func TestFull(t *testing.T) {
 
 // go test -run '^$' -bench . ./report/store/sqlite
 func BenchmarkSQLite(b *testing.B) {
-	ctx := context.Background()
-	s, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "results.db"), "bench", sqlite.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
+	s, _ := openTemp(b, "bench", sqlite.Options{})
 	storetest.Benchmarks(b, s)
 }
 
@@ -145,11 +150,7 @@ func BenchmarkSQLite(b *testing.B) {
 // case: a scan is right there.)
 func TestQueryPlansUseIndexes(t *testing.T) {
 	ctx := context.Background()
-	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "results.db"), "test", sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, _ := openTemp(t, "test", sqlite.Options{})
 	for i := range 50 {
 		r := storetest.Run("rack-"+strconv.Itoa(i%10), i, 10, 20000)
 		r.Run.GitBranch, r.Run.GitTags = "main", []string{"t" + strconv.Itoa(i)}

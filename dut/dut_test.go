@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -102,7 +103,9 @@ func setup(t *testing.T) (*fixtures.Rack, dut.Placement) {
 	}
 	t.Cleanup(func() { _ = chip.Remove() })
 	// A domain of the test's own, within the middleware's 32 bytes.
-	pl := dut.Placement{Domain: fmt.Sprintf("duttest%d-%d", os.Getpid(), domains.Add(1)),
+	domain := fmt.Sprintf("duttest%d-%d", os.Getpid(), domains.Add(1))
+	removeSegmentsAtEnd(t, domain)
+	pl := dut.Placement{Domain: domain,
 		Chip: func(c gpio.Chip) gpio.Chip {
 			if c == "sim:t" {
 				return gpio.Chip("sim:" + name)
@@ -273,4 +276,20 @@ func c50(xs []int64) int64 {
 	s := slices.Clone(xs)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// removeSegmentsAtEnd removes, when the test ends, the shared-memory
+// segments of domain that the program and the controller's ends left
+// (a publisher killed or stopped cannot unlink; the rig does the same for
+// its domain at Close). Registered before the program starts, so it runs
+// after the program's Stop.
+func removeSegmentsAtEnd(t *testing.T, domain string) {
+	t.Cleanup(func() {
+		left, _ := filepath.Glob("/dev/shm/hilrig." + domain + ".*")
+		for _, f := range left {
+			if err := os.Remove(f); err != nil {
+				t.Errorf("remove segment %s: %v", f, err)
+			}
+		}
+	})
 }

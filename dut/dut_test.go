@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/hilrig/hilrig/deploy"
 	"github.com/hilrig/hilrig/dut"
+	"github.com/hilrig/hilrig/dut/duttest"
 	"github.com/hilrig/hilrig/fixtures"
 	"github.com/hilrig/hilrig/gpio"
 	"github.com/hilrig/hilrig/gpio/gpiosim"
@@ -104,7 +104,7 @@ func setup(t *testing.T) (*fixtures.Rack, dut.Placement) {
 	t.Cleanup(func() { _ = chip.Remove() })
 	// A domain of the test's own, within the middleware's 32 bytes.
 	domain := fmt.Sprintf("duttest%d-%d", os.Getpid(), domains.Add(1))
-	removeSegmentsAtEnd(t, domain)
+	duttest.RemoveSegmentsAtEnd(t, domain)
 	pl := dut.Placement{Domain: domain,
 		Chip: func(c gpio.Chip) gpio.Chip {
 			if c == "sim:t" {
@@ -276,20 +276,4 @@ func c50(xs []int64) int64 {
 	s := slices.Clone(xs)
 	slices.Sort(s)
 	return s[len(s)/2]
-}
-
-// removeSegmentsAtEnd removes, when the test ends, the shared-memory
-// segments of domain that the program and the controller's ends left
-// (a publisher killed or stopped cannot unlink; the rig does the same for
-// its domain at Close). Registered before the program starts, so it runs
-// after the program's Stop.
-func removeSegmentsAtEnd(t *testing.T, domain string) {
-	t.Cleanup(func() {
-		left, _ := filepath.Glob("/dev/shm/hilrig." + domain + ".*")
-		for _, f := range left {
-			if err := os.Remove(f); err != nil {
-				t.Errorf("remove segment %s: %v", f, err)
-			}
-		}
-	})
 }

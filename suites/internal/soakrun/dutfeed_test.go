@@ -11,6 +11,7 @@ import (
 
 	"github.com/hilrig/hilrig/agentproto"
 	"github.com/hilrig/hilrig/dut"
+	"github.com/hilrig/hilrig/dut/duttest"
 	"github.com/hilrig/hilrig/fixtures"
 	"github.com/hilrig/hilrig/report/soak"
 	"github.com/hilrig/hilrig/suites/internal/soakrun"
@@ -47,16 +48,7 @@ func TestDUTSoakCountsAKilledProgramAsAFaultWindow(t *testing.T) {
 	}
 	d, _ := rack.DUT("imu")
 	pl := dut.Placement{Domain: fmt.Sprintf("dutsoak%d", os.Getpid())}
-	// The segments the program and the controller's ends leave (a killed
-	// publisher cannot unlink), removed after the program's Stop below.
-	t.Cleanup(func() {
-		left, _ := filepath.Glob("/dev/shm/hilrig." + pl.Domain + ".*")
-		for _, f := range left {
-			if err := os.Remove(f); err != nil {
-				t.Errorf("remove segment %s: %v", f, err)
-			}
-		}
-	})
+	duttest.RemoveSegmentsAtEnd(t, pl.Domain)
 	p, err := dut.Start(t.Context(), rack, "imu", pl, &dut.Options{OutputDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
